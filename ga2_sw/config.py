@@ -1,0 +1,103 @@
+"""The one configuration object shared by the software model and the hardware generator."""
+
+from dataclasses import dataclass, fields, asdict, replace
+import json
+
+__all__ = ["Config", "DEFAULT"]
+
+# (minimum, maximum) of every integer field; the maxima follow from the instruction encoding (16-bit
+# addresses and lengths, 8-bit M and N, 12-bit strides) or from what the RTL is built and tested for.
+_RANGES = {
+    "rows":        (1, 32),
+    "cols":        (1, 32),
+    "sp_words":    (64, 65536),
+    "ext_words":   (64, 65536),
+    "imem_words":  (2, 65536),
+    "ext_latency": (1, 64),
+    "sm_max_len":  (1, 1024),
+    "d_model":     (1, 4095),
+    "d":           (1, 4095),
+    "max_ctx":     (1, 1024),
+}
+
+_HELP = {
+    "rows": "rows R of the systolic array (also the largest batch)",
+    "cols": "columns C of the systolic array",
+    "sp_words": "scratchpad size in 32-bit words",
+    "ext_words": "external memory size in 32-bit words",
+    "imem_words": "instruction memory size in 128-bit instructions",
+    "ext_latency": "cycles from an external read request to its data",
+    "sm_max_len": "longest softmax (SM len) the softmax unit buffers",
+    "d_model": "model width of the decode workload",
+    "d": "head dimension of the decode workload",
+    "max_ctx": "longest context (tokens) the decode layouts hold",
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """GA-2 generator and workload parameters.
+
+    Frozen and validated on construction: a bad value raises ``ValueError`` naming the field, the value
+    and the allowed range. ``ga2_hdl`` builds its circuit from the same object that ``ga2_sw`` uses to
+    validate, run and time programs.
+    """
+    rows: int = 4
+    cols: int = 4
+    sp_words: int = 4096
+    ext_words: int = 8192
+    imem_words: int = 1024
+    ext_latency: int = 4
+    sm_max_len: int = 64
+    d_model: int = 16
+    d: int = 16
+    max_ctx: int = 16
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = getattr(self, f.name)
+            lo, hi = _RANGES[f.name]
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"Config field '{f.name}' must be an integer in range {lo}..{hi}, not {value!r}")
+            if not lo <= value <= hi:
+                raise ValueError(f"Config field '{f.name}' must be in range {lo}..{hi}, not {value!r}")
+        if self.sm_max_len < self.max_ctx:
+            raise ValueError(f"Config field 'sm_max_len' must be at least max_ctx ({self.max_ctx}) so attention "
+                             f"over a full context fits the softmax unit, not {self.sm_max_len!r}")
+
+    # -- derived figures ------------------------------------------------------------------------------
+    @property
+    def peak_macs_per_cycle(self):
+        return self.rows * self.cols
+
+    @property
+    def max_batch(self):
+        return self.rows
+
+    def replace(self, **changes):
+        return replace(self, **changes)
+
+    def to_dict(self):
+        return asdict(self)
+
+    def to_json(self):
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d):
+        unknown = sorted(set(d) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"Unknown config field(s) {', '.join(map(repr, unknown))}; known: "
+                             f"{', '.join(f.name for f in fields(cls))}")
+        return cls(**d)
+
+    @staticmethod
+    def field_help():
+        return dict(_HELP)
+
+    @staticmethod
+    def field_range(name):
+        return _RANGES[name]
+
+
+DEFAULT = Config()

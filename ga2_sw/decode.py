@@ -1,0 +1,164 @@
+"""Decode-step programs for one attention head: one sequence or a (ragged) batch of sequences.
+
+The B new tokens of a batch share ONE projection per weight matrix (a matrix product with M = B rows), so
+the weights are loaded once; attention stays per sequence, over each sequence's own K and V caches, at its
+own length. Layouts come from ``Layout(config)``; MM tiles are sized to the array."""
+
+import math
+
+import numpy as np
+
+from . import isa
+from .layout import Layout
+from .numerics import quantize, scale_for, mantissa_shift, requant, softmax_q16, s8, u32
+
+__all__ = ["Workload", "make_workload", "rq_params", "ext_image", "program", "outputs", "int_reference",
+           "float_reference", "traffic"]
+
+
+class Workload:
+    """Float weights and hidden states of ``nseq`` sequences of ``L`` tokens, and ONE set of scales for
+    the whole batch (a model has one set of scales, not one per request)."""
+
+    def __init__(self, config, nseq, L, seed):
+        if L > config.max_ctx:
+            raise ValueError(f"Context length {L} exceeds config field 'max_ctx' ({config.max_ctx})")
+        self.config, self.nseq, self.L, self.seed = config, nseq, L, seed
+        dm, d = config.d_model, config.d
+        rng = np.random.default_rng(seed)
+        self.W = [rng.normal(0.0, 1.0 / math.sqrt(dm), (dm, d)) for _ in range(3)]
+        self.X = [rng.normal(0.0, 1.0, (L, dm)) for _ in range(nseq)]
+        self.out = [self.float_attention(b) for b in range(nseq)]    # float outputs at every token
+        Q = [x @ self.W[0] for x in self.X]
+        K = [x @ self.W[1] for x in self.X]
+        V = [x @ self.W[2] for x in self.X]
+        flat = lambda arrays: [float(v) for a in arrays for v in np.ravel(a)]
+        self.scales = {"x": scale_for(flat(self.X)), "wq": scale_for(flat([self.W[0]])),
+                       "wk": scale_for(flat([self.W[1]])), "wv": scale_for(flat([self.W[2]])),
+                       "q": scale_for(flat(Q)), "k": scale_for(flat(K)), "v": scale_for(flat(V)),
+                       "o": scale_for(flat(self.out))}
+
+    def float_attention(self, b):
+        """Float attention outputs of sequence b at tokens 1..L (row t-1 is the output at token t)."""
+        x = self.X[b]
+        q, k, v = x @ self.W[0], x @ self.W[1], x @ self.W[2]
+        rows = []
+        for t in range(1, len(x) + 1):
+            sc = k[:t] @ q[t - 1] / math.sqrt(self.config.d)
+            p = np.exp(sc - sc.max())
+            rows.append((p / p.sum()) @ v[:t])
+        return np.array(rows)
+
+
+def make_workload(config, nseq, L, seed):
+    return Workload(config, nseq, L, seed)
+
+
+def rq_params(w):
+    """(m, s) of every requantisation of the step, from the batch's scales."""
+    s, d = w.scales, w.config.d
+    ms = mantissa_shift
+    return {"q": ms(s["x"] * s["wq"] / s["q"]), "k": ms(s["x"] * s["wk"] / s["k"]),
+            "v": ms(s["x"] * s["wv"] / s["v"]), "scores": ms(s["q"] * s["k"] / math.sqrt(d) * 16),
+            "weights": ms(127 / 65536), "out": ms(s["v"] / (127 * s["o"]))}
+
+
+def ext_image(w):
+    """External memory before the first step: quantised weights and hidden states, empty caches."""
+    lay, s = Layout(w.config), w.scales
+    img = [0] * w.config.ext_words
+    dm, d = w.config.d_model, w.config.d
+    for wi, name in enumerate(("wq", "wk", "wv")):
+        for r in range(dm):
+            for c in range(d):
+                img[lay.ex_w + wi * dm * d + r * d + c] = u32(quantize(float(w.W[wi][r, c]), s[name]))
+    for b in range(w.nseq):
+        for t in range(w.L):
+            for c in range(dm):
+                img[lay.ex_x(b) + t * dm + c] = u32(quantize(float(w.X[b][t, c]), s["x"]))
+    return img
+
+
+def program(config, seqs, ts, P):
+    """One decode step for the sequences ``seqs`` (indices into the external layout) at ``ts[j]`` tokens
+    each, the new one included. Batch slot j holds sequence seqs[j]."""
+    lay = Layout(config)
+    n, DM, D, C = len(seqs), config.d_model, config.d, config.cols
+    if not 1 <= n <= config.rows:
+        raise ValueError(f"Batch of {n} sequences: must be 1..{config.rows} (config field 'rows')")
+    if len(ts) != n or any(not 1 <= t <= config.max_ctx for t in ts):
+        raise ValueError(f"Token positions {list(ts)} must be one per sequence, each in 1..{config.max_ctx}")
+    prog = []
+    for j, b in enumerate(seqs):
+        prog.append(isa.ld(dst=lay.X + j * DM, src=lay.ex_x(b) + (ts[j] - 1) * DM, len=DM))
+    prog.append(isa.ld(dst=lay.W, src=lay.ex_w, len=3 * DM * D))
+    for j, b in enumerate(seqs):
+        if ts[j] > 1:
+            prog.append(isa.ld(dst=lay.KC(j), src=lay.ex_kc(b), len=(ts[j] - 1) * D))
+            prog.append(isa.ld(dst=lay.VC(j), src=lay.ex_vc(b), len=(ts[j] - 1) * D))
+    # The projections: one matrix product with M = n rows per column tile, so the weights serve the batch.
+    for wi, acc in enumerate((lay.QA, lay.KA, lay.VA)):
+        for c0 in range(0, D, C):
+            prog.append(isa.mm(dst=acc + c0, A=lay.X, B=lay.W + wi * DM * D + c0, M=n, K=DM, N=min(C, D - c0), tb=0, lda=DM, ldb=D, ldc=D))
+    prog.append(isa.rq(dst=lay.Q8, src=lay.QA, len=n * D, m=P["q"][0], s=P["q"][1]))
+    for j, b in enumerate(seqs):
+        r = (ts[j] - 1) * D
+        prog.append(isa.rq(dst=lay.KC(j) + r, src=lay.KA + j * D, len=D, m=P["k"][0], s=P["k"][1]))
+        prog.append(isa.rq(dst=lay.VC(j) + r, src=lay.VA + j * D, len=D, m=P["v"][0], s=P["v"][1]))
+        prog.append(isa.st(src=lay.KC(j) + r, dst=lay.ex_kc(b) + r, len=D))
+        prog.append(isa.st(src=lay.VC(j) + r, dst=lay.ex_vc(b) + r, len=D))
+    # Attention, one sequence at a time, each over its own cache at its own length.
+    for j, b in enumerate(seqs):
+        L = ts[j]
+        for c0 in range(0, L, C):
+            prog.append(isa.mm(dst=lay.S + c0, A=lay.Q8 + j * D, B=lay.KC(j) + c0 * D, M=1, K=D, N=min(C, L - c0), tb=1, lda=D, ldb=D, ldc=C))
+        prog.append(isa.rq(dst=lay.S8, src=lay.S, len=L, m=P["scores"][0], s=P["scores"][1]))
+        prog.append(isa.sm(dst=lay.P, src=lay.S8, len=L))
+        prog.append(isa.rq(dst=lay.WT, src=lay.P, len=L, m=P["weights"][0], s=P["weights"][1]))
+        for c0 in range(0, D, C):
+            prog.append(isa.mm(dst=lay.O + c0, A=lay.WT, B=lay.VC(j) + c0, M=1, K=L, N=min(C, D - c0), tb=0, lda=L, ldb=D, ldc=C))
+        prog.append(isa.rq(dst=lay.O8, src=lay.O, len=D, m=P["out"][0], s=P["out"][1]))
+        prog.append(isa.st(src=lay.O8, dst=lay.ex_out(b), len=D))
+    prog.append(isa.halt())
+    return prog
+
+
+def outputs(config, ext, b):
+    """Sequence b's int8 output of its latest step, read from external memory."""
+    base = Layout(config).ex_out(b)
+    return [s8(ext[base + i]) for i in range(config.d)]
+
+
+def caches(config, ext, b):
+    """Sequence b's K and V cache regions in external memory."""
+    lay = Layout(config)
+    return ext[lay.ex_kc(b):lay.ex_kc(b) + lay.cache_words], ext[lay.ex_vc(b):lay.ex_vc(b) + lay.cache_words]
+
+
+def int_reference(w, b, t):
+    """Sequence b's int8 output at token t, in plain Python integers: no instructions, no addresses."""
+    s, P, D = w.scales, rq_params(w), w.config.d
+    xq = [[quantize(float(v), s["x"]) for v in row] for row in w.X[b][:t]]
+    wq = [[[quantize(float(v), s[name]) for v in row] for row in w.W[i]] for i, name in enumerate(("wq", "wk", "wv"))]
+
+    def project(x, wmat, key):
+        return [requant(sum(x[i] * wmat[i][c] for i in range(len(x))), *P[key]) for c in range(D)]
+
+    q = project(xq[-1], wq[0], "q")
+    keys = [project(x, wq[1], "k") for x in xq]
+    values = [project(x, wq[2], "v") for x in xq]
+    scores = [requant(sum(q[i] * keys[p][i] for i in range(D)), *P["scores"]) for p in range(t)]
+    weights = [requant(p, *P["weights"]) for p in softmax_q16(scores)]
+    return [requant(sum(weights[p] * values[p][c] for p in range(t)), *P["out"]) for c in range(D)]
+
+
+def float_reference(w, b, t):
+    """Sequence b's float attention output at token t (unquantised model)."""
+    return w.out[b][t - 1]
+
+
+def traffic(prog):
+    """(MACs, words moved to or from external memory) of a program; one word carries one int8 element."""
+    macs = sum(i.M * i.K * i.N for i in prog if i.op == isa.Op.MM)
+    words = sum(i.len for i in prog if i.op in (isa.Op.LD, isa.Op.ST))
+    return macs, words

@@ -1,0 +1,245 @@
+"""GA-2 instructions: the 128-bit encoding, static validation and the error codes (docs/ISA.md)."""
+
+from dataclasses import dataclass, fields as dc_fields
+from enum import IntEnum
+
+__all__ = ["Op", "Err", "Instr", "FIELDS", "encode", "decode", "check", "footprints",
+           "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS", "EncodingError"]
+
+INSTR_BITS = 128
+
+
+class Op(IntEnum):
+    LD = 1
+    ST = 2
+    MM = 3
+    RQ = 4
+    SM = 5
+    HALT = 6
+
+
+class Err(IntEnum):
+    NONE = 0
+    ILLEGAL = 1
+    SP_RANGE = 2
+    EXT_RANGE = 3
+    SHAPE = 4
+    PC_OVERFLOW = 5
+
+
+# Bit slots: name -> (lsb, width, signed). One slot may carry different fields for different opcodes.
+_SLOTS = {
+    "op":  (0, 4, False),
+    "tb":  (4, 1, False),
+    "dst": (8, 16, False),
+    "src": (24, 16, False),
+    "len": (40, 16, False),
+    "K":   (56, 16, False),
+    "m":   (56, 16, True),
+    "s":   (72, 6, False),
+    "M":   (72, 8, False),
+    "N":   (80, 8, False),
+    "lda": (88, 12, False),
+    "ldb": (100, 12, False),
+    "ldc": (112, 12, False),
+}
+
+# Assembly fields of each opcode, in assembly order, and the slot each one is encoded in.
+FIELDS = {
+    Op.LD:   (("dst", "dst"), ("src", "src"), ("len", "len")),
+    Op.ST:   (("src", "src"), ("dst", "dst"), ("len", "len")),
+    Op.MM:   (("dst", "dst"), ("A", "src"), ("B", "len"), ("M", "M"), ("K", "K"), ("N", "N"),
+              ("tb", "tb"), ("lda", "lda"), ("ldb", "ldb"), ("ldc", "ldc")),
+    Op.RQ:   (("dst", "dst"), ("src", "src"), ("len", "len"), ("m", "m"), ("s", "s")),
+    Op.SM:   (("dst", "dst"), ("src", "src"), ("len", "len")),
+    Op.HALT: (),
+}
+
+
+def _mask(slot):
+    lsb, width, _ = _SLOTS[slot]
+    return ((1 << width) - 1) << lsb
+
+
+# Bits each opcode may set; any other set bit makes the instruction illegal.
+USED_BITS = {op: _mask("op") | sum(_mask(slot) for _, slot in FIELDS[op]) for op in Op}
+
+
+def field_range(op, name):
+    """Encodable (lo, hi) of an assembly field."""
+    slot = dict(FIELDS[op])[name]
+    _, width, signed = _SLOTS[slot]
+    return (-(1 << (width - 1)), (1 << (width - 1)) - 1) if signed else (0, (1 << width) - 1)
+
+
+class EncodingError(ValueError):
+    """A field value does not fit its bit slot."""
+
+
+@dataclass(frozen=True)
+class Instr:
+    """One decoded instruction. Fields an opcode does not use stay 0."""
+    op: Op
+    dst: int = 0
+    src: int = 0
+    len: int = 0
+    A: int = 0
+    B: int = 0
+    M: int = 0
+    K: int = 0
+    N: int = 0
+    tb: int = 0
+    lda: int = 0
+    ldb: int = 0
+    ldc: int = 0
+    m: int = 0
+    s: int = 0
+
+    def __post_init__(self):
+        object.__setattr__(self, "op", Op(self.op))
+        names = {name for name, _ in FIELDS[self.op]}
+        for f in dc_fields(self):
+            if f.name == "op":
+                continue
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise EncodingError(f"{self.op.name}: field '{f.name}' must be an integer, not {value!r}")
+            if f.name not in names:
+                if value != 0:
+                    raise EncodingError(f"{self.op.name} has no field '{f.name}' (fields: "
+                                        f"{' '.join(sorted(names)) or 'none'})")
+                continue
+            lo, hi = field_range(self.op, f.name)
+            if not lo <= value <= hi:
+                raise EncodingError(f"{self.op.name}: field '{f.name}' must be in range {lo}..{hi}, not {value}")
+
+    def fields(self):
+        """The assembly fields of this instruction as (name, value) pairs, in assembly order."""
+        return [(name, getattr(self, name)) for name, _ in FIELDS[self.op]]
+
+    def __str__(self):
+        return " ".join([self.op.name] + [f"{n}={v}" for n, v in self.fields()])
+
+
+def ld(dst, src, len):
+    return Instr(Op.LD, dst=dst, src=src, len=len)
+
+
+def st(src, dst, len):
+    return Instr(Op.ST, src=src, dst=dst, len=len)
+
+
+def mm(dst, A, B, M, K, N, tb=0, lda=0, ldb=0, ldc=0):
+    return Instr(Op.MM, dst=dst, A=A, B=B, M=M, K=K, N=N, tb=tb, lda=lda, ldb=ldb, ldc=ldc)
+
+
+def rq(dst, src, len, m, s):
+    return Instr(Op.RQ, dst=dst, src=src, len=len, m=m, s=s)
+
+
+def sm(dst, src, len):
+    return Instr(Op.SM, dst=dst, src=src, len=len)
+
+
+def halt():
+    return Instr(Op.HALT)
+
+
+def encode(instr):
+    """Instr -> 128-bit integer."""
+    word = int(instr.op)
+    for name, slot in FIELDS[instr.op]:
+        lsb, width, _ = _SLOTS[slot]
+        word |= (getattr(instr, name) & ((1 << width) - 1)) << lsb
+    return word
+
+
+def decode(word):
+    """128-bit integer -> (Instr or None, Err). Err.ILLEGAL for an unknown opcode or stray bits."""
+    if not 0 <= word < (1 << INSTR_BITS):
+        raise ValueError(f"Instruction word must be a {INSTR_BITS}-bit unsigned integer, not {word!r}")
+    opcode = word & 0xF
+    try:
+        op = Op(opcode)
+    except ValueError:
+        return None, Err.ILLEGAL
+    if word & ~USED_BITS[op]:
+        return None, Err.ILLEGAL
+    values = {}
+    for name, slot in FIELDS[op]:
+        lsb, width, signed = _SLOTS[slot]
+        v = (word >> lsb) & ((1 << width) - 1)
+        if signed and v >> (width - 1):
+            v -= 1 << width
+        values[name] = v
+    return Instr(op, **values), Err.NONE
+
+
+def footprints(instr):
+    """(scratchpad (lo, hi) ranges, external (lo, hi) ranges) an instruction touches, hi inclusive.
+
+    Only meaningful for an instruction with a legal shape."""
+    i = instr
+    if i.op == Op.LD:
+        return [(i.dst, i.dst + i.len - 1)], [(i.src, i.src + i.len - 1)]
+    if i.op == Op.ST:
+        return [(i.src, i.src + i.len - 1)], [(i.dst, i.dst + i.len - 1)]
+    if i.op == Op.MM:
+        a_hi = i.A + (i.M - 1) * i.lda + i.K - 1
+        b_hi = i.B + ((i.N - 1) * i.ldb + i.K - 1 if i.tb else (i.K - 1) * i.ldb + i.N - 1)
+        c_hi = i.dst + (i.M - 1) * i.ldc + i.N - 1
+        return [(i.A, a_hi), (i.B, b_hi), (i.dst, c_hi)], []
+    if i.op in (Op.RQ, Op.SM):
+        return [(i.src, i.src + i.len - 1), (i.dst, i.dst + i.len - 1)], []
+    return [], []
+
+
+def check(instr, config):
+    """Static validation of a decoded instruction against a configuration: the hardware's error code."""
+    i = instr
+    if i.op == Op.HALT:
+        return Err.NONE
+    if i.op == Op.MM:
+        if not (1 <= i.M <= config.rows and 1 <= i.N <= config.cols and i.K >= 1):
+            return Err.SHAPE
+    else:
+        if i.len == 0:
+            return Err.SHAPE
+        if i.op == Op.RQ and i.s > 47:
+            return Err.SHAPE
+        if i.op == Op.SM and i.len > config.sm_max_len:
+            return Err.SHAPE
+    sp, ext = footprints(i)
+    if any(hi >= config.sp_words for _, hi in sp):
+        return Err.SP_RANGE
+    if any(hi >= config.ext_words for _, hi in ext):
+        return Err.EXT_RANGE
+    return Err.NONE
+
+
+def explain(instr, config):
+    """A sentence saying why `check` rejects an instruction (empty string when it does not)."""
+    i, err = instr, check(instr, config)
+    if err == Err.NONE:
+        return ""
+    if err == Err.SHAPE:
+        if i.op == Op.MM:
+            parts = []
+            if not 1 <= i.M <= config.rows:
+                parts.append(f"M={i.M} is outside 1..{config.rows} (rows)")
+            if not 1 <= i.N <= config.cols:
+                parts.append(f"N={i.N} is outside 1..{config.cols} (cols)")
+            if i.K < 1:
+                parts.append("K must be at least 1")
+            return "; ".join(parts)
+        if i.len == 0:
+            return "len must be at least 1"
+        if i.op == Op.RQ:
+            return f"s={i.s} is outside 0..47"
+        return f"len={i.len} is outside 1..{config.sm_max_len} (sm_max_len)"
+    sp, ext = footprints(i)
+    if err == Err.SP_RANGE:
+        lo, hi = next(r for r in sp if r[1] >= config.sp_words)
+        return f"touches scratchpad words {lo}..{hi}, but the scratchpad has {config.sp_words} words (0..{config.sp_words - 1})"
+    lo, hi = next(r for r in ext if r[1] >= config.ext_words)
+    return f"touches external words {lo}..{hi}, but external memory has {config.ext_words} words (0..{config.ext_words - 1})"

@@ -1,0 +1,146 @@
+"""Memory layouts of the batched decode step, computed from the configuration (docs/ARCHITECTURE.md).
+
+Scratchpad: one region per operand, sized for a batch of ``rows`` sequences, plus one K and one V cache
+per batch slot, each ``max_ctx`` rows of ``d`` words. External memory: the three weight matrices, then one
+block per sequence (hidden states, K cache, V cache, output)."""
+
+from dataclasses import dataclass
+
+__all__ = ["Layout", "LayoutError"]
+
+
+class LayoutError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Layout:
+    config: object
+
+    def __post_init__(self):
+        c = self.config
+        if c.sp_words < self.sp_needed:
+            raise LayoutError(f"Config field 'sp_words' is {c.sp_words}, but the decode layout for a batch of "
+                              f"{c.rows} with d_model={c.d_model}, d={c.d}, max_ctx={c.max_ctx} needs "
+                              f"{self.sp_needed} words")
+        if self.ext_seqs < 1:
+            raise LayoutError(f"Config field 'ext_words' is {c.ext_words}, but the weights and one sequence "
+                              f"need {self.ex_w_words + self.ex_seq_words} words")
+        if c.d_model > 4095 or c.d > 4095 or c.max_ctx > 4095:
+            raise LayoutError("d_model, d and max_ctx must fit the 12-bit MM strides (<= 4095)")
+
+    # sizes ---------------------------------------------------------------------------------------------
+    @property
+    def dm(self):
+        return self.config.d_model
+
+    @property
+    def d(self):
+        return self.config.d
+
+    @property
+    def lmax(self):
+        return self.config.max_ctx
+
+    @property
+    def cache_words(self):
+        return self.lmax * self.d
+
+    # scratchpad ----------------------------------------------------------------------------------------
+    @property
+    def X(self):                       # new tokens' hidden states, one row per batch slot
+        return 0
+
+    @property
+    def W(self):                       # Wq | Wk | Wv, each d_model x d
+        return self.X + self.config.rows * self.dm
+
+    @property
+    def QA(self):                      # int32 projections, one row per batch slot
+        return self.W + 3 * self.dm * self.d
+
+    @property
+    def KA(self):
+        return self.QA + self.config.rows * self.d
+
+    @property
+    def VA(self):
+        return self.KA + self.config.rows * self.d
+
+    @property
+    def Q8(self):
+        return self.VA + self.config.rows * self.d
+
+    @property
+    def S(self):                       # int32 scores of the sequence being attended
+        return self.Q8 + self.config.rows * self.d
+
+    @property
+    def S8(self):
+        return self.S + self.lmax
+
+    @property
+    def P(self):                       # Q16 probabilities
+        return self.S8 + self.lmax
+
+    @property
+    def WT(self):                      # int8 attention weights
+        return self.P + self.lmax
+
+    @property
+    def O(self):
+        return self.WT + self.lmax
+
+    @property
+    def O8(self):
+        return self.O + self.d
+
+    @property
+    def caches(self):
+        return self.O8 + self.d
+
+    def KC(self, j):
+        return self.caches + 2 * self.cache_words * j
+
+    def VC(self, j):
+        return self.caches + 2 * self.cache_words * j + self.cache_words
+
+    @property
+    def sp_needed(self):
+        return self.caches + 2 * self.cache_words * self.config.rows
+
+    # external memory -----------------------------------------------------------------------------------
+    @property
+    def ex_w(self):
+        return 0
+
+    @property
+    def ex_w_words(self):
+        return 3 * self.dm * self.d
+
+    @property
+    def ex_seq_words(self):
+        return self.lmax * self.dm + 2 * self.cache_words + self.d
+
+    @property
+    def ext_seqs(self):
+        """How many sequences the external layout holds."""
+        return (self.config.ext_words - self.ex_w_words) // self.ex_seq_words
+
+    def _seq_base(self, b):
+        if not 0 <= b < self.ext_seqs:
+            raise LayoutError(f"Sequence {b} is outside the external layout, which holds sequences "
+                              f"0..{self.ext_seqs - 1} with ext_words={self.config.ext_words}")
+        return self.ex_w + self.ex_w_words + b * self.ex_seq_words
+
+    def ex_x(self, b):
+        return self._seq_base(b)
+
+    def ex_kc(self, b):
+        return self._seq_base(b) + self.lmax * self.dm
+
+    def ex_vc(self, b):
+        return self.ex_kc(b) + self.cache_words
+
+    def ex_out(self, b):
+        return self.ex_vc(b) + self.cache_words
