@@ -1,0 +1,142 @@
+"""The softmax RTL against ga2_sw.numerics.softmax_q16: values, timing (X = 3*len + 20) and overlap."""
+
+import random
+
+from amaranth.back import verilog
+
+from ga2_hdl.softmax import Softmax
+from ga2_hdl.testing import UnitBench, run_bench, start_and_wait
+from ga2_sw.config import Config
+from ga2_sw.isa import encode, sm
+from ga2_sw.numerics import softmax_q16
+
+CONFIG = Config(sp_words=256)          # sm_max_len keeps its default, 64
+
+
+def garbage_word(rng, score):
+    """A source word whose low 8 bits hold the int8 score and whose upper 24 bits are noise."""
+    return (rng.randrange(1 << 24) << 8) | (score & 0xFF)
+
+
+def run_sm_program(words, instrs, config=CONFIG):
+    """Run SM instructions (dst, src, len) one after another; return the scratchpad and the busy times."""
+    dut = Softmax(config)
+    bench = UnitBench(dut, config, sp_init=words)
+    busy = []
+    contents = []
+
+    async def testbench(ctx):
+        for dst, src, length in instrs:
+            busy.append(await start_and_wait(ctx, dut, encode(sm(dst, src, length))))
+            await ctx.tick()
+        contents.extend(ctx.get(bench.sp.mem.data[i]) for i in range(config.sp_words))
+
+    run_bench(bench, testbench, vcd_name="softmax")
+    return contents, busy
+
+
+def check_vectors(vectors, seed, overlap=False):
+    """Softmax of each score vector, placed with garbage upper bits at consecutive source addresses; the
+    results go to a separate region (or over the source itself when ``overlap``)."""
+    rng = random.Random(seed)
+    words, instrs, expected = [], [], {}
+    dst = 128
+    for scores in vectors:
+        src = len(words)
+        words += [garbage_word(rng, x) for x in scores]
+        out = src if overlap else dst
+        instrs.append((out, src, len(scores)))
+        for i, p in enumerate(softmax_q16(list(scores))):
+            expected[out + i] = p
+        dst += len(scores)
+    assert len(words) <= 128 and dst <= CONFIG.sp_words
+    contents, busy = run_sm_program(words, instrs)
+    assert busy == [3 * len(scores) + 20 for scores in vectors]
+    for addr in range(CONFIG.sp_words):
+        want = expected.get(addr, words[addr] if addr < len(words) else 0)
+        assert contents[addr] == want, f"sp[{addr}] = {contents[addr]}, expected {want}"
+
+
+def test_random_lengths():
+    rng = random.Random(20)
+    vectors = [[rng.randrange(-128, 128) for _ in range(n)] for n in (1, 2, 5, 16)]
+    check_vectors(vectors, seed=21)
+
+
+def test_random_full_length():
+    rng = random.Random(22)
+    # A narrow spread of scores, so that many probabilities are neither ~0 nor ~1.
+    check_vectors([[rng.randrange(-40, 40) for _ in range(64)]], seed=23)
+
+
+def test_edge_vectors():
+    vectors = [
+        [7] * 5,                        # all equal: 13107 each (65536/5 rounded)
+        [127] + [-128] * 6,             # d = 255: EXP[255]
+        [-128] * 3 + [127],             # the maximum last
+        [3, 50, -20, 50, 0],            # two maxima
+        [-128],                         # one score: 65536
+        [127, 127],                     # 32768 each
+        [0, -16, -32, -48, -64, -80, -96, -112],
+    ]
+    check_vectors(vectors, seed=24)
+
+
+def test_destination_equals_source():
+    rng = random.Random(25)
+    vectors = [[rng.randrange(-128, 128) for _ in range(n)] for n in (3, 16)]
+    check_vectors(vectors, seed=26, overlap=True)
+
+
+def test_destination_overlaps_source_partly():
+    # dst = src + 2 within one vector: the source is never read again once writing starts.
+    rng = random.Random(27)
+    scores = [rng.randrange(-60, 60) for _ in range(10)]
+    words = [garbage_word(rng, x) for x in scores]
+    contents, busy = run_sm_program(words, [(2, 0, 10)])
+    assert busy == [50]
+    assert contents[2:12] == softmax_q16(scores)
+    assert contents[0:2] == words[0:2]
+
+
+def test_largest_sm_max_len():
+    # sm_max_len = 1024 gives the widest sum: 1024 equal scores make S = 2**26 exactly.
+    config = Config(sp_words=2048, sm_max_len=1024)
+    rng = random.Random(28)
+    scores = [rng.randrange(-128, 128) for _ in range(300)]
+    ties = [-5] * 1024
+    words = [garbage_word(rng, x) for x in scores + ties]
+    contents, busy = run_sm_program(words, [(1400, 0, 300), (300, 300, 1024)], config)
+    assert busy == [3 * 300 + 20, 3 * 1024 + 20]
+    assert contents[1400:1700] == softmax_q16(scores)
+    assert contents[300:1324] == [64] * 1024                 # 65536 / 1024, written over its source
+
+
+def test_port_schedule():
+    # Source reads in cycles 1 .. 2n (twice over src .. src+n), writes in 2n+21 .. 3n+20, done in 3n+20.
+    dut = Softmax(CONFIG)
+    bench = UnitBench(dut, CONFIG, sp_init=range(64))
+    dst, src, n = 40, 7, 5
+    trace = []
+
+    async def testbench(ctx):
+        ctx.set(dut.instr.as_value(), encode(sm(dst, src, n)))
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        for cycle in range(1, 3 * n + 23):
+            trace.append((cycle, ctx.get(dut.busy), ctx.get(dut.done),
+                          ctx.get(dut.sp_rd.en) and ctx.get(dut.sp_rd.addr),
+                          ctx.get(dut.sp_wr.en) and ctx.get(dut.sp_wr.addr)))
+            await ctx.tick()
+
+    run_bench(bench, testbench)
+    for cycle, busy, done, rd, wr in trace:
+        assert busy == (cycle <= 3 * n + 20), cycle
+        assert done == (cycle == 3 * n + 20), cycle
+        assert rd == (src + (cycle - 1) % n if cycle <= 2 * n else 0), cycle
+        assert wr == (dst + cycle - (2 * n + 21) if 2 * n + 21 <= cycle <= 3 * n + 20 else 0), cycle
+
+
+def test_verilog():
+    verilog.convert(Softmax(Config()), name="sm")
