@@ -1,0 +1,84 @@
+"""The DMA: LD (external memory -> scratchpad) and ST (scratchpad -> external memory)."""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import Out
+
+from ga2_sw.isa import Op
+
+from .ports import ExtSignature, unit_members, ext_addr_width, sp_addr_width
+
+__all__ = ["DMA"]
+
+
+class DMA(wiring.Component):
+    """Moves ``len`` words between the external-memory port and the scratchpad, one per cycle.
+
+    LD issues a read request every cycle and writes each response into the scratchpad the cycle it
+    arrives, so it is busy for ``len + ext_latency`` cycles. ST reads the scratchpad every cycle and writes
+    each word to the external memory the next cycle (``len + 1``). Reads are issued blindly: the memory has
+    a fixed latency and never stalls (docs/ARCHITECTURE.md).
+
+    Members
+    -------
+    start, instr, busy, done, sp_rd, sp_wr :
+        The unit handshake and scratchpad ports (``ports.unit_members``).
+    ext : Out(ExtSignature)
+        The external-memory port.
+    """
+
+    def __init__(self, config):
+        self._config = config
+        super().__init__({**unit_members(config), "ext": Out(ExtSignature(ext_addr_width(config)))})
+
+    def elaborate(self, platform):
+        m = Module()
+        spw, extw = sp_addr_width(self._config), ext_addr_width(self._config)
+        is_ld = Signal()
+        issue_addr = Signal(max(spw, extw))     # the address of the next read (external for LD, scratchpad for ST)
+        issue_left = Signal(16)
+        write_addr = Signal(max(spw, extw))
+        write_left = Signal(16)
+        st_data_valid = Signal()                 # an ST read was issued last cycle: its word is on sp_rd.data
+
+        with m.If(self.start):
+            m.d.sync += [
+                is_ld.eq(self.instr.op == Op.LD),
+                issue_addr.eq(self.instr.src),
+                issue_left.eq(self.instr.len),
+                write_addr.eq(self.instr.dst),
+                write_left.eq(self.instr.len),
+                self.busy.eq(1),
+            ]
+
+        issuing = self.busy & (issue_left != 0)
+        with m.If(issuing):
+            m.d.sync += [issue_addr.eq(issue_addr + 1), issue_left.eq(issue_left - 1)]
+        m.d.sync += st_data_valid.eq(issuing & ~is_ld)
+
+        writing = Signal()
+        with m.If(is_ld):
+            m.d.comb += [
+                self.ext.re.eq(issuing),
+                self.ext.addr.eq(issue_addr),
+                writing.eq(self.busy & self.ext.rvalid),
+                self.sp_wr.en.eq(writing),
+                self.sp_wr.addr.eq(write_addr),
+                self.sp_wr.data.eq(self.ext.rdata),
+            ]
+        with m.Else():
+            m.d.comb += [
+                self.sp_rd.en.eq(issuing),
+                self.sp_rd.addr.eq(issue_addr),
+                writing.eq(st_data_valid),
+                self.ext.we.eq(writing),
+                self.ext.addr.eq(write_addr),
+                self.ext.wdata.eq(self.sp_rd.data),
+            ]
+        with m.If(writing):
+            m.d.sync += [write_addr.eq(write_addr + 1), write_left.eq(write_left - 1)]
+
+        m.d.comb += self.done.eq(writing & (write_left == 1))
+        with m.If(self.done):
+            m.d.sync += self.busy.eq(0)
+        return m
