@@ -1,0 +1,5 @@
+import sys
+
+from .commands import main
+
+sys.exit(main())
