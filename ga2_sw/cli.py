@@ -58,6 +58,9 @@ def main(argv=None):
     except ValueError as exc:                    # bad input: one clear line, no traceback
         print(f"ga2 {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:                      # `ga2 ... | head`: the reader left, nothing is wrong
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ def table(headers, rows, aligns=None):
     """A plain-text table; numbers right-aligned, text left-aligned."""
     cells = [[str(h) for h in headers]] + [[c if isinstance(c, str) else _fmt(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    aligns = aligns or ["<" if all(isinstance(row[i], str) for row in rows) and rows else ">" for i in range(len(headers))]
+    if aligns is None:                           # text columns left, numbers right
+        aligns = ["<" if rows and all(isinstance(row[i], str) for row in rows) else ">" for i in range(len(headers))]
     lines = []
     for n, row in enumerate(cells):
         lines.append("  ".join(f"{c:{a}{w}}" for c, a, w in zip(row, aligns, widths)).rstrip())
@@ -40,8 +41,10 @@ def add_output_arguments(parser):
 
 
 def finish_plot(fig, path):
+    import matplotlib
+    matplotlib.use("Agg")                        # files only: never needs a display
+    import matplotlib.pyplot as plt
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    import matplotlib.pyplot as plt
     plt.close(fig)
     print(f"plot: {path}")
