@@ -1,0 +1,214 @@
+"""``ga2 check-batching``, ``ga2 accuracy`` and ``ga2 mutants``: the batched builder's oracle, the integer
+model's error against float attention, and the mutation test of the oracle."""
+
+import os
+import sys
+import time
+
+from .. import decode as dec
+from ..analyses.common import table, write_json
+from ..check import check_batching, ragged_lengths, DEFAULT_LENGTHS, DEFAULT_SEEDS
+from ..cli import add_config_arguments, config_from_args
+from ..layout import Layout
+
+__all__ = ["register", "count_programs", "accuracy"]
+
+
+def _int_list(text):
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise ValueError(f"Expected comma-separated integers, not {text!r}") from None
+    if not values:
+        raise ValueError(f"Expected at least one integer, not {text!r}")
+    return values
+
+
+def _lengths(text, config):
+    lengths = _int_list(text)
+    if any(L < 1 for L in lengths):
+        raise ValueError(f"Context lengths must be at least 1, not {min(lengths)}")
+    if not any(L <= config.max_ctx for L in lengths):
+        raise ValueError(f"No context length in {text!r} fits max_ctx ({config.max_ctx})")
+    return lengths
+
+
+def register(sub):
+    p = sub.add_parser("check-batching", help="batch invariance of the batched decode builder (and its "
+                       "integer reference), on the model or a simulator")
+    p.add_argument("--sim", default="model", metavar="NAME",
+                   help="what runs the programs (sim.runners; default %(default)s)")
+    p.add_argument("--no-ragged", action="store_true", help="leave out the ragged batch")
+    p.add_argument("--seeds", default=",".join(map(str, DEFAULT_SEEDS)), metavar="S,S",
+                   help="workload seeds (default %(default)s)")
+    p.add_argument("--lengths", default=",".join(map(str, DEFAULT_LENGTHS)), metavar="L,L",
+                   help="context lengths decoded step by step (default %(default)s; longer than max_ctx are skipped)")
+    p.add_argument("--batches", metavar="B,B", help="batch sizes (default 1..rows)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_config_arguments(p)
+    p.set_defaults(func=_check_batching)
+
+    p = sub.add_parser("accuracy", help="error of the integer decode step against float attention, in output LSBs")
+    p.add_argument("--seeds", default=",".join(map(str, DEFAULT_SEEDS)), metavar="S,S",
+                   help="workload seeds (default %(default)s)")
+    p.add_argument("--lengths", default=",".join(map(str, DEFAULT_LENGTHS)), metavar="L,L",
+                   help="context lengths (default %(default)s)")
+    p.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    add_config_arguments(p)
+    p.set_defaults(func=_accuracy)
+
+    p = sub.add_parser("mutants", help="mutation test of the batch-invariance check: the chapter's 16 broken "
+                       "builders and this project's own",
+                       description="Applies each mutant to a copy of ga2_sw and runs the check on it in a "
+                       "subprocess, with and without the ragged batch. Exit status 1 unless the full check "
+                       "catches all 16 of the chapter's mutants and the check without the ragged batch catches "
+                       "exactly 13 (all but the three that confuse sequence lengths). JSON: {\"mutants\": "
+                       "[{\"label\", \"own\", \"caught_full\", \"caught_no_ragged\", ...}], \"full\", "
+                       "\"no_ragged\", \"total\" (the chapter's mutants), \"own\": {\"full\", \"no_ragged\", \"total\"}}")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                   help="mutant checks run in parallel (default %(default)s)")
+    p.add_argument("--chapter-only", action="store_true", help="only the chapter's 16 mutants")
+    p.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_config_arguments(p)
+    p.set_defaults(func=_mutants)
+
+
+def _bar(total, disabled, unit):
+    from tqdm import tqdm
+    return tqdm(total=total, unit=unit, file=sys.stderr, disable=disabled, dynamic_ncols=True, leave=False)
+
+
+# -- check-batching ------------------------------------------------------------------------------------
+
+def count_programs(config, batches, lengths, seeds, ragged):
+    """How many programs check_batching runs with these arguments (the progress bar's total)."""
+    n = sum(L * (1 + nseq) for nseq in batches for L in lengths if L <= config.max_ctx) * len(seeds)
+    if ragged:
+        lens = ragged_lengths(config)
+        n += len(seeds) * (sum(t - 1 for t in lens) + 1 + len(lens))
+    return n
+
+
+def _check_batching(args):
+    from sim.runners import get_runner
+    config = config_from_args(args)
+    Layout(config)
+    runner = get_runner(args.sim, config)
+    seeds, lengths = _int_list(args.seeds), _lengths(args.lengths, config)
+    batches = _int_list(args.batches) if args.batches else tuple(range(1, config.rows + 1))
+    bad = [b for b in batches if not 1 <= b <= config.rows]
+    if bad:
+        raise ValueError(f"Batch sizes must be in 1..{config.rows} (config field 'rows'), not {bad[0]}")
+    ragged = not args.no_ragged
+    print(f"batch invariance on {args.sim}: batches {', '.join(map(str, batches))}; lengths "
+          f"{', '.join(str(L) for L in lengths if L <= config.max_ctx)}; seeds {', '.join(map(str, seeds))}; "
+          + (f"ragged batch {ragged_lengths(config)}" if ragged else "no ragged batch"))
+    start = time.perf_counter()
+    programs = 0
+
+    def tick(n):
+        nonlocal programs
+        programs += n
+        bar.update(n)
+    with _bar(count_programs(config, batches, lengths, seeds, ragged), args.no_progress, "prog") as bar:
+        problems = check_batching(config, batches=batches, lengths=lengths, seeds=seeds, ragged=ragged,
+                                  runner=runner, progress=tick)
+    elapsed = time.perf_counter() - start
+    if problems:
+        print(f"problems ({len(problems)}):")
+        for p in problems:
+            print(f"  {p}")
+    else:
+        print("problems: none")
+    print(f"{programs} programs in {elapsed:.1f} s")
+    return 1 if problems else 0
+
+
+# -- accuracy ----------------------------------------------------------------------------------------
+
+def accuracy(config, lengths=DEFAULT_LENGTHS, seeds=DEFAULT_SEEDS, runner=None):
+    """Error of every decode step of the invariance check's single-sequence workloads against float attention.
+
+    For each step t of a sequence of length L, the int8 output out8 (run on ``runner``, default the reference
+    machine) is compared with the float attention output of the unquantised model, in output LSBs:
+    |out8 - float / scale_o|. Returns {"lengths": [{"L", "steps", "max", "mean"}], "max", "mean", ...}."""
+    from ..check import machine_runner
+    run = runner or machine_runner(config)
+    per_length, everything = [], []
+    for L in (L for L in lengths if L <= config.max_ctx):
+        errors = []
+        for seed in seeds:
+            w = dec.make_workload(config, 1, L, 7000 + 31 * 1 + 5 * L + seed)   # check_batching's B=1 workloads
+            P, so = dec.rq_params(w), w.scales["o"]
+            ext = dec.ext_image(w)
+            for t in range(1, L + 1):
+                ext = run(dec.program(config, [0], [t], P), ext)
+                out8 = dec.outputs(config, ext, 0)
+                ref = dec.float_reference(w, 0, t)
+                errors += [abs(o - float(f) / so) for o, f in zip(out8, ref)]
+        per_length.append({"L": L, "steps": L * len(seeds), "values": len(errors), "max": max(errors),
+                           "mean": sum(errors) / len(errors)})
+        everything += errors
+    return {"lengths": per_length, "seeds": list(seeds), "max": max(everything),
+            "mean": sum(everything) / len(everything), "values": len(everything),
+            "within_1_lsb": sum(e <= 1 for e in everything) / len(everything)}
+
+
+def _accuracy(args):
+    config = config_from_args(args)
+    Layout(config)
+    res = accuracy(config, _lengths(args.lengths, config), _int_list(args.seeds))
+    print("integer decode step against float attention of the unquantised model, error in output LSBs "
+          "|out8 - out_float / scale_o| (B = 1 workloads of the invariance check)")
+    rows = [(r["L"], r["steps"], r["values"], round(r["max"], 2), round(r["mean"], 2)) for r in res["lengths"]]
+    rows.append(("all", sum(r["steps"] for r in res["lengths"]), res["values"], round(res["max"], 2),
+                 round(res["mean"], 2)))
+    print(table(["length", "steps", "values", "max LSB", "mean LSB"], rows, aligns=[">"] * 5))
+    print(f"{100 * res['within_1_lsb']:.1f}% of the values within 1 LSB")
+    if args.json:
+        write_json(args.json, {"config": config.to_dict(), **res})
+    return 0
+
+
+# -- mutants -------------------------------------------------------------------------------------------
+
+def _mutants(args):
+    from .. import mutants as M
+    config = config_from_args(args)
+    Layout(config)                              # a configuration the decode layout cannot hold: fail now
+    if args.jobs < 1:
+        raise ValueError(f"--jobs must be at least 1, not {args.jobs}")
+    chosen = M.CHAPTER_MUTANTS if args.chapter_only else M.ALL_MUTANTS
+    print("Each mutant deliberately breaks a copy of the batched builder; 'caught' is the expected verdict.")
+    start = time.perf_counter()
+    with _bar(2 * len(chosen) + 1, args.no_progress, "check") as bar:
+        rows = M.run_mutants(chosen, config, args.jobs, on_done=lambda *_: bar.update(1), baseline=True)
+    elapsed = time.perf_counter() - start
+    s = M.summarise(rows)
+    print(f"unmutated builder: {'passes the check' if rows[0][1].status == 'survived' else 'FAILS the check'}")
+    rows = rows[1:]
+
+    def verdict(o):
+        return {"caught": "caught", "fault": "caught (fault)", "survived": "NOT CAUGHT"}.get(o.status, o.status.upper())
+    print(table(["mutant", "full check", "no ragged batch"],
+                [(m.label + (" (own)" if m.own else ""), verdict(f), verdict(n)) for m, f, n in rows],
+                aligns=["<", "<", "<"]))
+    print()
+    print(f"chapter's mutants: {s['full']} of {s['total']} caught by the full check, {s['no_ragged']} of "
+          f"{s['total']} without the ragged batch")
+    if s["own"]["total"]:
+        print(f"own mutants: {s['own']['full']} of {s['own']['total']} caught by the full check, "
+              f"{s['own']['no_ragged']} of {s['own']['total']} without the ragged batch")
+    for m, f, n in rows:
+        if m.own and not f.caught:
+            print(f"- survivor (own) '{m.label}': " + (m.why_survives or "NOT EXPLAINED: a hole in the check"))
+    for m, f, n in rows:
+        if m.own and f.caught and m.why_survives:
+            print(f"- '{m.label}' was expected to survive but was caught")
+    print(f"{2 * len(rows) + 1} checks in {elapsed:.1f} s with {args.jobs} jobs")
+    for p in s["problems"]:
+        print(f"PROBLEM: {p}")
+    if args.json:
+        write_json(args.json, {"config": config.to_dict(), "seconds": round(elapsed, 1), **s})
+    return 1 if s["problems"] else 0

@@ -1,0 +1,245 @@
+"""Mutation testing of the batch-invariance check (``ga2 mutants``).
+
+Each mutant is one text substitution in a COPY of the ``ga2_sw`` package (in ``decode.py``, the batched
+builder, or ``layout.py``, its memory layout). The copy's own ``check_batching`` then runs in a separate
+Python process, once with the full check and once without the ragged batch. A mutant is *caught* when the
+check reports a problem or the program faults; it *survives* when the check passes.
+
+The first 16 mutants are the chapter's (all caught by the full check, 13 without the ragged batch: the
+three that confuse one sequence's length with another's need sequences of different lengths in one step).
+The rest are this project's own; the ones expected to survive carry the reason in ``why_survives``."""
+
+import concurrent.futures
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+from .config import Config
+
+__all__ = ["Mutant", "Outcome", "CHAPTER_MUTANTS", "OWN_MUTANTS", "ALL_MUTANTS", "NO_RAGGED_SURVIVORS",
+           "mutate", "run_mutant", "run_mutants", "summarise"]
+
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+@dataclass(frozen=True)
+class Mutant:
+    label: str
+    file: str                   # "decode.py" or "layout.py"
+    old: str                    # must occur exactly once in the file
+    new: str
+    own: bool = False
+    why_survives: str = ""      # for a mutant expected to survive: why (equivalent, or a hole of the check)
+
+
+def _c(label, old, new, file="decode.py"):
+    return Mutant(label, file, old, new)
+
+
+def _o(label, old, new, file="decode.py", why_survives=""):
+    return Mutant(label, file, old, new, own=True, why_survives=why_survives)
+
+
+_KC = "def KC(self, j):\n        return self.caches + 2 * self.cache_words * j\n"
+
+CHAPTER_MUTANTS = (
+    _c("projection runs on one row (M = 1) instead of the whole batch", "M=n, K=DM,", "M=1, K=DM,"),
+    _c("projection results stored with row stride C (cols), not d", "lda=DM, ldb=D, ldc=D))", "lda=DM, ldb=D, ldc=C))"),
+    _c("every new key is taken from row 0 of the projection", "src=lay.KA + j * D,", "src=lay.KA,"),
+    _c("every new value is taken from row 0 of the projection", "src=lay.VA + j * D,", "src=lay.VA,"),
+    _c("every sequence's cache lives in batch slot 0", _KC, "def KC(self, j):\n        return self.caches\n",
+       file="layout.py"),
+    _c("the value caches of all sequences overlap",
+       "return self.caches + 2 * self.cache_words * j + self.cache_words",
+       "return self.caches + self.cache_words * j + self.cache_words", file="layout.py"),
+    _c("sequence j attends with the query of row 0", "A=lay.Q8 + j * D,", "A=lay.Q8,"),
+    _c("hidden states are all loaded into slot 0", "dst=lay.X + j * DM,", "dst=lay.X,"),
+    _c("every sequence reads the hidden state of sequence 0", "src=lay.ex_x(b)", "src=lay.ex_x(0)"),
+    _c("outputs are all stored in sequence 0's output slot", "dst=lay.ex_out(b)", "dst=lay.ex_out(0)"),
+    _c("the new key is appended at the first sequence's position", "r = (ts[j] - 1) * D", "r = (ts[0] - 1) * D"),
+    _c("the V cache is loaded from the K cache in external memory", "dst=lay.VC(j), src=lay.ex_vc(b),",
+       "dst=lay.VC(j), src=lay.ex_kc(b),"),
+    _c("the new value is appended to the K cache in external memory", "dst=lay.ex_vc(b) + r,",
+       "dst=lay.ex_kc(b) + r,"),
+    _c("attention length of every sequence is the first sequence's", "L = ts[j]\n", "L = ts[0]\n"),
+    _c("the q requantisation covers only one row", "src=lay.QA, len=n * D,", "src=lay.QA, len=D,"),
+    _c("a sequence's K cache is loaded with the first sequence's length", "src=lay.ex_kc(b), len=(ts[j] - 1) * D",
+       "src=lay.ex_kc(b), len=(ts[0] - 1) * D"),
+)
+
+# The chapter's mutants that only a ragged batch can catch.
+NO_RAGGED_SURVIVORS = frozenset({
+    "the new key is appended at the first sequence's position",
+    "attention length of every sequence is the first sequence's",
+    "a sequence's K cache is loaded with the first sequence's length",
+})
+
+OWN_MUTANTS = (
+    _o("slots 2.. share slot 1's K cache", _KC,
+       "def KC(self, j):\n        return self.caches + 2 * self.cache_words * min(j, 1)\n", file="layout.py"),
+    _o("sequence b's K cache is read from sequence 0's in external memory", "src=lay.ex_kc(b), len=",
+       "src=lay.ex_kc(0), len="),
+    _o("the K cache is loaded one word short", "src=lay.ex_kc(b), len=(ts[j] - 1) * D",
+       "src=lay.ex_kc(b), len=(ts[j] - 1) * D - 1"),
+    _o("the K cache is loaded one row too long", "src=lay.ex_kc(b), len=(ts[j] - 1) * D",
+       "src=lay.ex_kc(b), len=ts[j] * D",
+       why_survives="equivalent in values: the extra row is the one this step appends, and the append "
+                    "overwrites it before anything reads it; it moves d more words per sequence, which the "
+                    "traffic test (1,312 .. 2,944 words) catches, not the invariance check"),
+    _o("the V row of the new token is stored from the K cache slot", "src=lay.VC(j) + r,", "src=lay.KC(j) + r,"),
+    _o("keys are requantised with the values' parameters", 'len=D, m=P["k"][0], s=P["k"][1]',
+       'len=D, m=P["v"][0], s=P["v"][1]'),
+    _o("scores multiply by K untransposed (tb=0)", "N=min(C, L - c0), tb=1,", "N=min(C, L - c0), tb=0,"),
+    _o("score tiles step by one word instead of one cache row", "B=lay.KC(j) + c0 * D,", "B=lay.KC(j) + c0,"),
+    _o("scores are requantised for one element only", "src=lay.S, len=L,", "src=lay.S, len=1,"),
+    _o("softmax over one element less", "src=lay.S8, len=L)", "src=lay.S8, len=L - 1)"),
+    # Caught only because the check runs every program on a junk scratchpad: on zeros the extra cache rows
+    # past the sequence's length would add nothing.
+    _o("the output sums over d cache rows instead of the sequence's L (K = d)", "M=1, K=L,", "M=1, K=D,"),
+    _o("the output is stored from the int32 accumulators", "src=lay.O8, dst=lay.ex_out(b)",
+       "src=lay.O, dst=lay.ex_out(b)"),
+    _o("hidden-state rows are read with stride d instead of d_model", "tb=0, lda=DM, ldb=D, ldc=D))",
+       "tb=0, lda=D, ldb=D, ldc=D))",
+       why_survives="equivalent under the default configuration, where d_model = d = 16; a hole of the "
+                    "check's configuration: run it with d_model != d (ga2 mutants --d-model 8) to catch it"),
+)
+
+ALL_MUTANTS = CHAPTER_MUTANTS + OWN_MUTANTS
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str                 # "caught", "fault" (caught by a crash), "survived", "bad anchor", "broken", "timeout"
+    detail: str = ""
+    seconds: float = 0.0
+
+    @property
+    def caught(self):
+        return self.status in ("caught", "fault")
+
+
+def mutate(mutant, package_dir=PACKAGE_DIR):
+    """The mutated text of the mutant's file; ValueError when its anchor does not occur exactly once."""
+    with open(os.path.join(package_dir, mutant.file)) as f:
+        text = f.read()
+    n = text.count(mutant.old)
+    if n != 1:
+        raise ValueError(f"bad anchor: {mutant.old!r} occurs {n} times in {mutant.file}, not once")
+    return text.replace(mutant.old, mutant.new)
+
+
+# Runs inside the mutated copy: the check in pieces (ragged batch first, then one batch size and length at
+# a time), stopping at the first problem. Together the pieces are exactly check_batching's full run.
+_CHILD = r"""
+import os, sys
+try:
+    import ga2_sw, ga2_sw.decode, ga2_sw.layout
+except Exception as exc:
+    print(f"the mutated package does not import: {type(exc).__name__}: {exc}"); sys.exit(4)
+assert os.path.dirname(os.path.abspath(ga2_sw.__file__)) == os.path.abspath("ga2_sw"), ga2_sw.__file__
+import json
+from ga2_sw.check import check_batching, DEFAULT_LENGTHS
+from ga2_sw.config import Config
+config, ragged = Config.from_dict(json.loads(sys.argv[1])), sys.argv[2] == "1"
+pieces = [dict(batches=[], ragged=True)] if ragged else []
+pieces += [dict(batches=[n], lengths=[L], ragged=False) for L in DEFAULT_LENGTHS for n in range(1, config.rows + 1)]
+for kw in pieces:
+    problems = check_batching(config, **kw)
+    if problems:
+        print(problems[0]); sys.exit(3)
+"""
+
+
+def run_mutant(mutant, ragged=True, config=None, timeout=900, package_dir=PACKAGE_DIR):
+    """Apply one mutant (None: none, the baseline) to a copy of the package and run the check on it in a
+    subprocess."""
+    config = config or Config()
+    start = time.perf_counter()
+    try:
+        text = mutate(mutant, package_dir) if mutant else None
+    except ValueError as exc:
+        return Outcome("bad anchor", str(exc))
+    with tempfile.TemporaryDirectory(prefix="ga2_mutant_") as tmp:
+        copy = os.path.join(tmp, "ga2_sw")
+        shutil.copytree(package_dir, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        if mutant:
+            with open(os.path.join(copy, mutant.file), "w") as f:
+                f.write(text)
+        try:
+            r = subprocess.run([sys.executable, "-c", _CHILD, config.to_json(), "1" if ragged else "0"],
+                               cwd=tmp, capture_output=True, text=True, timeout=timeout,
+                               env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        except subprocess.TimeoutExpired:
+            return Outcome("timeout", f"no verdict after {timeout} s", time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    last = (r.stdout.strip().splitlines() or r.stderr.strip().splitlines() or [""])[-1]
+    if r.returncode == 0:
+        return Outcome("survived", "", seconds)
+    if r.returncode == 3:
+        return Outcome("caught", last, seconds)
+    if r.returncode == 4:
+        return Outcome("broken", last, seconds)
+    err = r.stderr.strip().splitlines()
+    return Outcome("fault", err[-1] if err else f"exit status {r.returncode}", seconds)
+
+
+def run_mutants(mutants=ALL_MUTANTS, config=None, jobs=None, on_done=None, baseline=False):
+    """Both columns for every mutant, in parallel: a list of (mutant, full Outcome, no-ragged Outcome).
+
+    With ``baseline``, the unmutated package's full check runs alongside, as a first row (None, outcome,
+    outcome): every verdict means something only when it passes."""
+    jobs = jobs or os.cpu_count() or 1
+    tasks = [(m, ragged) for ragged in (True, False) for m in mutants]
+    # the checks expected to pass run the whole check: start them first so the short ones fill the gaps
+    tasks.sort(key=lambda t: not (t[0].why_survives or (not t[1] and t[0].label in NO_RAGGED_SURVIVORS)))
+    if baseline:
+        tasks.insert(0, (None, True))
+    results = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(run_mutant, m, ragged, config): (m, ragged) for m, ragged in tasks}
+        for fut in concurrent.futures.as_completed(futures):
+            results[futures[fut]] = fut.result()
+            if on_done:
+                on_done(*futures[fut], results[futures[fut]])
+    rows = [(m, results[(m, True)], results[(m, False)]) for m in mutants]
+    return ([(None, results[(None, True)], results[(None, True)])] if baseline else []) + rows
+
+
+def summarise(rows):
+    """Counts and verdict of a run: a dict ready for JSON (see ``ga2 mutants --help``)."""
+    def counts(sel):
+        return {"full": sum(f.caught for _, f, _ in sel), "no_ragged": sum(n.caught for _, _, n in sel),
+                "total": len(sel)}
+    problems, base = [], None
+    if rows and rows[0][0] is None:
+        base, rows = rows[0][1], rows[1:]
+        if base.status != "survived":
+            problems.append(f"the UNMUTATED builder fails the check ({base.status}: {base.detail}): no verdict "
+                            f"below means anything")
+    chapter = [r for r in rows if not r[0].own]
+    own = [r for r in rows if r[0].own]
+    surviving = {m.label for m, _, n in chapter if not n.caught}
+    for m, f, n in rows:
+        for column, o in (("full check", f), ("no ragged batch", n)):
+            if o.status in ("bad anchor", "broken", "timeout"):
+                problems.append(f"{m.label} ({column}): {o.status}: {o.detail}")
+    for m, f, n in chapter:
+        if not f.caught:
+            problems.append(f"chapter mutant not caught by the full check: {m.label}")
+    if len(chapter) == len(CHAPTER_MUTANTS) and surviving != NO_RAGGED_SURVIVORS:
+        problems.append("without the ragged batch the chapter's survivors should be exactly: "
+                        + "; ".join(sorted(NO_RAGGED_SURVIVORS)) + " (got: " + ("; ".join(sorted(surviving)) or "none") + ")")
+    holes = [m.label for m, f, n in own if not f.caught and not m.why_survives]
+    out = dict(counts(chapter))
+    out["own"] = counts(own)
+    out["mutants"] = [{"label": m.label, "own": m.own, "caught_full": f.caught, "caught_no_ragged": n.caught,
+                       "full": f.status, "no_ragged": n.status, "detail_full": f.detail,
+                       "detail_no_ragged": n.detail, "why_survives": m.why_survives} for m, f, n in rows]
+    out["baseline"] = None if base is None else "passes" if base.status == "survived" else base.status
+    out["unexplained_survivors"] = holes
+    out["problems"] = problems
+    return out

@@ -1,0 +1,130 @@
+"""The batched decode builder: batch invariance, the chapter's traffic and cycle anchors, other array sizes,
+the check-batching and accuracy commands, and the mutation test of the invariance check."""
+
+import time
+
+import pytest
+
+from ga2_sw import decode as dec
+from ga2_sw.check import check_batching, ragged_lengths
+from ga2_sw.cli import main
+from ga2_sw.config import Config
+from ga2_sw.cycles import cycle_counts
+from ga2_sw.isa import Err
+from ga2_sw.machine import Machine
+
+CFG = Config()
+
+# the chapter's decode table: (lengths, cycles on its chip, MACs, words)
+CHAPTER = [
+    ((16,), 3827, 1280, 1312),
+    ((16, 16), 5777, 2560, 1856),
+    ((16, 16, 16), 7727, 3840, 2400),
+    ((16, 16, 16, 16), 9677, 5120, 2944),
+    ((3, 9, 1, 14), 6452, 3936, 1760),
+]
+
+
+def test_mutants_of_the_chapter():
+    """The chapter's 16 broken builders: all caught by the full check, 13 without the ragged batch.
+    (First in the file: it is the longest test, so xdist should start it early.)"""
+    from ga2_sw import mutants as M
+    start = time.perf_counter()
+    rows = M.run_mutants(M.CHAPTER_MUTANTS)
+    print(f"16 mutants x 2 checks: {time.perf_counter() - start:.1f} s")
+    s = M.summarise(rows)
+    assert (s["full"], s["no_ragged"], s["total"]) == (16, 13, 16)
+    assert {m.label for m, _, n in rows if not n.caught} == M.NO_RAGGED_SURVIVORS
+    assert s["problems"] == []
+
+
+def test_batch_invariance_on_the_default_chip():
+    start = time.perf_counter()
+    problems = check_batching(CFG)
+    print(f"check_batching(Config()): {time.perf_counter() - start:.1f} s")
+    assert problems == []
+
+
+@pytest.mark.parametrize("lengths, cycles, macs, words", CHAPTER)
+def test_chapter_traffic_and_cycles(lengths, cycles, macs, words):
+    w = dec.make_workload(CFG, len(lengths), 16, 4242)
+    prog = dec.program(CFG, list(range(len(lengths))), list(lengths), dec.rq_params(w))
+    assert dec.traffic(prog) == (macs, words)
+    counters, err, _ = cycle_counts(prog, CFG)
+    assert err == Err.NONE
+    assert counters.cycles < cycles
+    assert Machine(CFG).run(prog, dec.ext_image(w)).counters == counters
+
+
+def test_traffic_formula():
+    # 768 words of weights once, 544 per sequence at L = 16: 16 (x) + 2 * 15 * 16 (caches) + 2 * 16 (new
+    # k, v rows) + 16 (output)
+    for n in range(1, 5):
+        w = dec.make_workload(CFG, n, 16, 1)
+        assert dec.traffic(dec.program(CFG, list(range(n)), [16] * n, dec.rq_params(w)))[1] == 768 + 544 * n
+
+
+def test_ragged_lengths():
+    assert ragged_lengths(CFG) == (3, 9, 1, 14)
+    assert ragged_lengths(Config(rows=2)) == (3, 9)
+    assert ragged_lengths(Config(rows=8, max_ctx=8, sm_max_len=8)) == (3, 1, 1, 6, 6, 4, 2, 8)
+
+
+def test_batch_invariance_on_a_2x2_array():
+    assert check_batching(Config(rows=2, cols=2), lengths=(1, 2, 5, 9, 16)) == []
+
+
+def test_batch_invariance_on_an_8x8_array():
+    cfg = Config(rows=8, cols=8, sp_words=8192, ext_words=16384)
+    assert ragged_lengths(cfg) == (3, 9, 1, 14, 6, 12, 2, 16)
+    assert check_batching(cfg, batches=(1, 3, 8), lengths=(1, 5, 16), seeds=(0,)) == []
+
+
+def test_batch_invariance_with_d_model_not_d():
+    # d_model != d and d not a multiple of cols: strides and tiles the default chip never exercises
+    cfg = Config(rows=3, cols=3, d_model=8, d=10, max_ctx=7, sm_max_len=16)
+    assert check_batching(cfg, lengths=(1, 4, 7)) == []
+
+
+def test_check_batching_command(capsys):
+    assert main(["check-batching", "--no-progress", "--lengths", "2,5", "--seeds", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "problems: none" in out and "ragged batch (3, 9, 1, 14)" in out
+    assert main(["check-batching", "--no-progress", "--lengths", "1", "--no-ragged", "--rows", "2"]) == 0
+    assert "no ragged batch" in capsys.readouterr().out
+
+
+def test_check_batching_progress_total_is_exact():
+    from ga2_sw.commands.batching import count_programs
+    for cfg, kw in ((CFG, dict(batches=(1, 2), lengths=(1, 5), seeds=(0,), ragged=True)),
+                    (Config(rows=2), dict(batches=(2,), lengths=(2, 40), seeds=(0, 1), ragged=False))):
+        n = []
+        assert check_batching(cfg, progress=n.append, **kw) == []
+        assert count_programs(cfg, **kw) == sum(n)
+
+
+def test_check_batching_unknown_simulator(capsys):
+    assert main(["check-batching", "--sim", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "Unknown simulator 'nope'; known: model" in err
+
+
+def test_accuracy_is_a_few_lsbs(tmp_path, capsys):
+    from ga2_sw.commands.batching import accuracy
+    res = accuracy(CFG)
+    assert [r["L"] for r in res["lengths"]] == [1, 2, 5, 9, 16]
+    assert res["values"] == 2 * 33 * CFG.d
+    # int8 quantisation of x, W, q, k, v and the weights: a few output LSBs at most, well under 1 on average
+    assert res["max"] < 8 and res["mean"] < 1.5
+    assert main(["accuracy", "--json", str(tmp_path / "a.json"), "--lengths", "1,2"]) == 0
+    assert "max LSB" in capsys.readouterr().out
+
+
+def test_mutant_anchors():
+    from ga2_sw import mutants as M
+    for m in M.ALL_MUTANTS:
+        assert M.mutate(m) != open(f"{M.PACKAGE_DIR}/{m.file}").read()
+    bad = M.Mutant("nothing", "decode.py", "this text is not in decode.py", "x")
+    assert M.run_mutant(bad).status == "bad anchor"
+    assert len({m.label for m in M.ALL_MUTANTS}) == len(M.ALL_MUTANTS)
+    assert len(M.CHAPTER_MUTANTS) == 16 and len(M.OWN_MUTANTS) >= 6

@@ -1,0 +1,215 @@
+"""The instruction encoding and static validation (docs/ISA.md, "Encoding" and "Validation and error codes")."""
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ga2_sw import isa
+from ga2_sw.config import Config
+from ga2_sw.isa import Op, Err, Instr
+
+CFG = Config()
+
+
+def field_values(op):
+    """A strategy for the assembly fields of one opcode, each over its whole encodable range."""
+    return st.fixed_dictionaries({name: st.integers(*isa.field_range(op, name)) for name, _ in isa.FIELDS[op]})
+
+
+instrs = st.sampled_from(list(Op)).flatmap(lambda op: field_values(op).map(lambda f: Instr(op, **f)))
+
+
+# -- encoding -------------------------------------------------------------------------------------------
+
+@settings(max_examples=400, deadline=None)
+@given(instrs)
+def test_encode_decode_round_trip(instr):
+    word = isa.encode(instr)
+    assert 0 <= word < 1 << 128
+    assert isa.decode(word) == (instr, Err.NONE)
+
+
+def test_field_ranges_follow_the_bit_layout():
+    # widths from the table in docs/ISA.md
+    widths = {"dst": 16, "src": 16, "len": 16, "A": 16, "B": 16, "K": 16, "M": 8, "N": 8, "tb": 1,
+              "lda": 12, "ldb": 12, "ldc": 12, "s": 6}
+    for op in Op:
+        for name, _ in isa.FIELDS[op]:
+            expected = (-(1 << 15), (1 << 15) - 1) if name == "m" else (0, (1 << widths[name]) - 1)
+            assert isa.field_range(op, name) == expected, (op, name)
+
+
+def test_encoding_puts_fields_where_the_table_says():
+    word = isa.encode(isa.mm(dst=0x1234, A=0x5678, B=0x9ABC, M=0x12, K=0xDEF0, N=0x34, tb=1,
+                             lda=0x567, ldb=0x89A, ldc=0xBCD))
+    assert word & 0xF == 3 and (word >> 4) & 1 == 1
+    assert (word >> 8) & 0xFFFF == 0x1234 and (word >> 24) & 0xFFFF == 0x5678 and (word >> 40) & 0xFFFF == 0x9ABC
+    assert (word >> 56) & 0xFFFF == 0xDEF0 and (word >> 72) & 0xFF == 0x12 and (word >> 80) & 0xFF == 0x34
+    assert (word >> 88) & 0xFFF == 0x567 and (word >> 100) & 0xFFF == 0x89A and (word >> 112) & 0xFFF == 0xBCD
+    assert word >> 124 == 0
+    rq = isa.encode(isa.rq(dst=1, src=2, len=3, m=-1, s=47))
+    assert (rq >> 56) & 0xFFFF == 0xFFFF and (rq >> 72) & 0x3F == 47 and rq >> 78 == 0
+    assert isa.encode(isa.halt()) == 6
+
+
+@settings(max_examples=300, deadline=None)
+@given(instrs, st.integers(0, 127))
+def test_a_stray_bit_makes_an_instruction_illegal(instr, bit):
+    word = isa.encode(instr)
+    used = isa.USED_BITS[instr.op]
+    if used >> bit & 1:
+        return                                   # a field bit: flipping it gives another legal instruction
+    assert isa.decode(word | 1 << bit) == (None, Err.ILLEGAL)
+
+
+def test_every_unused_bit_of_every_opcode_is_illegal():
+    for op in Op:
+        for bit in range(128):
+            if not isa.USED_BITS[op] >> bit & 1:
+                assert isa.decode(int(op) | 1 << bit)[1] == Err.ILLEGAL, (op, bit)
+    # the reserved bits of the table are never used
+    for op in Op:
+        assert isa.USED_BITS[op] & (0b111 << 5) == 0 and isa.USED_BITS[op] >> 124 == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([0] + list(range(7, 16))), st.integers(0, (1 << 124) - 1))
+def test_opcodes_0_and_7_to_15_are_illegal(opcode, rest):
+    assert isa.decode(opcode | rest << 4) == (None, Err.ILLEGAL)
+    assert isa.decode(opcode) == (None, Err.ILLEGAL)
+
+
+def test_decode_rejects_words_that_are_not_128_bit():
+    for bad in (-1, 1 << 128):
+        with pytest.raises(ValueError, match="128-bit"):
+            isa.decode(bad)
+
+
+def test_instr_rejects_bad_fields():
+    with pytest.raises(isa.EncodingError, match=r"LD has no field 'M'"):
+        Instr(Op.LD, M=1)
+    with pytest.raises(isa.EncodingError, match=r"MM: field 'M' must be in range 0\.\.255, not 256"):
+        isa.mm(0, 0, 0, M=256, K=1, N=1)
+    with pytest.raises(isa.EncodingError, match=r"RQ: field 'm' must be in range -32768\.\.32767, not 32768"):
+        isa.rq(0, 0, 1, m=32768, s=0)
+    with pytest.raises(isa.EncodingError, match="must be an integer"):
+        isa.ld(0, 0, True)
+
+
+# -- validation ----------------------------------------------------------------------------------------
+
+def test_check_accepts_legal_instructions():
+    assert isa.check(isa.ld(0, 0, 16), CFG) == Err.NONE
+    assert isa.check(isa.mm(0, 0, 0, M=4, K=1, N=4), CFG) == Err.NONE
+    assert isa.check(isa.rq(0, 0, 1, m=-5, s=47), CFG) == Err.NONE
+    assert isa.check(isa.sm(0, 0, CFG.sm_max_len), CFG) == Err.NONE
+    assert isa.check(isa.halt(), CFG) == Err.NONE
+
+
+@pytest.mark.parametrize("instr, err", [
+    # SHAPE wins over both range errors
+    (isa.ld(dst=5000, src=9000, len=0), Err.SHAPE),
+    (isa.st(src=5000, dst=9000, len=0), Err.SHAPE),
+    (isa.mm(dst=4095, A=4095, B=4095, M=5, K=2, N=1), Err.SHAPE),
+    (isa.mm(dst=4095, A=4095, B=4095, M=1, K=2, N=5), Err.SHAPE),
+    (isa.mm(dst=4095, A=4095, B=4095, M=0, K=2, N=1), Err.SHAPE),
+    (isa.mm(dst=4095, A=4095, B=4095, M=1, K=0, N=1), Err.SHAPE),
+    (isa.rq(dst=4095, src=4095, len=2, m=1, s=48), Err.SHAPE),
+    (isa.sm(dst=4095, src=4095, len=65), Err.SHAPE),
+    (isa.sm(dst=0, src=0, len=0), Err.SHAPE),
+    # SP_RANGE wins over EXT_RANGE
+    (isa.ld(dst=4095, src=8191, len=2), Err.SP_RANGE),
+    (isa.st(src=4095, dst=8191, len=2), Err.SP_RANGE),
+    # EXT_RANGE alone
+    (isa.ld(dst=0, src=8191, len=2), Err.EXT_RANGE),
+    (isa.st(src=0, dst=8191, len=2), Err.EXT_RANGE),
+    (isa.ld(dst=0, src=8191, len=1), Err.NONE),
+    (isa.rq(dst=4095, src=0, len=2, m=1, s=0), Err.SP_RANGE),
+    (isa.rq(dst=0, src=4095, len=2, m=1, s=0), Err.SP_RANGE),
+    (isa.sm(dst=4032, src=0, len=64), Err.NONE),
+    (isa.sm(dst=4033, src=0, len=64), Err.SP_RANGE),
+])
+def test_check_error_codes_in_the_documented_order(instr, err):
+    assert isa.check(instr, CFG) == err
+
+
+def test_check_order_holds_on_a_small_configuration():
+    cfg = Config(rows=2, cols=3, sp_words=64, ext_words=128, sm_max_len=16)
+    assert isa.check(isa.mm(dst=63, A=0, B=0, M=3, K=1, N=1), cfg) == Err.SHAPE
+    assert isa.check(isa.mm(dst=63, A=0, B=0, M=2, K=1, N=4), cfg) == Err.SHAPE
+    assert isa.check(isa.mm(dst=63, A=0, B=0, M=2, K=1, N=3, ldc=0), cfg) == Err.SP_RANGE
+    assert isa.check(isa.sm(0, 0, 17), cfg) == Err.SHAPE
+
+
+SP = CFG.sp_words
+
+
+@pytest.mark.parametrize("tb", [0, 1])
+def test_mm_footprint_of_b_at_the_last_word(tb):
+    K, N, ldb = 3, 2, 10
+    last = (N - 1) * ldb + K - 1 if tb else (K - 1) * ldb + N - 1      # 12 (tb=1) or 21 (tb=0)
+    ok = isa.mm(dst=0, A=0, B=SP - 1 - last, M=1, K=K, N=N, tb=tb, ldb=ldb)
+    assert isa.check(ok, CFG) == Err.NONE
+    over = isa.mm(dst=0, A=0, B=SP - last, M=1, K=K, N=N, tb=tb, ldb=ldb)
+    assert isa.check(over, CFG) == Err.SP_RANGE
+
+
+def test_mm_footprints_differ_with_tb():
+    # B = SP - 13: with tb=1 the last word read is B + 1*10 + 2 = SP - 1; with tb=0 it is B + 2*10 + 1
+    common = dict(dst=0, A=0, B=SP - 13, M=1, K=3, N=2, ldb=10)
+    assert isa.check(isa.mm(tb=1, **common), CFG) == Err.NONE
+    assert isa.check(isa.mm(tb=0, **common), CFG) == Err.SP_RANGE
+    # B = SP - 22: both fit
+    common["B"] = SP - 22
+    assert isa.check(isa.mm(tb=0, **common), CFG) == Err.NONE
+    assert isa.check(isa.mm(tb=1, **common), CFG) == Err.NONE
+
+
+@pytest.mark.parametrize("operand", ["A", "dst"])
+def test_mm_footprint_of_a_and_c_at_the_last_word(operand):
+    M, K, N, stride = 3, 5, 4, 7
+    last = (M - 1) * stride + (K - 1 if operand == "A" else N - 1)
+    fields = dict(dst=0, A=0, B=0, M=M, K=K, N=N, lda=stride, ldc=stride)
+    fields[operand] = SP - 1 - last
+    assert isa.check(isa.mm(**fields), CFG) == Err.NONE
+    fields[operand] += 1
+    assert isa.check(isa.mm(**fields), CFG) == Err.SP_RANGE
+
+
+def test_mm_stride_zero_reads_one_row_repeatedly():
+    # lda = 0: every row of A is the same K words; the footprint is A .. A + K - 1
+    assert isa.check(isa.mm(dst=0, A=SP - 4, B=0, M=4, K=4, N=1, lda=0), CFG) == Err.NONE
+    assert isa.check(isa.mm(dst=0, A=SP - 3, B=0, M=4, K=4, N=1, lda=0), CFG) == Err.SP_RANGE
+
+
+def _touched(i):
+    """Every scratchpad address an MM reads or writes, by enumeration (no formula)."""
+    addrs = set()
+    for r in range(i.M):
+        for k in range(i.K):
+            addrs.add(i.A + r * i.lda + k)
+    for k in range(i.K):
+        for c in range(i.N):
+            addrs.add(i.B + (c * i.ldb + k if i.tb else k * i.ldb + c))
+    for r in range(i.M):
+        for c in range(i.N):
+            addrs.add(i.dst + r * i.ldc + c)
+    return addrs
+
+
+SMALL = Config(rows=4, cols=4, sp_words=64, ext_words=64, sm_max_len=16)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 70), st.integers(0, 70), st.integers(0, 70), st.integers(1, 4), st.integers(1, 9),
+       st.integers(1, 4), st.integers(0, 1), st.integers(0, 12), st.integers(0, 12), st.integers(0, 12))
+def test_mm_sp_range_matches_the_enumerated_footprint(dst, A, B, M, K, N, tb, lda, ldb, ldc):
+    i = isa.mm(dst=dst, A=A, B=B, M=M, K=K, N=N, tb=tb, lda=lda, ldb=ldb, ldc=ldc)
+    expected = Err.SP_RANGE if max(_touched(i)) >= SMALL.sp_words else Err.NONE
+    assert isa.check(i, SMALL) == expected
+
+
+def test_explain_says_why():
+    assert isa.explain(isa.ld(0, 0, 1), CFG) == ""
+    assert "M=5 is outside 1..4 (rows)" in isa.explain(isa.mm(0, 0, 0, M=5, K=1, N=1), CFG)
+    assert "scratchpad" in isa.explain(isa.ld(4095, 0, 2), CFG)
+    assert "external" in isa.explain(isa.ld(0, 8191, 2), CFG)
