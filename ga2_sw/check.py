@@ -6,10 +6,14 @@ blind to a bug that the batch and the single run share); and a RAGGED batch (seq
 lengths in one step) must pass the same comparison, since a bug that confuses one sequence's length with
 another's is invisible when all lengths are equal."""
 
+import itertools
+import random
+import struct
+
 from . import decode as dec
 from .machine import Machine
 
-__all__ = ["check_batching", "ragged_lengths", "machine_runner", "DEFAULT_LENGTHS", "DEFAULT_SEEDS"]
+__all__ = ["check_batching", "ragged_lengths", "machine_runner", "junk_scratchpad", "DEFAULT_LENGTHS", "DEFAULT_SEEDS"]
 
 DEFAULT_LENGTHS = (1, 2, 5, 9, 16)
 DEFAULT_SEEDS = (0, 1)
@@ -23,12 +27,22 @@ def ragged_lengths(config):
     return tuple((t - 1) % config.max_ctx + 1 for t in base[:config.rows])
 
 
+def junk_scratchpad(config, seed):
+    """Scratchpad contents a program must not depend on: a real chip keeps whatever the last program left,
+    so the check runs every program on junk rather than on zeros (a builder that reads a row it never wrote
+    would pass on zeros)."""
+    raw = random.Random(seed).randbytes(4 * config.sp_words)
+    return list(struct.unpack(f"<{config.sp_words}I", raw))
+
+
 def machine_runner(config):
-    """A runner on the reference machine: (program, ext) -> ext after the program; raises on a fault."""
+    """A runner on the reference machine: (program, ext) -> ext after the program, run on a junk
+    scratchpad; raises on a fault."""
     m = Machine(config)
+    calls = itertools.count()
 
     def run(prog, ext):
-        r = m.run(prog, ext)
+        r = m.run(prog, ext, junk_scratchpad(config, next(calls)))
         if not r.ok:
             raise RuntimeError(f"program faulted with {r.error.name} at pc {r.pc}")
         return r.ext

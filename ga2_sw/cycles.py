@@ -66,6 +66,8 @@ def cycle_counts(program, config):
 
     Validation is static (it depends only on the instruction fields), so a faulting program's counters and
     error code come out here too. ``program`` is a list of Instr or of 128-bit words."""
+    if len(program) > config.imem_words:
+        raise ValueError(f"Program has {len(program)} instructions but instruction memory holds {config.imem_words}")
     cycles, per_unit, executed = FETCH_CYCLES, {"mm": 0, "dma": 0, "vec": 0}, 0
     for pc in range(config.imem_words + 1):
         if pc == config.imem_words:
