@@ -29,6 +29,10 @@ def register(sub):
     p.add_argument("--ext", metavar="MEM.hex", help="initial external memory image (default: all zero)")
     p.add_argument("--ext-out", metavar="OUT.hex", help="write the external memory after the run")
     p.add_argument("--json", metavar="FILE", help="write the counters, error and pc as JSON")
+    p.add_argument("--sim", default="model", help="model (default), pysim, verilator or icarus")
+    p.add_argument("--vcd", metavar="FILE.vcd", help="with --sim pysim: write a waveform of the run")
+    p.add_argument("--cycle-limit", type=int, default=5_000_000, metavar="N",
+                   help="stop a simulation that has not halted after N cycles (default %(default)s)")
     add_config_arguments(p)
     p.set_defaults(func=_run)
 
@@ -81,7 +85,21 @@ def _run(args):
     config = config_from_args(args)
     program = load_program(args.program)
     ext = asm.load_mem(args.ext, config.ext_words) if args.ext else None
-    r = Machine(config).run(program, ext)
+    if args.vcd and args.sim != "pysim":
+        raise ValueError("--vcd needs --sim pysim (Verilator writes traces with `ga2 bench-sim --trace`)")
+    if args.sim == "model":
+        r = Machine(config).run(program, ext)
+    elif args.sim == "pysim":
+        from sim.pysim_runner import run_pysim, HangError
+        try:
+            r = run_pysim(config, program, ext, cycle_limit=args.cycle_limit, vcd=args.vcd)
+        except HangError as exc:
+            raise ValueError(str(exc)) from None
+        if args.vcd:
+            print(f"waveform: {args.vcd}")
+    else:
+        from sim.backends import run_jobs
+        r, = run_jobs(args.sim, config, [(program, ext)], cycle_limit=args.cycle_limit)
     c = r.counters
     print(f"cycles {c.cycles}  mm {c.mm}  dma {c.dma}  vec {c.vec}  instructions {c.instructions}")
     line = f"error {r.error.name}  pc {r.pc}"
