@@ -53,8 +53,14 @@ def run_pysim(config, program, ext=None, sp=None, cycle_limit=2_000_000, vcd=Non
     out = {}
 
     async def testbench(ctx):
-        for addr, word in enumerate(words):          # load the memories directly: no cycles spent
-            ctx.set(chip.sequencer.imem.data[addr], word)
+        # The program goes in through the host port, where each word is validated as it is written; the
+        # scratchpad is loaded directly (no cycles).
+        for addr, word in enumerate(words):
+            ctx.set(chip.imem_we, 1)
+            ctx.set(chip.imem_addr, addr)
+            ctx.set(chip.imem_data, word)
+            await ctx.tick()
+        ctx.set(chip.imem_we, 0)
         for addr, word in enumerate(sp):
             ctx.set(chip.scratchpad.mem.data[addr], word)
         ctx.set(chip.start, 1)
