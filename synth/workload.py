@@ -1,0 +1,45 @@
+"""Cycles of the batched decode step (B = rows, all at token max_ctx) for a square array, and the memory
+sizes it needs."""
+
+from ga2_sw.config import Config
+from ga2_sw.cycles import cycle_counts
+from ga2_sw.decode import traffic
+from ga2_sw.layout import Layout
+from ga2_sw.workloads import decode_table_programs
+
+__all__ = ["sweep_config", "decode_step"]
+
+
+def _pow2(n):
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+def sweep_config(n, **overrides):
+    """Config(rows=n, cols=n) with sp_words, ext_words and imem_words sized (powers of two) for the batched
+    decode step of n sequences: the scratchpad layout's sp_needed, the weights and n external sequence blocks,
+    and the program length."""
+    probe = Config(rows=n, cols=n, sp_words=65536, ext_words=65536, imem_words=65536, **overrides)
+    lay = Layout(probe)
+    sp = max(64, _pow2(lay.sp_needed))
+    ext = max(64, _pow2(lay.ex_w_words + n * lay.ex_seq_words))
+    prog = decode_table_programs(probe, batches=[n])[0].program
+    imem = max(64, _pow2(len(prog) + 1))
+    return probe.replace(sp_words=sp, ext_words=ext, imem_words=imem)
+
+
+def decode_step(config):
+    """Cycle and traffic figures of the batched decode step at B = rows, from ``cycle_counts``."""
+    p = decode_table_programs(config, batches=[config.rows])[0]
+    counters, err, pc = cycle_counts(p.program, config)
+    if err.name != "NONE":
+        raise RuntimeError(f"the batched decode step faults with {err.name} at pc {pc} on {config}")
+    macs, words = traffic(p.program)
+    peak = config.rows * config.cols
+    ceiling = min(peak, macs / words)
+    achieved = macs / counters.cycles
+    return {"batch": p.batch, "cycles_per_step": counters.cycles, "cycles_per_token": counters.cycles / p.batch,
+            "macs": macs, "words": words, "mac_per_cycle": achieved, "ceiling_mac_per_cycle": ceiling,
+            "pct_of_ceiling": 100 * achieved / ceiling, "instructions": counters.instructions}
