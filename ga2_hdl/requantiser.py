@@ -9,6 +9,7 @@ __all__ = ["Requantiser", "rounding_term", "round_shift", "saturate"]
 
 # The product of an int32 and the signed 16-bit multiplier m.
 PRODUCT_WIDTH = 48
+PIPELINE_DEPTH = 4      # cycles from an element's read to its write
 # Largest shift the sequencer lets through (docs/ISA.md, SHAPE); s is carried in 6 bits.
 SHIFT_WIDTH = 6
 
@@ -37,15 +38,16 @@ def saturate(x, width):
 class Requantiser(wiring.Component):
     """Executes RQ: ``sp[dst+i] = requant(s32(sp[src+i]), m, s)``, written sign-extended to 32 bits.
 
-    A four-step pipeline, one element per cycle. With the start pulse in cycle 0, element ``i`` is
+    A five-step pipeline, one element per cycle. With the start pulse in cycle 0, element ``i`` is
 
     * read (``sp_rd`` at ``src+i``) in cycle ``1+i``,
-    * multiplied (32 x 16 bit signed, registered) in cycle ``2+i``, when its word is on ``sp_rd.data``,
-    * rounded and shifted right by ``s`` (registered) in cycle ``3+i``,
-    * saturated to -128..127 and written (``sp_wr`` at ``dst+i``) in cycle ``4+i``.
+    * registered as it comes out of the scratchpad in cycle ``2+i``,
+    * multiplied (32 x 16 bit signed, registered) in cycle ``3+i``,
+    * rounded and shifted right by ``s`` (registered) in cycle ``4+i``,
+    * saturated to -128..127 and written (``sp_wr`` at ``dst+i``) in cycle ``5+i``.
 
-    ``busy`` is high in cycles ``1 .. len+3`` (X = ``len + 3``) and ``done`` in cycle ``len+3`` only. A read in
-    the cycle of a write returns the old word (the scratchpad is not transparent), so with ``dst`` more than 3
+    ``busy`` is high in cycles ``1 .. len+4`` (X = ``len + 4``) and ``done`` in cycle ``len+4`` only. A read in
+    the cycle of a write returns the old word (the scratchpad is not transparent), so with ``dst`` more than 4
     words ahead of ``src`` a later element reads a value this instruction already wrote, exactly as the
     reference machine models it.
 
@@ -59,7 +61,7 @@ class Requantiser(wiring.Component):
     instr : In(InstrLayout)
         The decoded RQ instruction.
     busy : Out(1)
-        High for the ``len + 3`` cycles after ``start``.
+        High for the ``len + PIPELINE_DEPTH`` (``len + 4``) cycles after ``start``.
     done : Out(1)
         High in the last busy cycle only.
     sp_rd : Out(SpReadSignature)
@@ -83,7 +85,7 @@ class Requantiser(wiring.Component):
         mult = Signal(signed(16), name="mult")
         shift = Signal(SHIFT_WIDTH, name="shift")
 
-        # The cycle number relative to the start pulse: busy ends at len + 3 whatever the data path does.
+        # The cycle number relative to the start pulse: busy ends at len + PIPELINE_DEPTH whatever the data path does.
         step = Signal(len(instr.len) + 1, name="step")
         last_step = Signal(len(instr.len) + 1, name="last_step")
         rd_index = Signal.like(instr.len, name="rd_index")
@@ -109,7 +111,7 @@ class Requantiser(wiring.Component):
                 length.eq(instr.len),
                 mult.eq(instr.k.as_signed()),
                 shift.eq(instr.M[:SHIFT_WIDTH]),
-                last_step.eq(instr.len + 3),
+                last_step.eq(instr.len + PIPELINE_DEPTH),
                 step.eq(1),
                 rd_index.eq(0),
                 wr_index.eq(0),
@@ -130,19 +132,25 @@ class Requantiser(wiring.Component):
             m.d.sync += rd_index.eq(rd_index + 1)
         m.d.sync += data_valid.eq(reading)
 
-        # Cycle 2+i: the word is on sp_rd.data; register the full-width product.
+        # Cycle 2+i: the word is on sp_rd.data; register it before it meets the multiplier, since the
+        # block RAM's clock-to-output plus a 32x16 multiply was the chip's critical path on ECP5 (60 MHz).
+        word = Signal(signed(32), name="word")
+        word_valid = Signal(name="word_valid")
+        m.d.sync += [word.eq(self.sp_rd.data.as_signed()), word_valid.eq(data_valid)]
+
+        # Cycle 3+i: register the full-width product.
         m.d.sync += [
-            product.eq(self.sp_rd.data.as_signed() * mult),
-            product_valid.eq(data_valid),
+            product.eq(word * mult),
+            product_valid.eq(word_valid),
         ]
 
-        # Cycle 3+i: round and shift, registered.
+        # Cycle 4+i: round and shift, registered.
         m.d.sync += [
             shifted.eq(round_shift(product, shift)),
             shifted_valid.eq(product_valid),
         ]
 
-        # Cycle 4+i: saturate and write; the int8 result is sign-extended to the word.
+        # Cycle 5+i: saturate and write; the int8 result is sign-extended to the word.
         result = Signal(signed(8), name="result")
         m.d.comb += [
             result.eq(saturate(shifted, 8)),

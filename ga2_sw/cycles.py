@@ -12,7 +12,7 @@ __all__ = ["Counters", "busy_cycles", "unit_of", "cycle_counts", "ISSUE_CYCLES",
 
 FETCH_CYCLES = 1        # the first instruction's fetch
 ISSUE_CYCLES = 2        # decode, check: paid by every instruction, HALT and the faulting one included
-RQ_DEPTH = 3            # requantiser pipeline: read -> multiply -> round/shift -> saturate/write
+RQ_DEPTH = 4            # requantiser pipeline: read -> register -> multiply -> round/shift -> saturate/write
 DIVIDER_LATENCY = 17    # one quotient bit per stage
 SM_OVERHEAD = 3 + DIVIDER_LATENCY
 

@@ -1,4 +1,4 @@
-"""The requantiser RTL against ga2_sw.numerics.requant: values, timing (X = len + 3) and overlapping ranges."""
+"""The requantiser RTL against ga2_sw.numerics.requant: values, timing (X = len + 4) and overlapping ranges."""
 
 import random
 
@@ -11,7 +11,7 @@ from ga2_sw.isa import encode, rq
 from ga2_sw.numerics import requant, s32, u32
 
 CONFIG = Config(sp_words=256)
-RQ_DEPTH = 3        # read, multiply, round/shift, saturate/write: element i written 3 steps after its read
+RQ_DEPTH = 4        # read, register, multiply, round/shift, saturate/write: element i written 4 steps after its read
 
 # (a, m, s) edge cases: ties at .5 of both signs, saturation both ways, the extreme m, a and s.
 EDGES = [
@@ -45,7 +45,7 @@ def run_rq_program(words, instrs):
 
 
 def pipeline_model(sp, dst, src, length, m, s):
-    """Element i is read at step i and written at step i + 3; a read sees only writes of earlier steps."""
+    """Element i is read at step i and written at step i + 4; a read sees only writes of earlier steps."""
     read = []
     for step in range(length + RQ_DEPTH):
         if step < length:
@@ -60,7 +60,7 @@ def check_program(words, instrs):
     expected = [u32(w) for w in words] + [0] * (CONFIG.sp_words - len(words))
     for instr in instrs:
         pipeline_model(expected, *instr)
-    assert busy == [length + 3 for _, _, length, _, _ in instrs]
+    assert busy == [length + 4 for _, _, length, _, _ in instrs]
     for i, (got, want) in enumerate(zip(contents, expected)):
         assert got == want, f"sp[{i}] = {got:#x}, expected {want:#x}"
 
@@ -71,7 +71,7 @@ def test_edges():
     dst0 = 128
     instrs = [(dst0 + i, i, 1, m, s) for i, (_, m, s) in enumerate(EDGES)]
     contents, busy = run_rq_program(words, instrs)
-    assert busy == [4] * len(EDGES)
+    assert busy == [5] * len(EDGES)
     for i, (a, m, s) in enumerate(EDGES):
         assert contents[dst0 + i] == u32(requant(a, m, s)), (a, m, s)
     # Words that no instruction writes keep their (zero) contents.
@@ -111,7 +111,7 @@ def test_values_against_requant():
 def test_untouched_outside_destination():
     words = [0x1234_5678 + i for i in range(256)]
     contents, busy = run_rq_program(words, [(50, 10, 9, 1234, 20)])
-    assert busy == [12]
+    assert busy == [13]
     for i in range(256):
         if not 50 <= i < 59:
             assert contents[i] == words[i], i
@@ -119,7 +119,7 @@ def test_untouched_outside_destination():
 
 
 def test_overlap_destination_ahead_of_source():
-    # dst = src + 5: element i >= 5 reads sp[src+i] = sp[dst+i-5], which element i-5 wrote at step i-2.
+    # dst = src + 5: element i >= 5 reads sp[src+i] = sp[dst+i-5], which element i-5 wrote at step i-1.
     rng = random.Random(3)
     words = [rng.randrange(-2**31, 2**31) for _ in range(40)]
     instr = (15, 10, 20, 3, 1)      # m/2**s = 1.5 so written int8 values are distinguishable when reread
@@ -131,15 +131,15 @@ def test_overlap_destination_ahead_of_source():
     assert sp[15:35] != naive
 
 
-def test_overlap_three_ahead_reads_old_values():
-    # dst = src + 3: element i+3 is read in the very step element i is written, so it sees the old word.
+def test_overlap_four_ahead_reads_old_values():
+    # dst = src + 4: element i+4 is read in the very step element i is written, so it sees the old word.
     words = [1000 * (i + 1) for i in range(20)]
-    contents, _ = run_rq_program(words, [(3, 0, 12, 1, 4)])
-    assert contents[3:15] == [u32(requant(w, 1, 4)) for w in words[0:12]]
+    contents, _ = run_rq_program(words, [(4, 0, 12, 1, 4)])
+    assert contents[4:16] == [u32(requant(w, 1, 4)) for w in words[0:12]]
 
 
 def test_port_schedule():
-    # Element i is read in cycle 1+i and written in cycle 4+i (start pulse in cycle 0); done in cycle len+3.
+    # Element i is read in cycle 1+i and written in cycle 5+i (start pulse in cycle 0); done in cycle len+4.
     dut = Requantiser(CONFIG)
     bench = UnitBench(dut, CONFIG, sp_init=range(64))
     dst, src, length = 40, 7, 6
@@ -150,7 +150,7 @@ def test_port_schedule():
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)
-        for cycle in range(1, length + 6):
+        for cycle in range(1, length + 7):
             trace.append((cycle, ctx.get(dut.busy), ctx.get(dut.done),
                           ctx.get(dut.sp_rd.en) and ctx.get(dut.sp_rd.addr),
                           ctx.get(dut.sp_wr.en) and ctx.get(dut.sp_wr.addr)))
@@ -158,10 +158,10 @@ def test_port_schedule():
 
     run_bench(bench, testbench)
     for cycle, busy, done, rd, wr in trace:
-        assert busy == (cycle <= length + 3), cycle
-        assert done == (cycle == length + 3), cycle
+        assert busy == (cycle <= length + 4), cycle
+        assert done == (cycle == length + 4), cycle
         assert rd == (src + cycle - 1 if cycle <= length else 0), cycle
-        assert wr == (dst + cycle - 4 if 4 <= cycle <= length + 3 else 0), cycle
+        assert wr == (dst + cycle - 5 if 5 <= cycle <= length + 4 else 0), cycle
 
 
 def test_verilog():

@@ -90,18 +90,18 @@ def test_ld_st_move_words(n, data):
 # -- RQ ------------------------------------------------------------------------------------------------
 
 def rq_pipeline(sp, i):
-    """A three-stage pipeline, cycle by cycle: each cycle writes what leaves stage 3, then reads the next
+    """A four-stage pipeline, cycle by cycle: each cycle writes what leaves stage 4, then reads the next
     element (so a read in the same cycle as a write to that word sees the old value), then shifts."""
     sp = list(sp)
-    stages = [None, None, None]
-    for cycle in range(i.len + 3):
+    stages = [None, None, None, None]
+    for cycle in range(i.len + 4):
         fetched = sp[i.src + cycle] if cycle < i.len else None
-        leaving = stages[2]
+        leaving = stages[3]
         if leaving is not None:
             index, word = leaving
             a = word - (1 << 32) if word >> 31 else word
             sp[i.dst + index] = requant(a, i.m, i.s) & 0xFFFFFFFF
-        stages = [(cycle, fetched) if fetched is not None else None] + stages[:2]
+        stages = [(cycle, fetched) if fetched is not None else None] + stages[:3]
     return sp
 
 
@@ -123,7 +123,7 @@ def test_rq_against_a_pipeline_model(n, offset, m, s, seed):
 
 
 def test_rq_overlap_dst_five_ahead():
-    # dst = src + 5: element t lands on word src + t + 5 in step t + 3, and that word is read as element
+    # dst = src + 5: element t lands on word src + t + 5 in step t + 4, and that word is read as element
     # t + 5 in step t + 5, so from element 5 on RQ requantises its own results.
     src, n, m, s = 10, 12, 3, 1
     sp = [0] * 256
@@ -132,7 +132,7 @@ def test_rq_overlap_dst_five_ahead():
     got = run([i], sp=sp).sp
     assert got == rq_pipeline(sp, i)
     assert got != rq_read_first(sp, i)                   # the overlap is visible
-    # while dst is at most 3 words ahead, a read never sees a result: same as reading everything first
+    # while dst is at most 4 words ahead, a read never sees a result: same as reading everything first
     for offset in range(-3, 4):
         j = isa.rq(dst=src + offset, src=src, len=n, m=m, s=s)
         assert run([j], sp=sp).sp == rq_read_first(sp, j), offset
@@ -185,12 +185,12 @@ def test_a_faulting_instruction_writes_nothing(bad, err):
 
 
 def test_counters_by_hand():
-    # 1 fetch; LD: 2 + (8 + 4); MM 2x3x2: 2 + (3+1)*(2+2) + 4; RQ: 2 + (5 + 3); SM: 2 + (3*4 + 20); HALT: 2
+    # 1 fetch; LD: 2 + (8 + 4); MM 2x3x2: 2 + (3+1)*(2+2) + 4; RQ: 2 + (5 + 4); SM: 2 + (3*4 + 20); HALT: 2
     program = [isa.ld(0, 0, 8), isa.mm(16, 0, 0, M=2, K=3, N=2, lda=3, ldb=2, ldc=2), isa.rq(32, 0, 5, 1, 0),
                isa.sm(40, 0, 4), isa.halt()]
     res = Machine(CFG).run(program)
     assert res.ok and res.pc == 4
-    assert res.counters == Counters(cycles=1 + 14 + 22 + 10 + 34 + 2, mm=20, dma=12, vec=8 + 32, instructions=5)
+    assert res.counters == Counters(cycles=1 + 14 + 22 + 11 + 34 + 2, mm=20, dma=12, vec=9 + 32, instructions=5)
     st_only = Machine(CFG).run([isa.st(0, 0, 8), isa.halt()])
     assert st_only.counters == Counters(1 + 2 + 9 + 2, 0, 9, 0, 2)
 
