@@ -14,7 +14,7 @@ __all__ = ["Softmax", "exp_index", "rounded_numerator"]
 # Q16 exponentials: EXP_TABLE[0] = 65536 needs 17 bits.
 EXP_WIDTH = bits_for(max(EXP_TABLE))
 # A probability is at most 65536, so the quotient needs 17 bits; the divider spends one pipeline stage per
-# quotient bit, which is where the 17 of X = 3*len + 20 comes from (ga2_sw.cycles.DIVIDER_LATENCY).
+# quotient bit, which is where the 17 of X = 3*len + 21 comes from (ga2_sw.cycles.DIVIDER_LATENCY).
 QUOT_WIDTH = 17
 
 
@@ -34,15 +34,16 @@ class Softmax(wiring.Component):
 
     Three passes over the ``len`` scores (``n`` below), with the start pulse in cycle 0:
 
-    * max: ``src+i`` is read in cycle ``1+i``; its score updates the running maximum in cycle ``2+i``.
-    * exp/sum: ``src+i`` is read again in cycle ``n+1+i``; in cycle ``n+2+i`` ``max - x`` addresses the exp ROM
-      (``EXP_TABLE``), whose entry in cycle ``n+3+i`` is stored in ``buffer[i]`` and added to the sum ``S``.
+    * max: ``src+i`` is read in cycle ``1+i``; its score is registered in cycle ``2+i`` and updates the
+      running maximum in cycle ``3+i``.
+    * exp/sum: ``src+i`` is read again in cycle ``n+1+i``; in cycle ``n+3+i`` ``max - x`` addresses the exp ROM
+      (``EXP_TABLE``), whose entry in cycle ``n+4+i`` is stored in ``buffer[i]`` and added to the sum ``S``.
       The first read of this pass overlaps the arrival of the max pass's last score, which is harmless: the
-      maximum is only used from cycle ``n+2``.
-    * divide: ``buffer[i]`` is read in cycle ``2n+3+i`` and enters the 17-stage divider in cycle ``2n+4+i``
-      as ``(e*65536 + S//2) // S``; the quotient is written to ``dst+i`` in cycle ``2n+21+i``.
+      maximum is final at the end of cycle ``n+2`` and only used from cycle ``n+3``.
+    * divide: ``buffer[i]`` is read in cycle ``2n+4+i`` and enters the 17-stage divider in cycle ``2n+5+i``
+      as ``(e*65536 + S//2) // S``; the quotient is written to ``dst+i`` in cycle ``2n+22+i``.
 
-    ``busy`` is high in cycles ``1 .. 3n+20`` (X = ``3*len + 20``), ``done`` in cycle ``3n+20`` only. The source
+    ``busy`` is high in cycles ``1 .. 3n+21`` (X = ``3*len + 21``), ``done`` in cycle ``3n+21`` only. The source
     is read only in the first two passes (the exps are kept in the buffer), so ``dst`` may overlap ``src``.
     Requires ``1 <= len <= config.sm_max_len``, which the sequencer checks.
 
@@ -53,7 +54,7 @@ class Softmax(wiring.Component):
     instr : In(InstrLayout)
         The decoded SM instruction (``dst``, ``src``, ``len``).
     busy : Out(1)
-        High for the ``3*len + 20`` cycles after ``start``.
+        High for the ``3*len + 21`` cycles after ``start``.
     done : Out(1)
         High in the last busy cycle only.
     sp_rd : Out(SpReadSignature)
@@ -108,24 +109,29 @@ class Softmax(wiring.Component):
                 with m.If(second_pass):
                     m.d.sync += reading.eq(0)
 
-        # Valid bits of the words arriving on sp_rd.data one cycle after their read.
+        # Each score is registered as it leaves the scratchpad (one cycle after its read), so neither the
+        # max compare nor the exp ROM's address sits behind the block RAM's clock-to-output: that path
+        # (RAM -> subtract -> ROM address) limited the chip to 72 MHz on ECP5. The valid bits follow the
+        # scores: they are high in the cycle the registered score is usable, two cycles after its read.
+        arrive_max, arrive_exp, arrive_last = Signal(), Signal(), Signal()
         max_valid = Signal(name="max_valid")
         exp_valid = Signal(name="exp_valid")
         exp_last = Signal(name="exp_last")
         m.d.sync += [
-            max_valid.eq(reading & ~second_pass),
-            exp_valid.eq(reading & second_pass),
-            exp_last.eq(reading & second_pass & rd_last),
+            arrive_max.eq(reading & ~second_pass),
+            arrive_exp.eq(reading & second_pass),
+            arrive_last.eq(reading & second_pass & rd_last),
+            max_valid.eq(arrive_max), exp_valid.eq(arrive_exp), exp_last.eq(arrive_last),
         ]
         # Only the low 8 bits of a source word are the score (docs/ISA.md, int8 operand).
         score = Signal(signed(8), name="score")
-        m.d.comb += score.eq(self.sp_rd.data[:8].as_signed())
+        m.d.sync += score.eq(self.sp_rd.data[:8].as_signed())
 
-        # -- max pass: cycles 2 .. n+1 -----------------------------------------------------------------------
+        # -- max pass: cycles 3 .. n+2 -----------------------------------------------------------------------
         with m.If(max_valid & (score > score_max)):
             m.d.sync += score_max.eq(score)
 
-        # -- exp/sum pass: ROM address in cycles n+2 .. 2n+1, ROM data in n+3 .. 2n+2 -----------------------
+        # -- exp/sum pass: ROM address in cycles n+3 .. 2n+2, ROM data in n+4 .. 2n+3 -----------------------
         rom_valid = Signal(name="rom_valid")
         rom_last = Signal(name="rom_last")
         m.d.comb += rom_rd.addr.eq(exp_index(score_max, score))
@@ -151,7 +157,7 @@ class Softmax(wiring.Component):
             with m.If(rom_last):
                 m.d.sync += dividing.eq(1)
 
-        # -- divide pass: buffer reads in cycles 2n+3 .. 3n+2, divider inputs in 2n+4 .. 3n+3 ----------------
+        # -- divide pass: buffer reads in cycles 2n+4 .. 3n+3, divider inputs in 2n+5 .. 3n+4 ----------------
         m.d.comb += [
             buf_rd.en.eq(dividing),
             buf_rd.addr.eq(buffer_index),
@@ -168,7 +174,7 @@ class Softmax(wiring.Component):
             divider.den.eq(total),
         ]
 
-        # -- writes: quotients leave the divider in cycles 2n+21 .. 3n+20 ------------------------------------
+        # -- writes: quotients leave the divider in cycles 2n+22 .. 3n+21 ------------------------------------
         wr_index = Signal(range(max_len), name="wr_index")
         wr_last = wr_index == last_index
         m.d.comb += [

@@ -14,7 +14,7 @@ FETCH_CYCLES = 1        # the first instruction's fetch
 ISSUE_CYCLES = 2        # decode, check: paid by every instruction, HALT and the faulting one included
 RQ_DEPTH = 4            # requantiser pipeline: read -> register -> multiply -> round/shift -> saturate/write
 DIVIDER_LATENCY = 17    # one quotient bit per stage
-SM_OVERHEAD = 3 + DIVIDER_LATENCY
+SM_OVERHEAD = 4 + DIVIDER_LATENCY   # read, score register, ROM, buffer read, then the divider
 
 
 @dataclass(frozen=True)
