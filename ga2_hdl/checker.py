@@ -47,9 +47,14 @@ class InstrChecker(wiring.Component):
         m = Module()
         cfg = self._config
 
+        # The pipeline is reset-less: a reset right after the host's last write must not drop the word's
+        # code, or the error memory would keep the previous word's code for it.
+        def reg(shape=1, name=None):
+            return Signal(shape, name=name, reset_less=True)
+
         # Stage 1: the word as written.
-        v1, addr1 = Signal(), Signal.like(self.addr)
-        word1 = Signal(INSTR_BITS)
+        v1, addr1 = reg(name="v1"), reg(len(self.addr), name="addr1")
+        word1 = reg(INSTR_BITS, name="word1")
         m.d.sync += [v1.eq(self.we), addr1.eq(self.addr), word1.eq(self.word)]
         w = InstrLayout(word1)
         op = w.op
@@ -71,11 +76,11 @@ class InstrChecker(wiring.Component):
         # Stage 2: the footprint products and the bases they are added to. With a bad shape the operands
         # below may be negative; the shape error outranks the range errors, so their values do not matter.
         width = 30
-        v2, addr2, stray2, shape2 = Signal(), Signal.like(self.addr), Signal(), Signal()
-        a_base, a_prod, a_tail = Signal(width), Signal(width), Signal(width)
-        b_base, b_prod, b_tail = Signal(width), Signal(width), Signal(width)
-        c_base, c_prod, c_tail = Signal(width), Signal(width), Signal(width)
-        ext_base, ext_tail = Signal(width), Signal(width)
+        v2, addr2, stray2, shape2 = reg(name="v2"), reg(len(self.addr), name="addr2"), reg(name="stray2"), reg(name="shape2")
+        a_base, a_prod, a_tail = reg(width, "a_base"), reg(width, "a_prod"), reg(width, "a_tail")
+        b_base, b_prod, b_tail = reg(width, "b_base"), reg(width, "b_prod"), reg(width, "b_tail")
+        c_base, c_prod, c_tail = reg(width, "c_base"), reg(width, "c_prod"), reg(width, "c_tail")
+        ext_base, ext_tail = reg(width, "ext_base"), reg(width, "ext_tail")
         m.d.sync += [v2.eq(v1), addr2.eq(addr1), stray2.eq(stray), shape2.eq(bad_shape)]
         k1, m1, n1, ln1 = w.k - 1, w.M - 1, w.N - 1, w.len - 1
         zero = [x.eq(0) for x in (a_base, a_prod, a_tail, b_base, b_prod, b_tail, c_base, c_prod, c_tail,

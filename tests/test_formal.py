@@ -1,0 +1,112 @@
+"""Formal checks (ga2_hdl.formal) with SymbiYosys and Yices: every check must pass and every deliberately
+false twin must fail, naming the Assert that fails. Each sby run takes 1-25 s here (docs/VERIFICATION.md
+has the table); all of them run in the default test command. Skipped when the tools are missing."""
+
+# amaranth: UnusedElaboratable=no
+
+import subprocess
+import sys
+
+import pytest
+
+from amaranth.hdl import Assert, ClockDomain, Elaboratable, Module, Signal
+
+from ga2_hdl import formal
+
+TOOLS, WHY_NOT = formal.tools_available()
+needs_tools = pytest.mark.skipif(not TOOLS, reason=WHY_NOT or "formal tools missing")
+
+
+@needs_tools
+@pytest.mark.parametrize("name", list(formal.CHECKS))
+def test_check_passes(name, record_property):
+    r = formal.run_check(name)
+    record_property("seconds", round(r.seconds, 1))
+    print(r.summary())
+    assert r.status == "PASS", f"{r.summary()}\n{r.log[-3000:]}"
+
+
+@needs_tools
+@pytest.mark.parametrize("name", list(formal.MUTANTS))
+def test_false_twin_fails(name, record_property):
+    """The check style can fail: sby reports a counterexample and names the failing Assert's line."""
+    r = formal.run_check(name)
+    record_property("seconds", round(r.seconds, 1))
+    print(r.summary())
+    assert r.status == "FAIL", f"{r.summary()}\n{r.log[-3000:]}"
+    assert r.failed and all(loc.startswith("formal.py:") for loc in r.failed), r.failed
+    assert r.step is not None
+
+
+@needs_tools
+@pytest.mark.parametrize("name", list(formal.KNOWN_BUGS))
+def test_known_bug_still_fails(name):
+    """Checks that find a known RTL bug. When this test fails, the bug is fixed: move the check into
+    formal.CHECKS (and drop the xfail of its pysim twin in tests/test_fault.py)."""
+    r = formal.run_check(name)
+    print(r.summary())
+    assert r.status == "FAIL", f"{name} no longer fails ({r.status}): move it to formal.CHECKS"
+
+
+@needs_tools
+def test_reload_without_reset_passes():
+    """The known bug's control: the same reload scenario without a reset is correct."""
+    r = formal.run_check("seq-reload")
+    assert r.status == "PASS", r.summary()
+
+
+def test_every_check_has_a_false_twin():
+    styles = {name.split("-")[0] for name in formal.CHECKS}
+    twins = {name.split("/")[0].split("-")[0] for name in formal.MUTANTS}
+    assert styles == twins
+    assert all(c.expect == "PASS" for c in formal.CHECKS.values())
+    assert all(c.expect == "FAIL" for c in formal.MUTANTS.values())
+
+
+class _ConstantClock(Elaboratable):
+    def elaborate(self, platform):
+        m = Module()
+        m.domains.sync = ClockDomain("sync")
+        r = Signal(4)
+        m.d.sync += r.eq(r + 1)
+        m.d.comb += Assert(r == 0)
+        return m
+
+
+def test_constant_clock_is_refused():
+    """An explicit domain with an undriven clock would make every check pass vacuously."""
+    with pytest.raises(ValueError, match=r"^Spec has flip-flops on a constant clock"):
+        formal.run_sby(_ConstantClock(), name="const-clock", depth=3)
+
+
+def test_parse_sby_output():
+    log = ("SBY 1:00:00 [spec] engine_0: ##   0:00:00  Checking assertions in step 3..\n"
+           "SBY 1:00:00 [spec] engine_0: ##   0:00:00  BMC failed!\n"
+           "SBY 1:00:00 [spec] engine_0: ##   0:00:00  Assert failed in top: /x/ga2_hdl/formal.py:123 ($check$1)\n"
+           "SBY 1:00:00 [spec] DONE (FAIL, rc=2)\n")
+    assert formal._parse(log) == ("FAIL", ["formal.py:123"], 3)
+    assert formal._parse("SBY [spec] DONE (PASS, rc=0)\n") == ("PASS", [], None)
+    assert formal._parse("Status: PREUNSAT\nSBY [spec] DONE (ERROR, rc=16)\n")[0] == "ERROR"
+    assert formal._parse("garbage")[0] == "ERROR"
+
+
+def test_cli_list_and_unknown(capsys):
+    assert formal.main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in [*formal.CHECKS, *formal.MUTANTS, *formal.KNOWN_BUGS, *formal.EXTRA])
+    with pytest.raises(KeyError, match="Unknown formal check 'nope'"):
+        formal.run_check("nope")
+    if TOOLS:
+        with pytest.raises(SystemExit):
+            formal.main(["nope"])
+
+
+@needs_tools
+def test_module_entry_point():
+    """``python -m ga2_hdl.formal CHECK`` prints PASS and the time, and exits 0."""
+    proc = subprocess.run([sys.executable, "-m", "ga2_hdl.formal", "requant-expr", "requant-expr/wrapping-add"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASS    requant-expr" in proc.stdout
+    assert "FAIL    requant-expr--wrapping-add" in proc.stdout and "expected FAIL: ok" in proc.stdout
+    assert "2/2 as expected" in proc.stdout
