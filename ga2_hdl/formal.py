@@ -42,7 +42,7 @@ from ga2_sw.isa import Op
 
 from .dma import DMA
 from .pe import ProcessingElement
-from .requantiser import Requantiser, rounding_term, round_shift, saturate
+from .requantiser import Requantiser, rounding_term, round_shift, saturate, half_shift, round_half_saturate
 from .sequencer import Sequencer, UNITS
 
 __all__ = ["FormalResult", "Check", "CHECKS", "MUTANTS", "KNOWN_BUGS", "EXTRA", "tools_available", "run_sby",
@@ -225,13 +225,17 @@ def _wrapping_round_shift(x, s):
 
 class RequantExprSpec(Elaboratable):
     """The requantiser's rounding and saturation stages at full width: for every 48-bit signed product
-    ``p`` and every ``s`` in 0..47, ``saturate(round_shift(p, s), 8) == sat8((p + 2**(s-1)) >> s)``.
+    ``p`` and every ``s`` in 0..47, ``round_half_saturate(half_shift(p, s)) == sat8((p + 2**(s-1)) >> s)``.
 
     The reference shifts by a constant in each of the 48 cases of ``s``; the RTL helpers shift by a
     variable amount. ``round_shift`` may be replaced (mutants)."""
 
-    def __init__(self, round_shift=round_shift):
-        self._round_shift = round_shift
+    def __init__(self, round_shift=None):
+        # The requantiser's two stages by default; a mutant replaces them with its own round_shift.
+        if round_shift is None:
+            self._pipeline = lambda p, s: round_half_saturate(half_shift(p, s))
+        else:
+            self._pipeline = lambda p, s: saturate(round_shift(p, s), 8)
 
     def elaborate(self, platform):
         m = Module()
@@ -239,7 +243,7 @@ class RequantExprSpec(Elaboratable):
         s = AnyConst(6)
         m.d.comb += Assume(s <= 47)
         dut = Signal(signed(8))
-        m.d.comb += dut.eq(saturate(self._round_shift(p, s), 8))
+        m.d.comb += dut.eq(self._pipeline(p, s))
         ref, stmts = _sat8(_ref_round_shift(m, p, s, 47))
         m.d.comb += stmts
         m.d.comb += Assert(dut == ref)
@@ -264,7 +268,7 @@ class RequantMulSpec(Elaboratable):
         prod = Signal(signed(self._a_bits + self._m_bits))
         m.d.comb += prod.eq(a * mul)
         dut = Signal(signed(8))
-        m.d.comb += dut.eq(saturate(round_shift(prod, s), 8))
+        m.d.comb += dut.eq(round_half_saturate(half_shift(prod, s)))
 
         # Reference: widen both operands to 64 bits first, then multiply, add, shift by a constant.
         wide = Signal(signed(64))
@@ -871,7 +875,7 @@ class Check:
 
 CHECKS = {c.name: c for c in [
     Check("requant-expr", RequantExprSpec, "bmc", 1, "PASS",
-          "round_shift + saturate, all 48-bit products, s 0..47"),
+          "half_shift + round_half_saturate, all 48-bit products, s 0..47"),
     Check("requant-mul", RequantMulSpec, "bmc", 1, "PASS",
           "requant(a, m, s) incl. the product: every int32 a, int16 m, s 0..47"),
     Check("requant-unit", RequantUnitSpec, "bmc", 12, "PASS",

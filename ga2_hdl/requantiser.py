@@ -5,7 +5,7 @@ from amaranth.lib import wiring
 
 from .ports import unit_members
 
-__all__ = ["Requantiser", "rounding_term", "round_shift", "saturate"]
+__all__ = ["Requantiser", "rounding_term", "round_shift", "saturate", "half_shift", "round_half_saturate"]
 
 # The product of an int32 and the signed 16-bit multiplier m.
 PRODUCT_WIDTH = 48
@@ -29,6 +29,22 @@ def round_shift(x, s):
     return total >> s
 
 
+def half_shift(x, s):
+    """``floor(x / 2**(s-1))``, i.e. ``(2x) >> s``: x shifted by one bit less than ``s``, keeping the bit
+    that decides the rounding. For ``s = 0`` it is ``2x``."""
+    return (x << 1) >> s
+
+
+def round_half_saturate(t):
+    """``sat8((t + 1) >> 1)``, which equals ``sat8((x + 2**(s-1)) >> s)`` for ``t = half_shift(x, s)``.
+
+    The clamp is decided on ``t`` itself (the result exceeds 127 exactly when ``t >= 255`` and falls below
+    -128 exactly when ``t <= -258``), so the rounding add is 10 bits wide, not 49: the requantiser splits
+    ``round_shift`` into a barrel shift and this small stage to keep each pipeline stage short."""
+    low = (t[:10].as_signed() + 1) >> 1
+    return Mux(t >= 255, 127, Mux(t <= -258, -128, low))[:8].as_signed()
+
+
 def saturate(x, width):
     """Clamp a signed ``x`` to the range of ``signed(width)`` and return it as ``signed(width)``."""
     lo, hi = -(1 << (width - 1)), (1 << (width - 1)) - 1
@@ -43,8 +59,8 @@ class Requantiser(wiring.Component):
     * read (``sp_rd`` at ``src+i``) in cycle ``1+i``,
     * registered as it comes out of the scratchpad in cycle ``2+i``,
     * multiplied (32 x 16 bit signed, registered) in cycle ``3+i``,
-    * rounded and shifted right by ``s`` (registered) in cycle ``4+i``,
-    * saturated to -128..127 and written (``sp_wr`` at ``dst+i``) in cycle ``5+i``.
+    * shifted right by ``s - 1`` (registered) in cycle ``4+i``,
+    * rounded, saturated to -128..127 and written (``sp_wr`` at ``dst+i``) in cycle ``5+i``.
 
     ``busy`` is high in cycles ``1 .. len+4`` (X = ``len + 4``) and ``done`` in cycle ``len+4`` only. A read in
     the cycle of a write returns the old word (the scratchpad is not transparent), so with ``dst`` more than 4
@@ -95,7 +111,7 @@ class Requantiser(wiring.Component):
         data_valid = Signal(name="data_valid")
         product = Signal(signed(PRODUCT_WIDTH), name="product")
         product_valid = Signal(name="product_valid")
-        shifted = Signal(signed(PRODUCT_WIDTH + 1), name="shifted")
+        shifted = Signal(signed(PRODUCT_WIDTH + 1), name="shifted")     # half_shift(product, s)
         shifted_valid = Signal(name="shifted_valid")
 
         busy = Signal(name="busy_r")
@@ -144,16 +160,16 @@ class Requantiser(wiring.Component):
             product_valid.eq(word_valid),
         ]
 
-        # Cycle 4+i: round and shift, registered.
+        # Cycle 4+i: shift by s - 1, registered (the rounding add waits for the next stage, where it is short).
         m.d.sync += [
-            shifted.eq(round_shift(product, shift)),
+            shifted.eq(half_shift(product, shift)),
             shifted_valid.eq(product_valid),
         ]
 
-        # Cycle 5+i: saturate and write; the int8 result is sign-extended to the word.
+        # Cycle 5+i: round, saturate and write; the int8 result is sign-extended to the word.
         result = Signal(signed(8), name="result")
         m.d.comb += [
-            result.eq(saturate(shifted, 8)),
+            result.eq(round_half_saturate(shifted)),
             self.sp_wr.en.eq(shifted_valid),
             self.sp_wr.addr.eq(dst + wr_index),
             self.sp_wr.data.eq(result.as_signed()),
