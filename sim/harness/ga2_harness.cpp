@@ -1,0 +1,464 @@
+// GA-2 Verilator harness: runs many programs on the Verilated `ga2` top, one process, one model.
+//
+// Reads a job file (docs/SIMULATORS.md: "Job files"), runs each job to HALT, a fault or its cycle limit, and
+// writes one result per job. The external memory is modelled here exactly like sim/extmem.py: the data of a
+// read made in cycle t is presented in cycle t + ext_latency with rvalid; a write takes effect at the end of
+// its cycle; a read of a word written in the same cycle returns the old word.
+//
+//   Vga2 [--jobs FILE|-] [--out FILE|-] [--trace FILE]
+//
+// Results are flushed after every job, so a parent process may stream jobs through stdin and read results
+// from stdout one at a time (sim/verilator.py does that for VerilatorRunner).
+//
+// The Verilated top is `ga2_sim` (sim/verilator.py, sim_wrapper): the `ga2` ports, with `rst` behind a
+// register driven by `rst_req`, which keeps the reset out of Verilator's per-eval input logic.
+//
+// Per clock cycle the loop calls eval() exactly twice (clk=0 with the new inputs, then clk=1) and touches
+// only the port variables: the memories are loaded and dumped between runs, never inside the loop.
+
+#include <chrono>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <memory>
+#include <ctime>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "Vga2.h"
+#include "Vga2___024root.h"
+#include "verilated.h"
+#include "verilated_syms.h"
+
+#if defined(VM_TRACE_FST) && VM_TRACE_FST
+#include "verilated_fst_c.h"
+typedef VerilatedFstC TraceFile;
+#define GA2_HAS_TRACE 1
+#elif defined(VM_TRACE) && VM_TRACE
+#include "verilated_vcd_c.h"
+typedef VerilatedVcdC TraceFile;
+#define GA2_HAS_TRACE 1
+#else
+#define GA2_HAS_TRACE 0
+#endif
+
+// Verilator escapes the double underscore of Amaranth's port names (`ext__addr`) as `___05F`.
+#define EXT_PORT(name) ext___05F##name
+
+// With GA2_DIRECT_EVAL (set by sim/verilator.py when the generated model has it), a clock phase calls the
+// model's own evaluation function instead of eval(), skipping the per-call bookkeeping of the Verilator
+// runtime (deferred deletes, the cross-thread message queue and their mutexes: ~15% of the instructions of
+// a cycle here). This design has no classes, DPI or $display, which is what that bookkeeping serves; the
+// first eval() (initialisation) always goes through the public API, and trace builds never use it.
+#if defined(GA2_DIRECT_EVAL) && !GA2_HAS_TRACE
+void Vga2___024root___eval(Vga2___024root* vlSelf);
+#define GA2_EVAL(top) Vga2___024root___eval((top)->rootp)
+#else
+#define GA2_EVAL(top) (top)->eval()
+#endif
+
+static const char* const FORMAT_MAGIC_IN = "ga2jobs";
+static const char* const FORMAT_MAGIC_OUT = "ga2results";
+static const int FORMAT_VERSION = 1;
+
+[[noreturn]] static void die(const std::string& msg) {
+    std::fprintf(stderr, "ga2_harness: error: %s\n", msg.c_str());
+    std::exit(2);
+}
+
+// -- input: whitespace-separated tokens, read with read(2) so a pipe is consumed as soon as data arrives ---
+
+class Reader {
+public:
+    explicit Reader(int fd) : fd_(fd) {}
+
+    // Next token into `out`; false at end of input.
+    bool token(std::string& out) {
+        out.clear();
+        int c;
+        do {
+            c = get();
+            if (c < 0) return false;
+        } while (c == ' ' || c == '\n' || c == '\t' || c == '\r');
+        while (c >= 0 && c != ' ' && c != '\n' && c != '\t' && c != '\r') {
+            out.push_back(static_cast<char>(c));
+            c = get();
+        }
+        return true;
+    }
+
+    std::string expect_token(const char* what) {
+        std::string t;
+        if (!token(t)) die(std::string("unexpected end of input, expected ") + what);
+        return t;
+    }
+
+    void keyword(const char* kw) {
+        std::string t = expect_token(kw);
+        if (t != kw) die(std::string("expected '") + kw + "' in the job file, got '" + t + "'");
+    }
+
+    unsigned long long number(const char* what) {
+        std::string t = expect_token(what);
+        char* end = nullptr;
+        errno = 0;
+        unsigned long long v = std::strtoull(t.c_str(), &end, 10);
+        if (errno || end == t.c_str() || *end) die(std::string("bad number for ") + what + ": '" + t + "'");
+        return v;
+    }
+
+    // A hex token of at most nwords*32 bits into little-endian 32-bit words.
+    void hex(uint32_t* words, int nwords) {
+        std::string t = expect_token("a hex word");
+        for (int i = 0; i < nwords; ++i) words[i] = 0;
+        int bit = 0;
+        for (int i = static_cast<int>(t.size()) - 1; i >= 0; --i, bit += 4) {
+            char c = t[i];
+            uint32_t d;
+            if (c >= '0' && c <= '9') d = c - '0';
+            else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+            else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
+            else die("bad hex digit in '" + t + "'");
+            if (d && bit >= nwords * 32) die("hex word '" + t + "' is too wide");
+            if (bit < nwords * 32) words[bit / 32] |= d << (bit % 32);
+        }
+    }
+
+private:
+    int get() {
+        if (pos_ == len_) {
+            if (eof_) return -1;
+            ssize_t n;
+            do { n = ::read(fd_, buf_, sizeof buf_); } while (n < 0 && errno == EINTR);
+            if (n <= 0) { eof_ = true; return -1; }
+            pos_ = 0;
+            len_ = static_cast<size_t>(n);
+        }
+        return static_cast<unsigned char>(buf_[pos_++]);
+    }
+    int fd_;
+    char buf_[1 << 16];
+    size_t pos_ = 0, len_ = 0;
+    bool eof_ = false;
+};
+
+// -- output ----------------------------------------------------------------------------------------------
+
+class Writer {
+public:
+    explicit Writer(FILE* f) : f_(f) { buf_.reserve(1 << 20); }
+    void str(const char* s) { buf_.append(s); }
+    void num(unsigned long long v) { char t[32]; std::snprintf(t, sizeof t, "%llu", v); buf_.append(t); }
+    void hex32(uint32_t v) {
+        static const char digits[] = "0123456789abcdef";
+        char t[8];
+        for (int i = 7; i >= 0; --i, v >>= 4) t[i] = digits[v & 15];
+        buf_.append(t, 8);
+    }
+    void words(const char* name, const std::vector<uint32_t>& w) {
+        str(name); str(" "); num(w.size()); str("\n");
+        for (size_t i = 0; i < w.size(); ++i) { hex32(w[i]); str((i % 16 == 15 || i + 1 == w.size()) ? "\n" : " "); }
+    }
+    void flush() {
+        if (!buf_.empty() && std::fwrite(buf_.data(), 1, buf_.size(), f_) != buf_.size()) die("cannot write the results");
+        std::fflush(f_);
+        buf_.clear();
+    }
+private:
+    FILE* f_;
+    std::string buf_;
+};
+
+// CPU time of this process: the speed figure that does not depend on what else the machine is running.
+static double cpu_now() {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+// -- the machine under test --------------------------------------------------------------------------------
+
+struct Config {
+    unsigned ext_words = 0, sp_words = 0, imem_words = 0, ext_latency = 0;
+};
+
+struct Job {
+    unsigned long long id = 0, limit = 0;
+    bool reset = true, dump_ext = true, dump_sp = true;
+    std::vector<uint32_t> prog;      // 4 little-endian words per instruction
+    std::vector<uint32_t> ext, sp;   // images; the rest of each memory is zero
+};
+
+class Bench {
+public:
+    Bench(const Config& cfg, const char* trace_path) : cfg_(cfg), ext_(cfg.ext_words, 0),
+                                                      pipe_v_(cfg.ext_latency, 0), pipe_d_(cfg.ext_latency, 0) {
+        ctx_.reset(new VerilatedContext);
+        top_.reset(new Vga2(ctx_.get(), "TOP"));
+        // The scratchpad has no host write port: its memory is made public by the build (public_flat_rw in a
+        // generated .vlt) and written directly between runs.
+        const VerilatedVar* var = nullptr;
+        for (const char* name : {"TOP.ga2_sim.dut.scratchpad", "TOP.ga2.scratchpad"}) {
+            const VerilatedScope* scope = ctx_->scopeFind(name);
+            if (scope && (var = scope->varFind("mem"))) break;
+        }
+        if (!var && ctx_->scopeNameMap()) {      // scope naming differs between releases: look for it
+            for (const auto& it : *ctx_->scopeNameMap()) {
+                const std::string name = it.first;
+                if (name.size() >= 10 && name.compare(name.size() - 10, 10, "scratchpad") == 0
+                    && (var = it.second->varFind("mem"))) break;
+            }
+        }
+        if (!var) die("the scratchpad memory (scope ga2.scratchpad, var mem) is not public (built without public.vlt?)");
+        if (var->totalSize() != static_cast<size_t>(cfg.sp_words) * sizeof(uint32_t))
+            die("the model's scratchpad has " + std::to_string(var->totalSize()) + " bytes, not sp_words*4 = " + std::to_string(4ull * cfg.sp_words));
+        sp_mem_ = static_cast<uint32_t*>(var->datap());
+        if (trace_path && *trace_path) {
+#if GA2_HAS_TRACE
+            ctx_->traceEverOn(true);
+            trace_.reset(new TraceFile);
+            top_->trace(trace_.get(), 99);
+            trace_->open(trace_path);
+#else
+            die(std::string("--trace ") + trace_path + ": this binary was built without tracing");
+#endif
+        }
+        top_->clk = 0;
+        top_->rst_req = 0;
+        top_->start = 0;
+        top_->imem_we = 0;
+        top_->eval();
+    }
+
+    ~Bench() {
+#if GA2_HAS_TRACE
+        if (trace_) trace_->close();
+#endif
+        top_->final();
+    }
+
+    void run(const Job& job, Writer& out) {
+        // A fresh external memory and an empty read pipeline, like a new pysim harness.
+        std::fill(ext_.begin(), ext_.end(), 0);
+        std::copy(job.ext.begin(), job.ext.end(), ext_.begin());
+        std::fill(pipe_v_.begin(), pipe_v_.end(), 0);
+        std::fill(pipe_d_.begin(), pipe_d_.end(), 0);
+        oob_ = 0;
+        set_ext_inputs();
+        if (job.reset || last_hung_) {   // a hung program leaves its unit busy: always reset after one
+            top_->rst_req = 1;            // registered in the wrapper: the chip sees rst in the next cycle
+            cycle();
+            top_->rst_req = 0;
+            cycle();
+        }
+        // Instruction memory through the host port; words a previous job left beyond this program are cleared.
+        unsigned n = static_cast<unsigned>(job.prog.size() / 4);
+        top_->imem_we = 1;
+        for (unsigned a = 0; a < std::max(n, imem_dirty_); ++a) {
+            top_->imem_addr = a;
+            for (int w = 0; w < 4; ++w) top_->imem_data[w] = a < n ? job.prog[4 * a + w] : 0;
+            cycle();
+        }
+        top_->imem_we = 0;
+        imem_dirty_ = n;
+        // Scratchpad: the image, then zeros.
+        std::memset(sp_mem_, 0, sizeof(uint32_t) * cfg_.sp_words);
+        std::memcpy(sp_mem_, job.sp.data(), sizeof(uint32_t) * job.sp.size());
+
+        auto t0 = std::chrono::steady_clock::now();
+        const double c0 = cpu_now();
+        top_->start = 1;
+        cycle();
+        top_->start = 0;
+        unsigned long long simulated = 1, start_wait = 0;
+        // docs: `done` is high from HALT until the next start. A chip that holds a start back (here: until its
+        // instruction checker has finished the last write) may keep the previous run's `done` up for a few
+        // cycles; wait for it to fall first, and report how long that took (start_wait, 0 when it falls in the
+        // start cycle as documented).
+        while (top_->done && simulated < job.limit) {
+            cycle();
+            ++simulated;
+            ++start_wait;
+        }
+        const bool started = !top_->done;        // false: the start never took effect within the limit
+        while (!top_->done) {
+            if (simulated >= job.limit) break;
+            cycle();
+            ++simulated;
+        }
+        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        double cpu_seconds = cpu_now() - c0;
+        bool hang = !top_->done || !started;
+        last_hung_ = hang;
+
+        out.str("result "); out.num(job.id);
+        out.str(hang ? " status hang" : " status ok");
+        out.str(" sim_cycles "); out.num(simulated);
+        char t[64];
+        std::snprintf(t, sizeof t, " seconds %.9f", seconds);
+        out.str(t);
+        std::snprintf(t, sizeof t, " cpu_seconds %.9f", cpu_seconds);
+        out.str(t);
+        out.str(" cycles "); out.num(top_->cycles);
+        out.str(" mm "); out.num(top_->mm_cycles);
+        out.str(" dma "); out.num(top_->dma_cycles);
+        out.str(" vec "); out.num(top_->vec_cycles);
+        out.str(" instr "); out.num(top_->instructions);
+        out.str(" error "); out.num(top_->error);
+        out.str(" pc "); out.num(top_->pc);
+        out.str(" ext_oob "); out.num(oob_);
+        out.str(" start_wait "); out.num(start_wait);
+
+        std::vector<uint32_t> sp;
+        unsigned long long port_mismatch = 0;
+        if (job.dump_sp && !hang) {
+            // Through the debug port (data one cycle after the address), checked against the memory itself.
+            sp.resize(cfg_.sp_words);
+            for (unsigned a = 0; a < cfg_.sp_words; ++a) {
+                top_->dbg_sp_addr = a;
+                cycle();
+                sp[a] = top_->dbg_sp_data;
+                if (sp[a] != sp_mem_[a]) ++port_mismatch;
+            }
+        }
+        out.str(" sp_port_mismatch "); out.num(port_mismatch);
+        out.str("\n");
+        if (job.dump_ext && !hang) out.words("ext", ext_);
+        else out.str("ext 0\n");
+        if (job.dump_sp && !hang) out.words("sp", sp);
+        else out.str("sp 0\n");
+        out.str("end\n");
+        out.flush();
+    }
+
+private:
+    inline void set_ext_inputs() {
+        top_->EXT_PORT(rvalid) = pipe_v_[cfg_.ext_latency - 1];
+        top_->EXT_PORT(rdata) = pipe_d_[cfg_.ext_latency - 1];
+    }
+
+    // One clock cycle: settle with clk low and the current inputs, sample the memory port, clock edge, then
+    // the memory's own edge (read pipeline shift, write) and its outputs for the next cycle.
+    inline void cycle() {
+        top_->clk = 0;
+        GA2_EVAL(top_);
+        const uint32_t addr = top_->EXT_PORT(addr);
+        const bool re = top_->EXT_PORT(re), we = top_->EXT_PORT(we);
+        const uint32_t wdata = top_->EXT_PORT(wdata);
+#if GA2_HAS_TRACE
+        if (trace_) trace_->dump(static_cast<uint64_t>(2 * time_));
+#endif
+        top_->clk = 1;
+        GA2_EVAL(top_);
+#if GA2_HAS_TRACE
+        if (trace_) trace_->dump(static_cast<uint64_t>(2 * time_ + 1));
+#endif
+        ++time_;
+        const unsigned lat = cfg_.ext_latency;
+        for (unsigned k = lat - 1; k > 0; --k) {
+            pipe_v_[k] = pipe_v_[k - 1];
+            pipe_d_[k] = pipe_d_[k - 1];
+        }
+        const bool in_range = addr < cfg_.ext_words;
+        if ((re || we) && !in_range) ++oob_;
+        pipe_v_[0] = re;
+        if (re) pipe_d_[0] = in_range ? ext_[addr] : 0;   // the old word: the write below lands after
+        if (we && in_range) ext_[addr] = wdata;
+        set_ext_inputs();
+    }
+
+    Config cfg_;
+    std::unique_ptr<VerilatedContext> ctx_;
+    std::unique_ptr<Vga2> top_;
+#if GA2_HAS_TRACE
+    std::unique_ptr<TraceFile> trace_;
+#endif
+    std::vector<uint32_t> ext_;
+    std::vector<uint32_t> pipe_v_, pipe_d_;   // stage 1 .. ext_latency of the read pipeline
+    uint32_t* sp_mem_ = nullptr;
+    unsigned imem_dirty_ = 0;                 // instruction words that may be nonzero
+    bool last_hung_ = false;
+    unsigned long long oob_ = 0, time_ = 0;
+};
+
+static void read_words(Reader& in, const char* name, unsigned limit, int per_word, std::vector<uint32_t>& out) {
+    in.keyword(name);
+    unsigned long long n = in.number(name);
+    if (n > limit) die(std::string(name) + " image has " + std::to_string(n) + " words but the memory holds " + std::to_string(limit));
+    out.assign(n * per_word, 0);
+    for (unsigned long long i = 0; i < n; ++i) in.hex(&out[i * per_word], per_word);
+}
+
+int main(int argc, char** argv) {
+    const char* jobs_path = "-";
+    const char* out_path = "-";
+    const char* trace_path = nullptr;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if ((a == "--jobs" || a == "--out" || a == "--trace") && i + 1 < argc) {
+            const char* v = argv[++i];
+            if (a == "--jobs") jobs_path = v;
+            else if (a == "--out") out_path = v;
+            else trace_path = v;
+        } else if (a == "--help" || a == "-h") {
+            std::printf("usage: %s [--jobs FILE|-] [--out FILE|-] [--trace FILE]\n", argv[0]);
+            return 0;
+        } else {
+            die("unknown argument '" + a + "' (try --help)");
+        }
+    }
+    int fd = 0;
+    if (std::strcmp(jobs_path, "-") != 0) {
+        fd = ::open(jobs_path, O_RDONLY);
+        if (fd < 0) die(std::string("cannot open job file '") + jobs_path + "'");
+    }
+    FILE* fout = stdout;
+    if (std::strcmp(out_path, "-") != 0) {
+        fout = std::fopen(out_path, "w");
+        if (!fout) die(std::string("cannot open result file '") + out_path + "'");
+    }
+    Reader in(fd);
+    Writer out(fout);
+
+    in.keyword(FORMAT_MAGIC_IN);
+    if (in.number("format version") != static_cast<unsigned long long>(FORMAT_VERSION))
+        die("unsupported job-file version (this harness reads version 1)");
+    Config cfg;
+    in.keyword("ext_words");   cfg.ext_words = static_cast<unsigned>(in.number("ext_words"));
+    in.keyword("sp_words");    cfg.sp_words = static_cast<unsigned>(in.number("sp_words"));
+    in.keyword("imem_words");  cfg.imem_words = static_cast<unsigned>(in.number("imem_words"));
+    in.keyword("ext_latency"); cfg.ext_latency = static_cast<unsigned>(in.number("ext_latency"));
+    if (!cfg.ext_words || !cfg.sp_words || !cfg.imem_words || !cfg.ext_latency)
+        die("the job-file header needs nonzero sizes and latency");
+
+    Bench bench(cfg, trace_path);
+    out.str(FORMAT_MAGIC_OUT); out.str(" 1\n");
+    out.flush();
+
+    std::string tok;
+    Job job;
+    while (in.token(tok)) {
+        if (tok != "job") die("expected 'job', got '" + tok + "'");
+        job.id = in.number("job id");
+        in.keyword("limit");  job.limit = in.number("limit");
+        in.keyword("reset");  job.reset = in.number("reset") != 0;
+        in.keyword("dump");
+        unsigned long long dump = in.number("dump");
+        job.dump_ext = dump & 1;
+        job.dump_sp = dump & 2;
+        read_words(in, "prog", cfg.imem_words, 4, job.prog);
+        read_words(in, "ext", cfg.ext_words, 1, job.ext);
+        read_words(in, "sp", cfg.sp_words, 1, job.sp);
+        in.keyword("end");
+        if (job.limit < 1) die("job " + std::to_string(job.id) + " has a cycle limit below 1");
+        bench.run(job, out);
+    }
+    out.str("done\n");
+    out.flush();
+    if (fout != stdout) std::fclose(fout);
+    return 0;
+}

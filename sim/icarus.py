@@ -1,0 +1,156 @@
+"""Run GA-2 programs on the generated Verilog under Icarus Verilog (iverilog + vvp).
+
+The testbench ``sim/harness/ga2_tb.v`` reads the same job files as the Verilator harness (docs/SIMULATORS.md)
+and models the external memory the same way, so ``IcarusSim(config)`` has the same ``.run``/``.run_many`` as
+``sim.verilator.VerilatorSim``. Icarus is a second, independent simulator of the same Verilog (event-driven,
+four-state): a third opinion next to pysim and Verilator, not a fast one. Used only when ``iverilog`` is on
+PATH (``icarus_available()``). Compiled testbenches are cached like the Verilator builds.
+"""
+
+import hashlib
+import json
+import os
+import resource
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from amaranth.utils import ceil_log2
+
+from .verilator import (Job, SimulatorError, DEFAULT_CYCLE_LIMIT, HangError, _as_job, _check_job, _file_lock,
+                        cache_root, parse_results, verilog_for, write_jobs, HARNESS_DIR)
+
+__all__ = ["IcarusSim", "IcarusRunner", "icarus_available", "HangError"]
+
+TB = HARNESS_DIR / "ga2_tb.v"
+
+
+def icarus_available():
+    return shutil.which("iverilog") is not None and shutil.which("vvp") is not None
+
+
+def _version():
+    r = subprocess.run(["iverilog", "-V"], capture_output=True, text=True)
+    return (r.stdout.splitlines() or [""])[0]
+
+
+class IcarusSim:
+    """GA-2 programs on the RTL under Icarus Verilog; ``build_time``/``cached`` as for ``VerilatorSim``."""
+
+    def __init__(self, config, *, cache_dir=None):
+        if not icarus_available():
+            raise SimulatorError("Icarus Verilog not found (iverilog and vvp must be on PATH)")
+        self.config = config
+        t0 = time.perf_counter()
+        self.verilog = verilog_for(config)
+        self.vvp, self.build_time, self.cached = self._build(Path(cache_dir) if cache_dir else cache_root())
+        self.load_time = time.perf_counter() - t0
+
+    def _params(self):
+        c = self.config
+        return {"EXT_WORDS": c.ext_words, "SP_WORDS": c.sp_words, "IMEM_WORDS": c.imem_words,
+                "EXT_LATENCY": c.ext_latency, "EXT_AW": max(1, ceil_log2(c.ext_words)),
+                "SP_AW": max(1, ceil_log2(c.sp_words)), "IMEM_AW": max(1, ceil_log2(c.imem_words)),
+                "PC_W": ceil_log2(c.imem_words + 1)}
+
+    def _build(self, root):
+        params = self._params()
+        args = ["-g2005", "-s", "ga2_tb"] + [f"-Pga2_tb.{k}={v}" for k, v in params.items()]
+        h = hashlib.sha256()
+        for part in (self.verilog, TB.read_text(), json.dumps(args), _version()):
+            h.update(part.encode() + b"\0")
+        key = h.hexdigest()[:24]
+        tag = f"{self.config.rows}x{self.config.cols}"
+        final = root / "icarus" / f"{tag}-{key}"
+        vvp = final / "ga2.vvp"
+        meta = final / "build.json"
+        if vvp.exists() and meta.exists():
+            return vvp, json.loads(meta.read_text())["build_seconds"], True
+        with _file_lock(root / "icarus" / f"{tag}-{key}.lock"):
+            if vvp.exists() and meta.exists():
+                return vvp, json.loads(meta.read_text())["build_seconds"], True
+            tmp = Path(tempfile.mkdtemp(prefix="build-", dir=root / "icarus"))
+            (tmp / "ga2.v").write_text(self.verilog)
+            shutil.copy2(TB, tmp / "ga2_tb.v")
+            t0 = time.perf_counter()
+            r = subprocess.run(["iverilog", *args, "-o", "ga2.vvp", "ga2_tb.v", "ga2.v"], cwd=tmp,
+                               capture_output=True, text=True, timeout=1800)
+            seconds = time.perf_counter() - t0
+            if r.returncode != 0:
+                raise SimulatorError(f"iverilog failed (rc={r.returncode}); files kept in {tmp}:\n"
+                                     f"{(r.stdout + r.stderr)[-4000:]}")
+            (tmp / "build.json").write_text(json.dumps({"build_seconds": seconds, "args": args,
+                                                        "iverilog": _version()}))
+            try:
+                os.rename(tmp, final)
+            except OSError:
+                if not vvp.exists():
+                    raise
+                shutil.rmtree(tmp, ignore_errors=True)
+            return vvp, seconds, False
+
+    def run(self, program, ext=None, sp=None, cycle_limit=DEFAULT_CYCLE_LIMIT, *, trace=None, dump_sp=True,
+            on_hang="raise"):
+        """As ``VerilatorSim.run``; ``trace=FILE.vcd`` writes a VCD. ``seconds`` is the whole vvp run."""
+        return self.run_many([Job(list(program), ext, sp, cycle_limit, dump_sp=dump_sp)], trace=trace,
+                             on_hang=on_hang)[0]
+
+    def run_many(self, jobs, *, trace=None, on_hang="raise", keep=None, timeout=None):
+        """All jobs in one vvp process. Icarus reports no per-job time: each result's ``seconds`` and
+        ``cpu_seconds`` are the process's wall and CPU time shared out in proportion to its simulated cycles
+        (so they include loading and read-back)."""
+        jobs = [_as_job(j) for j in jobs]
+        if not jobs:
+            return []
+        for j in jobs:
+            _check_job(j, self.config)
+        text = write_jobs(jobs, self.config)
+        if timeout is None:
+            timeout = 300 + sum(j.cycle_limit for j in jobs) / 1e3
+        with tempfile.TemporaryDirectory(prefix="ga2-icarus-") as d:
+            jf, rf = Path(d) / "jobs.txt", Path(d) / "results.txt"
+            jf.write_text(text)
+            cmd = ["vvp", "-n", str(self.vvp), f"+jobs={jf}", f"+out={rf}"]
+            if trace:
+                cmd.append(f"+vcd={Path(trace).resolve()}")
+            t0 = time.perf_counter()
+            c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            try:
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=d)
+            except subprocess.TimeoutExpired:
+                raise SimulatorError(f"vvp did not finish {len(jobs)} jobs within {timeout:.0f} s") from None
+            wall = time.perf_counter() - t0
+            c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)
+            out = rf.read_text() if rf.exists() else ""
+            if keep:
+                Path(keep).mkdir(parents=True, exist_ok=True)
+                shutil.copy2(jf, Path(keep) / "jobs.txt")
+                (Path(keep) / "results.txt").write_text(out)
+        if r.returncode != 0 or "error" in r.stdout.lower() or not out.rstrip().endswith("done"):
+            raise SimulatorError(f"vvp failed (rc={r.returncode}): {(r.stdout + r.stderr).strip()[-2000:]}")
+        results = parse_results(out, jobs, on_hang)
+        total = sum(res.sim_cycles for res in results) or 1
+        for res in results:
+            res.seconds = wall * res.sim_cycles / total
+            res.cpu_seconds = cpu * res.sim_cycles / total
+        return results
+
+    def close(self):
+        pass
+
+
+class IcarusRunner:
+    """``runner(program, ext) -> ext`` on Icarus (one vvp process per program: slow, for spot checks)."""
+
+    def __init__(self, config, cycle_limit=DEFAULT_CYCLE_LIMIT):
+        self.sim = IcarusSim(config)
+        self.cycle_limit = cycle_limit
+
+    def __call__(self, program, ext):
+        r = self.sim.run(program, ext, cycle_limit=self.cycle_limit, dump_sp=False)
+        if not r.ok:
+            raise RuntimeError(f"program faulted with {getattr(r.error, 'name', r.error)} at pc {r.pc}")
+        return r.ext

