@@ -51,6 +51,6 @@ def run_jobs(name, config, jobs, cycle_limit=5_000_000):
         return [run_pysim(config, p, ext, cycle_limit=cycle_limit) for p, ext in jobs]
     if name == "verilator":
         from .verilator import VerilatorSim
-        return VerilatorSim(config).run_many([(p, ext) for p, ext in jobs])
+        return VerilatorSim(config).run_many([(p, ext, None, cycle_limit) for p, ext in jobs])
     from .icarus import IcarusSim
-    return IcarusSim(config).run_many([(p, ext) for p, ext in jobs])
+    return IcarusSim(config).run_many([(p, ext, None, cycle_limit) for p, ext in jobs])

@@ -12,9 +12,31 @@ def _model(config):
     return machine_runner(config)
 
 
+def _pysim(config):
+    from .pysim_runner import PysimRunner
+    return PysimRunner(config)
+
+
+def _verilator(config):
+    from .verilator import VerilatorRunner
+    return VerilatorRunner(config)
+
+
+def _icarus(config):
+    from .backends import unavailable_reason
+    reason = unavailable_reason("icarus")
+    if reason:
+        raise ValueError(reason)
+    from .icarus import IcarusRunner
+    return IcarusRunner(config)
+
+
 # name -> (factory, one-line description)
 _RUNNERS = {
     "model": (_model, "the Python reference machine (ga2_sw.machine)"),
+    "pysim": (_pysim, "the Amaranth RTL in Amaranth's Python simulator (slow: about 4,000 cycles/s)"),
+    "verilator": (_verilator, "the generated Verilog in Verilator (a C++ harness, built once and cached)"),
+    "icarus": (_icarus, "the generated Verilog in Icarus Verilog, when iverilog is installed"),
 }
 
 

@@ -71,7 +71,8 @@ def _print(rows, config, sim, seconds):
     print("('achieved' = MACs / cycles; 'ceiling' = min(peak, MAC/word x 1 word/cycle); 'of mem bound' = words / "
           "cycles; 'if overlapped' = cycles / max(DMA, non-DMA): the gain if loads ran under compute)")
     cps = total / seconds if seconds > 0 else float("inf")
-    print(f"{sim}: {total:,} cycles simulated in {seconds:.2f} s ({cps:,.0f} cycles/s)", file=sys.stderr)
+    print(f"{sim}: {total:,} cycles simulated in {seconds:.2f} s of wall time, building and loading included "
+          f"({cps:,.0f} cycles/s; `ga2 bench-sim` measures the simulation alone)", file=sys.stderr)
 
 
 def _run(args):
