@@ -77,11 +77,18 @@ def _print(rows, config, sim, seconds):
 
 def _run(args):
     from ..cli import config_from_args
+    from sim.backends import unavailable_reason
     config = config_from_args(args)
-    rows, seconds = decode_table(config, args.sim, args.seed)
-    _print(rows, config, args.sim, seconds)
+    sim = args.sim
+    reason = unavailable_reason(sim)
+    if sim == "verilator" and reason and not args.no_fallback:
+        print(f"note: Verilator cannot run here ({reason}); running the same programs on pysim instead, "
+              f"about a thousand times slower", file=sys.stderr)
+        sim = "pysim"
+    rows, seconds = decode_table(config, sim, args.seed)
+    _print(rows, config, sim, seconds)
     if args.json:
-        write_json(args.json, {"config": config.to_dict(), "sim": args.sim, "programs": rows})
+        write_json(args.json, {"config": config.to_dict(), "sim": sim, "programs": rows})
     return 0 if all(r["matches_reference"] for r in rows) else 1
 
 
@@ -92,5 +99,7 @@ def register(sub):
     p.add_argument("--sim", choices=SIMULATORS, default="model", help="simulator (default %(default)s)")
     p.add_argument("--seed", type=int, default=4242, help="workload seed (default %(default)s)")
     p.add_argument("--json", metavar="FILE", help="write the rows as JSON")
+    p.add_argument("--no-fallback", action="store_true",
+                   help="fail instead of falling back to pysim when Verilator cannot run")
     add_config_arguments(p)
     p.set_defaults(func=_run)
