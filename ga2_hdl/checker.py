@@ -1,7 +1,7 @@
 """Instruction validation at load time: the error code of every instruction-memory word, computed as the
 host writes it, so that the sequencer's issue path only reads a 3-bit code."""
 
-from amaranth.hdl import Module, Signal, Mux, Const
+from amaranth.hdl import Module, Signal, Mux, Const, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
@@ -13,17 +13,18 @@ from .ports import InstrLayout
 
 __all__ = ["InstrChecker", "CHECK_LATENCY"]
 
-CHECK_LATENCY = 2       # cycles from the host's write to the error code's write
+CHECK_LATENCY = 3       # cycles from the host's write to the error code's write
 
 
 class InstrChecker(wiring.Component):
     """Validates instruction words against the configuration (docs/ISA.md, "Validation and error codes").
 
-    The check depends only on the word and on fixed sizes, so it runs in a two-stage pipeline beside the
-    instruction memory's write port: the word is registered, then the footprint products ``(M-1)*lda``,
-    ``(K-1)*ldb`` ... are registered, then the extreme addresses are compared with the memory sizes and the
-    code is written (``err_we``). Doing it at issue time instead put an instruction-memory read, a
-    multiplier and two adders in series, which held the whole chip to about 40 MHz on ECP5.
+    The check depends only on the word and on fixed sizes, so it runs in a pipeline beside the instruction
+    memory's write port: the word is registered; then the bases, tails and the factors of the footprint
+    products ``(M-1)*lda``, ``(K-1)*ldb`` ...; then the products; then the extreme addresses are compared with
+    the memory sizes and the code is written (``err_we``), ``CHECK_LATENCY`` cycles after the host's write.
+    Doing it at issue time instead put an instruction-memory read, a multiplier and two adders in series,
+    which held the whole chip to about 40 MHz on ECP5.
 
     Members
     -------
@@ -73,39 +74,50 @@ class InstrChecker(wiring.Component):
                                            ((op == Op.RQ) & (w.M[0:6] > MAX_SHIFT)) |
                                            ((op == Op.SM) & (w.len > cfg.sm_max_len))))
 
-        # Stage 2: the footprint products and the bases they are added to. With a bad shape the operands
-        # below may be negative; the shape error outranks the range errors, so their values do not matter.
+        # Stage 2: each scratchpad range is base + x*y + tail (LD/ST add one external range): register the
+        # bases, tails and the factors of the footprint products. With a bad shape the operands below may be
+        # negative; the shape error outranks the range errors, so their values do not matter.
         width = 30
         v2, addr2, stray2, shape2 = reg(name="v2"), reg(len(self.addr), name="addr2"), reg(name="stray2"), reg(name="shape2")
-        a_base, a_prod, a_tail = reg(width, "a_base"), reg(width, "a_prod"), reg(width, "a_tail")
-        b_base, b_prod, b_tail = reg(width, "b_base"), reg(width, "b_prod"), reg(width, "b_tail")
-        c_base, c_prod, c_tail = reg(width, "c_base"), reg(width, "c_prod"), reg(width, "c_tail")
-        ext_base, ext_tail = reg(width, "ext_base"), reg(width, "ext_tail")
+        ranges = [{"base": reg(width, f"{r}_base"), "x": reg(signed(17), f"{r}_x"), "y": reg(12, f"{r}_y"),
+                   "tail": reg(signed(18), f"{r}_tail")} for r in "abc"]
+        ext_base, ext_tail = reg(width, "ext_base"), reg(signed(18), "ext_tail")
         m.d.sync += [v2.eq(v1), addr2.eq(addr1), stray2.eq(stray), shape2.eq(bad_shape)]
+        m.d.sync += [sig.eq(0) for r in ranges for sig in r.values()] + [ext_base.eq(0), ext_tail.eq(0)]
         k1, m1, n1, ln1 = w.k - 1, w.M - 1, w.N - 1, w.len - 1
-        zero = [x.eq(0) for x in (a_base, a_prod, a_tail, b_base, b_prod, b_tail, c_base, c_prod, c_tail,
-                                  ext_base, ext_tail)]
-        m.d.sync += zero
-        # Each scratchpad range is base + prod + tail; LD/ST add one external range.
-        with m.If(is_mm):
-            m.d.sync += [a_base.eq(w.src), a_prod.eq(m1 * w.lda), a_tail.eq(k1),
-                         b_base.eq(w.len), b_prod.eq(Mux(w.tb, n1, k1) * w.ldb), b_tail.eq(Mux(w.tb, k1, n1)),
-                         c_base.eq(w.dst), c_prod.eq(m1 * w.ldc), c_tail.eq(n1)]
-        with m.Elif(op == Op.LD):
-            m.d.sync += [a_base.eq(w.dst), a_tail.eq(ln1), ext_base.eq(w.src), ext_tail.eq(ln1)]
-        with m.Elif(op == Op.ST):
-            m.d.sync += [a_base.eq(w.src), a_tail.eq(ln1), ext_base.eq(w.dst), ext_tail.eq(ln1)]
-        with m.Elif(op.matches(Op.RQ, Op.SM)):
-            m.d.sync += [a_base.eq(w.src), a_tail.eq(ln1), b_base.eq(w.dst), b_tail.eq(ln1)]
+        a, b, c = ranges
 
-        # Stage 3 (combinational into the error memory's write port): compare and rank.
-        sp_out = ((a_base + a_prod + a_tail >= cfg.sp_words) | (b_base + b_prod + b_tail >= cfg.sp_words) |
-                  (c_base + c_prod + c_tail >= cfg.sp_words))
-        ext_out = ext_base + ext_tail >= cfg.ext_words
+        def load(rng, base, tail, x=0, y=0):
+            return [rng["base"].eq(base), rng["tail"].eq(tail), rng["x"].eq(x), rng["y"].eq(y)]
+        with m.If(is_mm):
+            m.d.sync += (load(a, w.src, k1, m1, w.lda) + load(b, w.len, Mux(w.tb, k1, n1), Mux(w.tb, n1, k1), w.ldb) +
+                         load(c, w.dst, n1, m1, w.ldc))
+        with m.Elif(op == Op.LD):
+            m.d.sync += load(a, w.dst, ln1) + [ext_base.eq(w.src), ext_tail.eq(ln1)]
+        with m.Elif(op == Op.ST):
+            m.d.sync += load(a, w.src, ln1) + [ext_base.eq(w.dst), ext_tail.eq(ln1)]
+        with m.Elif(op.matches(Op.RQ, Op.SM)):
+            m.d.sync += load(a, w.src, ln1) + load(b, w.dst, ln1)
+
+        # Stage 3: the products, from registers into registers (a multiplier alone in its stage).
+        v3, addr3, stray3, shape3 = reg(name="v3"), reg(len(self.addr), name="addr3"), reg(name="stray3"), reg(name="shape3")
+        ends = [reg(signed(width + 2), f"{r}_start") for r in "abc"]
+        prods = [reg(signed(width), f"{r}_prod") for r in "abc"]
+        ext_end = reg(signed(width + 2), "ext_end")
+        m.d.sync += [v3.eq(v2), addr3.eq(addr2), stray3.eq(stray2), shape3.eq(shape2),
+                     ext_end.eq(ext_base + ext_tail)]
+        for rng, start, prod in zip(ranges, ends, prods):
+            m.d.sync += [start.eq(rng["base"] + rng["tail"]), prod.eq(rng["x"] * rng["y"])]
+
+        # Stage 4 (combinational into the error memory's write port): add, compare and rank.
+        sp_out = 0
+        for start, prod in zip(ends, prods):
+            sp_out = sp_out | (start + prod >= cfg.sp_words)
+        ext_out = ext_end >= cfg.ext_words
         m.d.comb += [
-            self.err_we.eq(v2), self.err_addr.eq(addr2),
-            self.err.eq(Mux(stray2, Err.ILLEGAL, Mux(shape2, Err.SHAPE,
+            self.err_we.eq(v3), self.err_addr.eq(addr3),
+            self.err.eq(Mux(stray3, Err.ILLEGAL, Mux(shape3, Err.SHAPE,
                         Mux(sp_out, Err.SP_RANGE, Mux(ext_out, Err.EXT_RANGE, Err.NONE))))),
-            self.busy.eq(v1 | v2),
+            self.busy.eq(v1 | v2 | v3),
         ]
         return m
