@@ -13,7 +13,7 @@ from .ports import InstrLayout
 
 __all__ = ["InstrChecker", "CHECK_LATENCY"]
 
-CHECK_LATENCY = 3       # cycles from the host's write to the error code's write
+CHECK_LATENCY = 4       # cycles from the host's write to the error code's write
 
 
 class InstrChecker(wiring.Component):
@@ -21,8 +21,8 @@ class InstrChecker(wiring.Component):
 
     The check depends only on the word and on fixed sizes, so it runs in a pipeline beside the instruction
     memory's write port: the word is registered; then the bases, tails and the factors of the footprint
-    products ``(M-1)*lda``, ``(K-1)*ldb`` ...; then the products; then the extreme addresses are compared with
-    the memory sizes and the code is written (``err_we``), ``CHECK_LATENCY`` cycles after the host's write.
+    products ``(M-1)*lda``, ``(K-1)*ldb`` ...; then the products; then the extreme addresses; then these are
+    compared with the memory sizes and the code is written (``err_we``), ``CHECK_LATENCY`` cycles after the host's write.
     Doing it at issue time instead put an instruction-memory read, a multiplier and two adders in series,
     which held the whole chip to about 40 MHz on ECP5.
 
@@ -109,15 +109,22 @@ class InstrChecker(wiring.Component):
         for rng, start, prod in zip(ranges, ends, prods):
             m.d.sync += [start.eq(rng["base"] + rng["tail"]), prod.eq(rng["x"] * rng["y"])]
 
-        # Stage 4 (combinational into the error memory's write port): add, compare and rank.
+        # Stage 4: the extreme addresses.
+        v4, addr4, stray4, shape4 = reg(name="v4"), reg(len(self.addr), name="addr4"), reg(name="stray4"), reg(name="shape4")
+        his = [reg(signed(width + 3), f"{r}_hi") for r in "abc"]
+        ext_hi = reg(signed(width + 2), "ext_hi")
+        m.d.sync += [v4.eq(v3), addr4.eq(addr3), stray4.eq(stray3), shape4.eq(shape3), ext_hi.eq(ext_end)]
+        m.d.sync += [hi.eq(start + prod) for hi, start, prod in zip(his, ends, prods)]
+
+        # Stage 5 (combinational into the error memory's write port): compare with the sizes and rank.
         sp_out = 0
-        for start, prod in zip(ends, prods):
-            sp_out = sp_out | (start + prod >= cfg.sp_words)
-        ext_out = ext_end >= cfg.ext_words
+        for hi in his:
+            sp_out = sp_out | (hi >= cfg.sp_words)
+        ext_out = ext_hi >= cfg.ext_words
         m.d.comb += [
-            self.err_we.eq(v3), self.err_addr.eq(addr3),
-            self.err.eq(Mux(stray3, Err.ILLEGAL, Mux(shape3, Err.SHAPE,
+            self.err_we.eq(v4), self.err_addr.eq(addr4),
+            self.err.eq(Mux(stray4, Err.ILLEGAL, Mux(shape4, Err.SHAPE,
                         Mux(sp_out, Err.SP_RANGE, Mux(ext_out, Err.EXT_RANGE, Err.NONE))))),
-            self.busy.eq(v1 | v2 | v3),
+            self.busy.eq(v1 | v2 | v3 | v4),
         ]
         return m
