@@ -55,14 +55,21 @@ def path_signals(cells):
     return out
 
 
+def _verified(v):
+    """The cycles checked on the generated Verilog: 'yes', 'NO', or '--' when not run."""
+    if not v:
+        return "--"
+    return "yes" if v["matches"] else "NO"
+
+
 def sweep_table(rows):
     def f(x, spec=","):
         return "--" if x is None else format(x, spec)
     body = [[f"{r['rows']}x{r['cols']}", f(r["cells"]), f(r["lut"]), f(r["dsp"]), f(r["ff"]), f(r["bram"]),
              f(r["fmax_mhz"], ".1f"), r.get("device") or "--", f(r["cycles_per_step"]), f(r["cycles_per_token"], ",.0f"),
              f(r["mac_per_cycle"], ".3f"), f(r["pct_of_ceiling"], ".1f") + "%", f(r["tokens_per_s"], ",.0f"),
-             f(r["tokens_per_s_per_klut"], ",.1f")] for r in rows]
+             f(r["tokens_per_s_per_klut"], ",.1f"), _verified(r.get("verilator"))] for r in rows]
     out = table(["size", "cells", "LUT", "DSP", "FF", "BRAM", "Fmax MHz", "device", "cycles/step", "cycles/token",
-                 "MAC/cycle", "of ceiling", "tokens/s", "tok/s/kLUT"], body)
+                 "MAC/cycle", "of ceiling", "tokens/s", "tok/s/kLUT", "Verilator"], body)
     notes = [f"{r['rows']}x{r['cols']}: " + "; ".join(r["fit_notes"]) for r in rows if r.get("fit_notes")]
     return out + ("\n" + "\n".join(notes) if notes else "")

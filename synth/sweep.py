@@ -7,7 +7,7 @@ import os
 from . import cache
 from .nextpnr import DEVICES, DoesNotFit, ecp5_summary, fits, fmax
 from .units import UNITS
-from .workload import decode_step, sweep_config
+from .workload import decode_step, sweep_config, verilator_check
 from .yosys import area, ecp5_netlist
 
 __all__ = ["size_row", "run_sweep", "ROW_KEYS"]
@@ -16,7 +16,7 @@ ROW_KEYS = ["rows", "cols", "cells", "lut", "dsp", "ff", "bram", "fmax_mhz", "cy
             "tokens_per_s", "tokens_per_s_per_klut"]
 
 
-def size_row(n, cache_dir=None, seed=1, devices=("25k", "45k", "85k"), do_fmax=True):
+def size_row(n, cache_dir=None, seed=1, devices=("25k", "45k", "85k"), do_fmax=True, verify_max=8):
     """One sweep row for an n x n array (runs in a worker process; everything it computes is cached)."""
     config = sweep_config(n)
     gen = area(config, "generic", flat=False, cache_dir=cache_dir)
@@ -45,6 +45,8 @@ def size_row(n, cache_dir=None, seed=1, devices=("25k", "45k", "85k"), do_fmax=T
     tps = None if row["fmax_mhz"] is None else row["fmax_mhz"] * 1e6 / step["cycles_per_token"]
     row["tokens_per_s"] = None if tps is None else round(tps, 1)
     row["tokens_per_s_per_klut"] = None if tps is None else round(tps / (s["lut"] / 1000), 2)
+    # The cycle model's figure, checked on the generated Verilog where a build is affordable.
+    row["verilator"] = verilator_check(config) if n <= verify_max else None
     row["unit_cells"] = {u: sum(c.values()) for u, c in gen["units"].items()}
     row["config"] = config.to_dict()
     return row

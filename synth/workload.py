@@ -7,7 +7,7 @@ from ga2_sw.decode import traffic
 from ga2_sw.layout import Layout
 from ga2_sw.workloads import decode_table_programs
 
-__all__ = ["sweep_config", "decode_step"]
+__all__ = ["sweep_config", "decode_step", "verilator_check"]
 
 
 def _pow2(n):
@@ -28,6 +28,23 @@ def sweep_config(n, **overrides):
     prog = decode_table_programs(probe, batches=[n])[0].program
     imem = max(64, _pow2(len(prog) + 1))
     return probe.replace(sp_words=sp, ext_words=ext, imem_words=imem)
+
+
+def verilator_check(config):
+    """Run the batched decode step on the generated Verilog in Verilator and compare memory and all five
+    counters with the reference machine (and the cycles with ``cycle_counts``). None when Verilator cannot
+    run here; else {"matches": bool, "cycles": n}."""
+    from sim.backends import unavailable_reason, run_jobs
+    from ga2_sw.machine import Machine
+    if unavailable_reason("verilator"):
+        return None
+    p = decode_table_programs(config, batches=[config.rows])[0]
+    r, = run_jobs("verilator", config, [(p.program, p.ext)])
+    expect = Machine(config).run(p.program, p.ext)
+    counters, _, _ = cycle_counts(p.program, config)
+    matches = (r.counters == expect.counters == counters and r.ext == expect.ext and r.sp == expect.sp
+               and r.error == expect.error)
+    return {"matches": matches, "cycles": r.counters.cycles}
 
 
 def decode_step(config):
