@@ -778,7 +778,7 @@ class ChipErrorSpec(Elaboratable):
             chip.dbg_sp_addr.eq(AnySeq(len(chip.dbg_sp_addr))),
         ]
         expect, op = _expected_error(m, word, cfg)
-        sp_we = chip.scratchpad.wr.en
+        sp_we = chip.scratchpad.write_requested
         activity = Signal()
         m.d.comb += activity.eq(sp_we | chip.ext.we | chip.ext.re |
                                 Cat(getattr(seq, f"{u}_start") for u in UNITS).any())

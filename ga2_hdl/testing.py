@@ -6,7 +6,7 @@ from amaranth.hdl import Elaboratable, Module
 from amaranth.lib.wiring import connect
 from amaranth.sim import Simulator
 
-from .scratchpad import Scratchpad
+from .scratchpad import Scratchpad, SP_WRITE_DELAY
 
 __all__ = ["UnitBench", "run_bench", "start_and_wait"]
 
@@ -23,7 +23,7 @@ class UnitBench(Elaboratable):
         m.submodules.unit = self.unit
         m.submodules.sp = self.sp
         connect(m, self.unit.sp_rd, self.sp.rd)
-        connect(m, self.unit.sp_wr, self.sp.wr)
+        connect(m, self.unit.sp_wr, self.sp.wr[0])
         return m
 
 
@@ -42,7 +42,8 @@ def run_bench(dut, *testbenches, vcd_name=None):
 
 async def start_and_wait(ctx, unit, instr_value, limit=100000):
     """Pulse ``start`` with the instruction (an int, the 128-bit word) and return the number of cycles
-    ``busy`` was high, checking that ``done`` rises exactly in the last busy cycle."""
+    ``busy`` was high, checking that ``done`` rises exactly in the last busy cycle. Returns once the unit's
+    last write has reached the scratchpad."""
     ctx.set(unit.instr.as_value(), instr_value)
     ctx.set(unit.start, 1)
     await ctx.tick()
@@ -60,4 +61,5 @@ async def start_and_wait(ctx, unit, instr_value, limit=100000):
             break
     else:
         raise AssertionError(f"unit still busy after {limit} cycles")
+    await ctx.tick().repeat(SP_WRITE_DELAY)     # the last write request reaches the memory
     return busy_cycles

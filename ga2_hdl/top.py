@@ -12,7 +12,7 @@ from .dma import DMA
 from .matrix_unit import MatrixUnit
 from .ports import ExtSignature, ext_addr_width, sp_addr_width, WORD
 from .requantiser import Requantiser
-from .scratchpad import Scratchpad
+from .scratchpad import Scratchpad, _and_or
 from .sequencer import Sequencer, UNITS, COUNTER_WIDTH
 from .softmax import Softmax
 
@@ -52,7 +52,7 @@ class GA2(wiring.Component):
         })
         # Built here, not in elaborate(), so that testbenches can peek at the memories.
         self.sequencer = Sequencer(config)
-        self.scratchpad = Scratchpad(config)
+        self.scratchpad = Scratchpad(config, writers=4)
         self.units = {"dma": DMA(config), "mm": MatrixUnit(config), "rq": Requantiser(config),
                       "sm": Softmax(config)}
 
@@ -75,30 +75,18 @@ class GA2(wiring.Component):
             port, inner = getattr(self, name), getattr(seq, name)
             m.d.comb += (inner.eq(port) if name in ("start", "imem_we", "imem_addr", "imem_data") else port.eq(inner))
 
-        # In order, at most one unit is busy, so at most one drives each scratchpad port: the ports are an
-        # AND-OR of the units' requests, gated by their enables (a priority chain of muxes on the write
-        # data was the chip's critical path at 88 MHz). With no unit busy, the host reads.
+        # In order, at most one unit is busy, so at most one drives each scratchpad port: the read port is an
+        # AND-OR of the units' requests, gated by their enables; each unit has a write port of its own, which
+        # the scratchpad registers before merging. With no unit busy, the host reads.
         idle = Signal()
         m.d.comb += idle.eq(~Cat(*(u.busy for u in self.units.values())).any())
         readers = [(u.sp_rd.en, u.sp_rd.addr) for u in self.units.values()] + [(idle, self.dbg_sp_addr)]
-        writers = [(u.sp_wr.en, u.sp_wr.addr, u.sp_wr.data) for u in self.units.values()]
         m.d.comb += [
             sp.rd.en.eq(Cat(*(en for en, _ in readers)).any()),
             sp.rd.addr.eq(_and_or((en, addr) for en, addr in readers)),
-            sp.wr.en.eq(Cat(*(en for en, _, _ in writers)).any()),
-            sp.wr.addr.eq(_and_or((en, addr) for en, addr, _ in writers)),
-            sp.wr.data.eq(_and_or((en, data) for en, _, data in writers)),
             self.dbg_sp_data.eq(sp.rd.data),
         ]
-        for unit in self.units.values():
+        for port, unit in zip(sp.wr, self.units.values()):
+            connect(m, unit.sp_wr, port)
             m.d.comb += unit.sp_rd.data.eq(sp.rd.data)
         return m
-
-
-def _and_or(requests):
-    """OR of each value gated by its enable: a one-hot multiplexer without a priority chain."""
-    terms = [value & en.replicate(len(value)) for en, value in requests]
-    out = terms[0]
-    for t in terms[1:]:
-        out = out | t
-    return out

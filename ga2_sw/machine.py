@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, field
 
-from .cycles import Counters, busy_cycles, unit_of, FETCH_CYCLES, ISSUE_CYCLES, RQ_DEPTH
+from .cycles import Counters, busy_cycles, unit_of, FETCH_CYCLES, ISSUE_CYCLES, RQ_DEPTH, SP_WRITE_DELAY
 from .isa import Op, Err, Instr, decode, check, encode
 from .numerics import s8, s32, u32, requant, softmax_q16
 
@@ -84,13 +84,14 @@ def _execute(i, sp, ext):
             for c in range(i.N):
                 sp[i.dst + r * i.ldc + c] = u32(out[r][c])
     elif i.op == Op.RQ:
-        # The requantiser pipeline: element t is read in step t and written in step t + RQ_DEPTH; a read
-        # sees only writes of earlier steps.
+        # The requantiser pipeline: element t is read in step t and its result reaches memory in step
+        # t + RQ_DEPTH + SP_WRITE_DELAY; a read sees only what reached memory in earlier steps.
+        delay = RQ_DEPTH + SP_WRITE_DELAY
         read = []
-        for t in range(i.len + RQ_DEPTH):
+        for t in range(i.len + delay):
             if t < i.len:
                 read.append(sp[i.src + t])
-            w = t - RQ_DEPTH
+            w = t - delay
             if w >= 0:
                 sp[i.dst + w] = u32(requant(s32(read[w]), i.m, i.s))
     elif i.op == Op.SM:

@@ -12,6 +12,7 @@ from ga2_sw.numerics import requant, s32, u32
 
 CONFIG = Config(sp_words=256)
 RQ_DEPTH = 4        # read, register, multiply, round/shift, saturate/write: element i written 4 steps after its read
+IN_MEMORY = RQ_DEPTH + 1   # the scratchpad registers each write request: the word lands one step later
 
 # (a, m, s) edge cases: ties at .5 of both signs, saturation both ways, the extreme m, a and s.
 EDGES = [
@@ -45,12 +46,12 @@ def run_rq_program(words, instrs):
 
 
 def pipeline_model(sp, dst, src, length, m, s):
-    """Element i is read at step i and written at step i + 4; a read sees only writes of earlier steps."""
+    """Element i is read at step i and lands in memory at step i + 5; a read sees only earlier landings."""
     read = []
-    for step in range(length + RQ_DEPTH):
+    for step in range(length + IN_MEMORY):
         if step < length:
             read.append(sp[src + step])
-        w = step - RQ_DEPTH
+        w = step - IN_MEMORY
         if w >= 0:
             sp[dst + w] = u32(requant(s32(read[w]), m, s))
 
@@ -119,23 +120,23 @@ def test_untouched_outside_destination():
 
 
 def test_overlap_destination_ahead_of_source():
-    # dst = src + 5: element i >= 5 reads sp[src+i] = sp[dst+i-5], which element i-5 wrote at step i-1.
+    # dst = src + 6: element i >= 6 reads sp[src+i] = sp[dst+i-6], which element i-6 landed at step i-1.
     rng = random.Random(3)
     words = [rng.randrange(-2**31, 2**31) for _ in range(40)]
-    instr = (15, 10, 20, 3, 1)      # m/2**s = 1.5 so written int8 values are distinguishable when reread
+    instr = (16, 10, 20, 3, 1)      # m/2**s = 1.5 so written int8 values are distinguishable when reread
     check_program(words, [instr])
     # The model itself differs from "read everything, then write" here, so the case is meaningful.
     sp = [u32(w) for w in words]
     pipeline_model(sp, *instr)
     naive = [u32(requant(s32(w), 3, 1)) for w in words[10:30]]
-    assert sp[15:35] != naive
+    assert sp[16:36] != naive
 
 
-def test_overlap_four_ahead_reads_old_values():
-    # dst = src + 4: element i+4 is read in the very step element i is written, so it sees the old word.
+def test_overlap_five_ahead_reads_old_values():
+    # dst = src + 5: element i+5 is read in the very step element i lands in memory, so it sees the old word.
     words = [1000 * (i + 1) for i in range(20)]
-    contents, _ = run_rq_program(words, [(4, 0, 12, 1, 4)])
-    assert contents[4:16] == [u32(requant(w, 1, 4)) for w in words[0:12]]
+    contents, _ = run_rq_program(words, [(5, 0, 12, 1, 4)])
+    assert contents[5:17] == [u32(requant(w, 1, 4)) for w in words[0:12]]
 
 
 def test_port_schedule():

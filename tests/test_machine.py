@@ -90,18 +90,19 @@ def test_ld_st_move_words(n, data):
 # -- RQ ------------------------------------------------------------------------------------------------
 
 def rq_pipeline(sp, i):
-    """A four-stage pipeline, cycle by cycle: each cycle writes what leaves stage 4, then reads the next
-    element (so a read in the same cycle as a write to that word sees the old value), then shifts."""
+    """Four pipeline stages and the scratchpad's write register, cycle by cycle: each cycle writes what leaves
+    stage 5, then reads the next element (so a read in the same cycle as a write to that word sees the old
+    value), then shifts."""
     sp = list(sp)
-    stages = [None, None, None, None]
-    for cycle in range(i.len + 4):
+    stages = [None] * 5
+    for cycle in range(i.len + 5):
         fetched = sp[i.src + cycle] if cycle < i.len else None
-        leaving = stages[3]
+        leaving = stages[4]
         if leaving is not None:
             index, word = leaving
             a = word - (1 << 32) if word >> 31 else word
             sp[i.dst + index] = requant(a, i.m, i.s) & 0xFFFFFFFF
-        stages = [(cycle, fetched) if fetched is not None else None] + stages[:3]
+        stages = [(cycle, fetched) if fetched is not None else None] + stages[:4]
     return sp
 
 
@@ -122,17 +123,17 @@ def test_rq_against_a_pipeline_model(n, offset, m, s, seed):
     assert run([i], sp=sp).sp == rq_pipeline(sp, i)
 
 
-def test_rq_overlap_dst_five_ahead():
-    # dst = src + 5: element t lands on word src + t + 5 in step t + 4, and that word is read as element
-    # t + 5 in step t + 5, so from element 5 on RQ requantises its own results.
+def test_rq_overlap_dst_six_ahead():
+    # dst = src + 6: element t lands on word src + t + 6 in step t + 5, and that word is read as element
+    # t + 6 in step t + 6, so from element 6 on RQ requantises its own results.
     src, n, m, s = 10, 12, 3, 1
     sp = [0] * 256
-    sp[src:src + n + 5] = [(v * 7 - 40) & 0xFFFFFFFF for v in range(n + 5)]
-    i = isa.rq(dst=src + 5, src=src, len=n, m=m, s=s)
+    sp[src:src + n + 6] = [(v * 7 - 40) & 0xFFFFFFFF for v in range(n + 6)]
+    i = isa.rq(dst=src + 6, src=src, len=n, m=m, s=s)
     got = run([i], sp=sp).sp
     assert got == rq_pipeline(sp, i)
     assert got != rq_read_first(sp, i)                   # the overlap is visible
-    # while dst is at most 4 words ahead, a read never sees a result: same as reading everything first
+    # while dst is at most 5 words ahead, a read never sees a result: same as reading everything first
     for offset in range(-3, 4):
         j = isa.rq(dst=src + offset, src=src, len=n, m=m, s=s)
         assert run([j], sp=sp).sp == rq_read_first(sp, j), offset
