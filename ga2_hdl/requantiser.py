@@ -9,7 +9,7 @@ __all__ = ["Requantiser", "rounding_term", "round_shift", "saturate", "half_shif
 
 # The product of an int32 and the signed 16-bit multiplier m.
 PRODUCT_WIDTH = 48
-PIPELINE_DEPTH = 4      # cycles from an element's read to its write
+PIPELINE_DEPTH = 5      # cycles from an element's read to its write
 # Largest shift the sequencer lets through (docs/ISA.md, SHAPE); s is carried in 6 bits.
 SHIFT_WIDTH = 6
 
@@ -54,17 +54,18 @@ def saturate(x, width):
 class Requantiser(wiring.Component):
     """Executes RQ: ``sp[dst+i] = requant(s32(sp[src+i]), m, s)``, written sign-extended to 32 bits.
 
-    A five-step pipeline, one element per cycle. With the start pulse in cycle 0, element ``i`` is
+    A six-step pipeline, one element per cycle. With the start pulse in cycle 0, element ``i`` is
 
     * read (``sp_rd`` at ``src+i``) in cycle ``1+i``,
     * registered as it comes out of the scratchpad in cycle ``2+i``,
-    * multiplied (32 x 16 bit signed, registered) in cycle ``3+i``,
-    * shifted right by ``s - 1`` (registered) in cycle ``4+i``,
-    * rounded, saturated to -128..127 and written (``sp_wr`` at ``dst+i``) in cycle ``5+i``.
+    * multiplied as two 16 x 16 partial products (registered) in cycle ``3+i``,
+    * summed into the 48-bit product (registered) in cycle ``4+i``,
+    * shifted right by ``s - 1`` (registered) in cycle ``5+i``,
+    * rounded, saturated to -128..127 and written (``sp_wr`` at ``dst+i``) in cycle ``6+i``.
 
-    ``busy`` is high in cycles ``1 .. len+4`` (X = ``len + 4``) and ``done`` in cycle ``len+4`` only. A read in
-    the cycle of a write returns the old word (the scratchpad is not transparent), so with ``dst`` more than 4
-    words ahead of ``src`` a later element reads a value this instruction already wrote, exactly as the
+    ``busy`` is high in cycles ``1 .. len+5`` (X = ``len + 5``) and ``done`` in cycle ``len+5`` only. A read in
+    the cycle of a write returns the old word (the scratchpad is not transparent) and the scratchpad registers
+    each write request for a cycle, so with ``dst`` more than 6 words ahead of ``src`` a later element reads a value this instruction already wrote, exactly as the
     reference machine models it.
 
     The instruction fields are latched at ``start``: ``dst``, ``src``, ``len``, ``m = instr.k`` (signed 16-bit)
@@ -77,7 +78,7 @@ class Requantiser(wiring.Component):
     instr : In(InstrLayout)
         The decoded RQ instruction.
     busy : Out(1)
-        High for the ``len + PIPELINE_DEPTH`` (``len + 4``) cycles after ``start``.
+        High for the ``len + PIPELINE_DEPTH`` (``len + 5``) cycles after ``start``.
     done : Out(1)
         High in the last busy cycle only.
     sp_rd : Out(SpReadSignature)
@@ -154,19 +155,30 @@ class Requantiser(wiring.Component):
         word_valid = Signal(name="word_valid")
         m.d.sync += [word.eq(self.sp_rd.data.as_signed()), word_valid.eq(data_valid)]
 
-        # Cycle 3+i: register the full-width product.
+        # Cycle 3+i: two 16 x 16 partial products, registered: each fits one 18 x 18 DSP block, and the 32 x 16
+        # product in one stage (two DSPs and their sum) was the critical path at 98 MHz.
+        low = Signal(signed(33), name="partial_low")      # unsigned low half times m
+        high = Signal(signed(32), name="partial_high")    # signed high half times m
+        partial_valid = Signal(name="partial_valid")
         m.d.sync += [
-            product.eq(word * mult),
-            product_valid.eq(word_valid),
+            low.eq(word[:16] * mult),
+            high.eq(word[16:].as_signed() * mult),
+            partial_valid.eq(word_valid),
         ]
 
-        # Cycle 4+i: shift by s - 1, registered (the rounding add waits for the next stage, where it is short).
+        # Cycle 4+i: the full-width product.
+        m.d.sync += [
+            product.eq((high << 16) + low),
+            product_valid.eq(partial_valid),
+        ]
+
+        # Cycle 5+i: shift by s - 1, registered (the rounding add waits for the next stage, where it is short).
         m.d.sync += [
             shifted.eq(half_shift(product, shift)),
             shifted_valid.eq(product_valid),
         ]
 
-        # Cycle 5+i: round, saturate and write; the int8 result is sign-extended to the word.
+        # Cycle 6+i: round, saturate and write; the int8 result is sign-extended to the word.
         result = Signal(signed(8), name="result")
         m.d.comb += [
             result.eq(round_half_saturate(shifted)),

@@ -12,7 +12,7 @@ __all__ = ["Counters", "busy_cycles", "unit_of", "cycle_counts", "ISSUE_CYCLES",
 
 FETCH_CYCLES = 1        # the first instruction's fetch
 ISSUE_CYCLES = 2        # decode, check: paid by every instruction, HALT and the faulting one included
-RQ_DEPTH = 4            # requantiser pipeline: read -> register -> multiply -> round/shift -> saturate/write
+RQ_DEPTH = 5            # requantiser: read, register, partial products, product, shift, round/saturate/write
 SP_WRITE_DELAY = 1      # a write request reaches the scratchpad one cycle later (it is registered first)
 DIVIDER_LATENCY = 17    # one quotient bit per stage
 SM_OVERHEAD = 4 + DIVIDER_LATENCY   # read, score register, ROM, buffer read, then the divider

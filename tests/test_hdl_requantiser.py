@@ -1,4 +1,4 @@
-"""The requantiser RTL against ga2_sw.numerics.requant: values, timing (X = len + 4) and overlapping ranges."""
+"""The requantiser RTL against ga2_sw.numerics.requant: values, timing (X = len + 5) and overlapping ranges."""
 
 import random
 
@@ -11,7 +11,7 @@ from ga2_sw.isa import encode, rq
 from ga2_sw.numerics import requant, s32, u32
 
 CONFIG = Config(sp_words=256)
-RQ_DEPTH = 4        # read, register, multiply, round/shift, saturate/write: element i written 4 steps after its read
+RQ_DEPTH = 5        # read, register, partial products, product, shift, round/saturate/write: written 5 steps after its read
 IN_MEMORY = RQ_DEPTH + 1   # the scratchpad registers each write request: the word lands one step later
 
 # (a, m, s) edge cases: ties at .5 of both signs, saturation both ways, the extreme m, a and s.
@@ -46,7 +46,7 @@ def run_rq_program(words, instrs):
 
 
 def pipeline_model(sp, dst, src, length, m, s):
-    """Element i is read at step i and lands in memory at step i + 5; a read sees only earlier landings."""
+    """Element i is read at step i and lands in memory at step i + 6; a read sees only earlier landings."""
     read = []
     for step in range(length + IN_MEMORY):
         if step < length:
@@ -61,7 +61,7 @@ def check_program(words, instrs):
     expected = [u32(w) for w in words] + [0] * (CONFIG.sp_words - len(words))
     for instr in instrs:
         pipeline_model(expected, *instr)
-    assert busy == [length + 4 for _, _, length, _, _ in instrs]
+    assert busy == [length + 5 for _, _, length, _, _ in instrs]
     for i, (got, want) in enumerate(zip(contents, expected)):
         assert got == want, f"sp[{i}] = {got:#x}, expected {want:#x}"
 
@@ -72,7 +72,7 @@ def test_edges():
     dst0 = 128
     instrs = [(dst0 + i, i, 1, m, s) for i, (_, m, s) in enumerate(EDGES)]
     contents, busy = run_rq_program(words, instrs)
-    assert busy == [5] * len(EDGES)
+    assert busy == [6] * len(EDGES)
     for i, (a, m, s) in enumerate(EDGES):
         assert contents[dst0 + i] == u32(requant(a, m, s)), (a, m, s)
     # Words that no instruction writes keep their (zero) contents.
@@ -112,7 +112,7 @@ def test_values_against_requant():
 def test_untouched_outside_destination():
     words = [0x1234_5678 + i for i in range(256)]
     contents, busy = run_rq_program(words, [(50, 10, 9, 1234, 20)])
-    assert busy == [13]
+    assert busy == [14]
     for i in range(256):
         if not 50 <= i < 59:
             assert contents[i] == words[i], i
@@ -120,27 +120,27 @@ def test_untouched_outside_destination():
 
 
 def test_overlap_destination_ahead_of_source():
-    # dst = src + 6: element i >= 6 reads sp[src+i] = sp[dst+i-6], which element i-6 landed at step i-1.
+    # dst = src + 7: element i >= 7 reads sp[src+i] = sp[dst+i-7], which element i-7 landed at step i-1.
     rng = random.Random(3)
     words = [rng.randrange(-2**31, 2**31) for _ in range(40)]
-    instr = (16, 10, 20, 3, 1)      # m/2**s = 1.5 so written int8 values are distinguishable when reread
+    instr = (17, 10, 20, 3, 1)      # m/2**s = 1.5 so written int8 values are distinguishable when reread
     check_program(words, [instr])
     # The model itself differs from "read everything, then write" here, so the case is meaningful.
     sp = [u32(w) for w in words]
     pipeline_model(sp, *instr)
     naive = [u32(requant(s32(w), 3, 1)) for w in words[10:30]]
-    assert sp[16:36] != naive
+    assert sp[17:37] != naive
 
 
-def test_overlap_five_ahead_reads_old_values():
-    # dst = src + 5: element i+5 is read in the very step element i lands in memory, so it sees the old word.
+def test_overlap_six_ahead_reads_old_values():
+    # dst = src + 6: element i+6 is read in the very step element i lands in memory, so it sees the old word.
     words = [1000 * (i + 1) for i in range(20)]
-    contents, _ = run_rq_program(words, [(5, 0, 12, 1, 4)])
-    assert contents[5:17] == [u32(requant(w, 1, 4)) for w in words[0:12]]
+    contents, _ = run_rq_program(words, [(6, 0, 12, 1, 4)])
+    assert contents[6:18] == [u32(requant(w, 1, 4)) for w in words[0:12]]
 
 
 def test_port_schedule():
-    # Element i is read in cycle 1+i and written in cycle 5+i (start pulse in cycle 0); done in cycle len+4.
+    # Element i is read in cycle 1+i and written in cycle 6+i (start pulse in cycle 0); done in cycle len+5.
     dut = Requantiser(CONFIG)
     bench = UnitBench(dut, CONFIG, sp_init=range(64))
     dst, src, length = 40, 7, 6
@@ -151,7 +151,7 @@ def test_port_schedule():
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)
-        for cycle in range(1, length + 7):
+        for cycle in range(1, length + 8):
             trace.append((cycle, ctx.get(dut.busy), ctx.get(dut.done),
                           ctx.get(dut.sp_rd.en) and ctx.get(dut.sp_rd.addr),
                           ctx.get(dut.sp_wr.en) and ctx.get(dut.sp_wr.addr)))
@@ -159,10 +159,10 @@ def test_port_schedule():
 
     run_bench(bench, testbench)
     for cycle, busy, done, rd, wr in trace:
-        assert busy == (cycle <= length + 4), cycle
-        assert done == (cycle == length + 4), cycle
+        assert busy == (cycle <= length + 5), cycle
+        assert done == (cycle == length + 5), cycle
         assert rd == (src + cycle - 1 if cycle <= length else 0), cycle
-        assert wr == (dst + cycle - 5 if 5 <= cycle <= length + 4 else 0), cycle
+        assert wr == (dst + cycle - 6 if 6 <= cycle <= length + 5 else 0), cycle
 
 
 def test_verilog():

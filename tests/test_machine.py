@@ -90,19 +90,19 @@ def test_ld_st_move_words(n, data):
 # -- RQ ------------------------------------------------------------------------------------------------
 
 def rq_pipeline(sp, i):
-    """Four pipeline stages and the scratchpad's write register, cycle by cycle: each cycle writes what leaves
-    stage 5, then reads the next element (so a read in the same cycle as a write to that word sees the old
+    """Five pipeline stages and the scratchpad's write register, cycle by cycle: each cycle writes what leaves
+    stage 6, then reads the next element (so a read in the same cycle as a write to that word sees the old
     value), then shifts."""
     sp = list(sp)
-    stages = [None] * 5
-    for cycle in range(i.len + 5):
+    stages = [None] * 6
+    for cycle in range(i.len + 6):
         fetched = sp[i.src + cycle] if cycle < i.len else None
-        leaving = stages[4]
+        leaving = stages[5]
         if leaving is not None:
             index, word = leaving
             a = word - (1 << 32) if word >> 31 else word
             sp[i.dst + index] = requant(a, i.m, i.s) & 0xFFFFFFFF
-        stages = [(cycle, fetched) if fetched is not None else None] + stages[:4]
+        stages = [(cycle, fetched) if fetched is not None else None] + stages[:5]
     return sp
 
 
@@ -123,17 +123,17 @@ def test_rq_against_a_pipeline_model(n, offset, m, s, seed):
     assert run([i], sp=sp).sp == rq_pipeline(sp, i)
 
 
-def test_rq_overlap_dst_six_ahead():
-    # dst = src + 6: element t lands on word src + t + 6 in step t + 5, and that word is read as element
-    # t + 6 in step t + 6, so from element 6 on RQ requantises its own results.
+def test_rq_overlap_dst_seven_ahead():
+    # dst = src + 7: element t lands on word src + t + 7 in step t + 6, and that word is read as element
+    # t + 7 in step t + 7, so from element 7 on RQ requantises its own results.
     src, n, m, s = 10, 12, 3, 1
     sp = [0] * 256
-    sp[src:src + n + 6] = [(v * 7 - 40) & 0xFFFFFFFF for v in range(n + 6)]
-    i = isa.rq(dst=src + 6, src=src, len=n, m=m, s=s)
+    sp[src:src + n + 7] = [(v * 7 - 40) & 0xFFFFFFFF for v in range(n + 7)]
+    i = isa.rq(dst=src + 7, src=src, len=n, m=m, s=s)
     got = run([i], sp=sp).sp
     assert got == rq_pipeline(sp, i)
     assert got != rq_read_first(sp, i)                   # the overlap is visible
-    # while dst is at most 5 words ahead, a read never sees a result: same as reading everything first
+    # while dst is at most 6 words ahead, a read never sees a result: same as reading everything first
     for offset in range(-3, 4):
         j = isa.rq(dst=src + offset, src=src, len=n, m=m, s=s)
         assert run([j], sp=sp).sp == rq_read_first(sp, j), offset
@@ -186,12 +186,12 @@ def test_a_faulting_instruction_writes_nothing(bad, err):
 
 
 def test_counters_by_hand():
-    # 1 fetch; LD: 2 + (8 + 4); MM 2x3x2: 2 + (3+1)*(2+2) + 4; RQ: 2 + (5 + 4); SM: 2 + (3*4 + 21); HALT: 2
+    # 1 fetch; LD: 2 + (8 + 4); MM 2x3x2: 2 + (3+1)*(2+2) + 4; RQ: 2 + (5 + 5); SM: 2 + (3*4 + 21); HALT: 2
     program = [isa.ld(0, 0, 8), isa.mm(16, 0, 0, M=2, K=3, N=2, lda=3, ldb=2, ldc=2), isa.rq(32, 0, 5, 1, 0),
                isa.sm(40, 0, 4), isa.halt()]
     res = Machine(CFG).run(program)
     assert res.ok and res.pc == 4
-    assert res.counters == Counters(cycles=1 + 14 + 22 + 11 + 35 + 2, mm=20, dma=12, vec=9 + 33, instructions=5)
+    assert res.counters == Counters(cycles=1 + 14 + 22 + 12 + 35 + 2, mm=20, dma=12, vec=10 + 33, instructions=5)
     st_only = Machine(CFG).run([isa.st(0, 0, 8), isa.halt()])
     assert st_only.counters == Counters(1 + 2 + 9 + 2, 0, 9, 0, 2)
 
