@@ -65,11 +65,23 @@ def register(sub):
                        "exactly 13 (all but the three that confuse sequence lengths). JSON: {\"mutants\": "
                        "[{\"label\", \"own\", \"caught_full\", \"caught_no_ragged\", ...}], \"full\", "
                        "\"no_ragged\", \"total\" (the chapter's mutants), \"own\": {\"full\", \"no_ragged\", \"total\"}}")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
-                   help="mutant checks run in parallel (default %(default)s)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="mutant checks run in parallel (default: the CPU count, 2 with --rtl)")
     p.add_argument("--chapter-only", action="store_true", help="only the chapter's 16 mutants")
     p.add_argument("--json", metavar="FILE", help="write the results as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--rtl", action="store_true",
+                   help="mutation test of the RTL instead (ga2_hdl/mutants.py): each mutant breaks a copy of "
+                   "ga2_hdl and runs a fixed selection of the project's tests on it; --jobs defaults to 2 here")
+    p.add_argument("--only", nargs="+", metavar="LABEL",
+                   help="with --rtl: only the mutants whose label contains one of these texts")
+    p.add_argument("--timeout", type=float, default=900, metavar="S",
+                   help="with --rtl: seconds per mutant before it counts as a timeout (default %(default)s)")
+    p.add_argument("--no-baseline", action="store_true", help="with --rtl: skip the unmutated run")
+    p.add_argument("--source", default="worktree", metavar="worktree|head|DIR",
+                   help="with --rtl: the tree the mutants are made from, frozen at the start of the run: a "
+                   "snapshot of the working tree (default), of the committed tree plus the mutation tool's own "
+                   "files (head), or a directory")
     add_config_arguments(p)
     p.set_defaults(func=_mutants)
 
@@ -174,6 +186,11 @@ def _accuracy(args):
 # -- mutants -------------------------------------------------------------------------------------------
 
 def _mutants(args):
+    if args.rtl:
+        from ga2_hdl.mutants import main_rtl
+        return main_rtl(args)
+    if args.jobs is None:
+        args.jobs = os.cpu_count() or 1
     from .. import mutants as M
     config = config_from_args(args)
     Layout(config)                              # a configuration the decode layout cannot hold: fail now

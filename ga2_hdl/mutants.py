@@ -1,0 +1,502 @@
+"""Mutation testing of the RTL (``ga2 mutants --rtl``): how many plausible bugs in ``ga2_hdl`` the project's
+own tests catch.
+
+Each mutant is one text substitution ``(label, unit, file, old, new)`` in a COPY of the repository (``.git``
+and caches left out); ``old`` must occur exactly once in ``file`` (a mutant whose anchor does not is
+reported as a *bad anchor*, never applied somewhere else). The copy then runs a fixed selection of the
+project's tests in a subprocess (``python -m pytest -x -q -p no:cacheprovider``) with a timeout. A mutant is
+*caught* when a test fails (the first failing test id is the verdict's detail), *timeout* when the run does
+not finish in time (also a kill: a hang is an observable difference, but it is reported separately), and
+*survived* when every test passes. Mutants that no program can tell from the original carry the reason in
+``why_survives``.
+
+The selection (``SELECTION``) is the same for every mutant; only its order changes: the mutated unit's own
+pysim test file runs first, because it fails fastest, then the other unit tests, the kill tests written for
+this tool (``tests/test_rtl_mutant_kills.py``, ~15 s, with cycle limits that turn hangs into failures), the
+whole chip in pysim, the fault tests and last the
+Verilator differential fuzz (the costly part: two Verilator builds of the mutated Verilog, ~15-50 s each on
+two cores). The formal checks (``tests/test_formal.py``, ~2 min) are left out: everything they target is
+also reached by simulation here, at a fraction of the cost.
+
+Each copy gets its own Verilator cache (``GA2_CACHE`` inside the copy): a mutant's Verilog differs from the
+original's, so a shared cache could not hit anyway, and the user's cache is not filled with mutant builds."""
+
+import concurrent.futures
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+__all__ = ["RtlMutant", "Outcome", "RTL_MUTANTS", "SELECTION", "UNIT_TESTS", "mutate", "check_anchors", "main_rtl",
+           "run_mutant", "run_mutants", "summarise", "snapshot", "REPO_DIR"]
+
+REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The unit tests of each unit (pysim); they run first for a mutant of that unit.
+UNIT_TESTS = {
+    "pe": "tests/test_hdl_systolic.py",
+    "systolic": "tests/test_hdl_systolic.py",
+    "matrix_unit": "tests/test_hdl_matrix_unit.py",
+    "requantiser": "tests/test_hdl_requantiser.py",
+    "softmax": "tests/test_hdl_softmax.py",
+    "divider": "tests/test_hdl_divider.py",
+}
+
+# The fixed test selection, in its default order (see the module docstring).
+SELECTION = (
+    "tests/test_hdl_systolic.py",
+    "tests/test_hdl_matrix_unit.py",
+    "tests/test_hdl_requantiser.py",
+    "tests/test_hdl_softmax.py",
+    "tests/test_hdl_divider.py",
+    "tests/test_rtl_mutant_kills.py",
+    "tests/test_chip_pysim.py",
+    "tests/test_fault.py",
+    "tests/test_differential.py",
+)
+
+# What run_mutant's copy leaves out: version control, caches, build products.
+_IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info", "build",
+                                 "out", ".cache", "*.vcd", "*.fst")
+
+
+@dataclass(frozen=True)
+class RtlMutant:
+    label: str
+    unit: str                   # pe, systolic, matrix_unit, dma, requantiser, softmax, divider, sequencer, checker
+    file: str                   # path relative to the repository, e.g. "ga2_hdl/pe.py"
+    old: str                    # must occur exactly once in the file
+    new: str
+    why_survives: str = ""      # for an equivalent mutant: why no program can tell the difference
+
+
+def _m(label, unit, old, new, why_survives="", file=None):
+    return RtlMutant(label, unit, file or f"ga2_hdl/{unit}.py", old, new, why_survives)
+
+
+_SKEW_CLEAR = ("            with m.If(self.clear):\n                m.d.sync += reg.eq(0)\n"
+               "            with m.Elif(self.step):\n                m.d.sync += reg.eq(value)\n")
+
+RTL_MUTANTS = (
+    # -- processing element ----------------------------------------------------------------------------
+    _m("pe: accumulates the current product instead of the registered one", "pe",
+       "self.acc.eq(self.acc + prod),", "self.acc.eq(self.acc + self.a_i * self.b_i),"),
+    _m("pe: clear does not clear the registered product", "pe",
+       "m.d.sync += [self.a_o.eq(0), self.b_o.eq(0), prod.eq(0), self.acc.eq(0)]",
+       "m.d.sync += [self.a_o.eq(0), self.b_o.eq(0), self.acc.eq(0)]"),
+    _m("pe: a operand zero-extended (unsigned 8-bit) in the multiply", "pe",
+       "prod.eq(self.a_i * self.b_i),", "prod.eq(self.a_i.as_unsigned() * self.b_i),"),
+    _m("pe: step does not pass b on to the south", "pe",
+       "self.b_o.eq(self.b_i),\n", ""),
+    # -- systolic array ----------------------------------------------------------------------------------
+    _m("systolic: row r delayed r+1 steps (skew off by one)", "systolic",
+       'west = self._skew(m, self.a[r], r, f"skew_a{r}")', 'west = self._skew(m, self.a[r], r + 1, f"skew_a{r}")'),
+    _m("systolic: column c delayed c-1 steps (skew off by one)", "systolic",
+       'north = self._skew(m, self.b[c], c, f"skew_b{c}")',
+       'north = self._skew(m, self.b[c], max(c - 1, 0), f"skew_b{c}")'),
+    _m("systolic: skew registers ignore clear", "systolic", _SKEW_CLEAR,
+       "            with m.If(self.step):\n                m.d.sync += reg.eq(value)\n"),
+    _m("systolic: b of column c fed to every row at once (no southward pipeline)", "systolic",
+       "                north = pe[r][c].b_o\n", ""),
+    # -- matrix unit -------------------------------------------------------------------------------------
+    _m("mm: tb handling swapped (b_estride / b_kstride)", "matrix_unit",
+       "b_estride.eq(Mux(instr.tb, instr.ldb, 1)),\n                        b_kstride.eq(Mux(instr.tb, 1, instr.ldb)),",
+       "b_estride.eq(Mux(instr.tb, 1, instr.ldb)),\n                        b_kstride.eq(Mux(instr.tb, instr.ldb, 1)),"),
+    _m("mm: lda used for ldb", "matrix_unit",
+       "b_kstride.eq(Mux(instr.tb, 1, instr.ldb)),", "b_kstride.eq(Mux(instr.tb, 1, instr.lda)),"),
+    _m("mm: ldc ignored (result rows packed with stride N)", "matrix_unit",
+       "wr_row.eq(wr_row + ldc),\n                        wr_addr.eq(wr_row + ldc),",
+       "wr_row.eq(wr_row + n_last + 1),\n                        wr_addr.eq(wr_row + n_last + 1),"),
+    _m("mm: A column walked with stride 1 instead of lda", "matrix_unit",
+       "m.d.sync += [rd_addr.eq(rd_addr + lda), rd_idx.eq(rd_idx + 1)]",
+       "m.d.sync += [rd_addr.eq(rd_addr + 1), rd_idx.eq(rd_idx + 1)]"),
+    _m("mm: flush one step short", "matrix_unit",
+       "with m.If(flush_cnt == mn_last):", "with m.If(flush_cnt == mn_last - 1):"),
+    _m("mm: array does not step in the first write cycle", "matrix_unit",
+       '| (fsm.ongoing("FLUSH") & (flush_cnt != 0)) | fsm.ongoing("WRITE")),',
+       '| (fsm.ongoing("FLUSH") & (flush_cnt != 0))),'),
+    _m("mm: M = N = 1 writes acc instead of acc + prod", "matrix_unit",
+       "acc = Mux(single, array.acc00_next, acc)", "acc = Mux(0, array.acc00_next, acc)"),
+    _m("mm: A hold registers not zeroed after the last slice", "matrix_unit",
+       "for r, hold in enumerate(hold_a):\n            with m.If(clearing | final_d):",
+       "for r, hold in enumerate(hold_a):\n            with m.If(clearing):",
+       why_survives="equivalent: the flush steps then feed the last A slice again, but the B holds are still "
+                    "zeroed, and an A operand meets in every PE exactly the B operand injected in the same step "
+                    "(both skews and both pipelines are r + c steps long), so every flush product is A * 0 = 0; "
+                    "the next MM clears the holds in its first cycle. (Zeroing neither hold is caught: next mutant)"),
+    _m("mm: hold registers never zeroed after the last slice (final_d stuck at 0)", "matrix_unit",
+       "m.d.sync += [step_d.eq(arr_last), final_d.eq(arr_final)]",
+       "m.d.sync += [step_d.eq(arr_last), final_d.eq(0)]"),
+    _m("mm: result rows selected with stride cols - 1", "matrix_unit",
+       "sel_row.eq(sel_row + cols),\n                        sel.eq(sel_row + cols),",
+       "sel_row.eq(sel_row + cols - 1),\n                        sel.eq(sel_row + cols - 1),"),
+    # -- DMA -----------------------------------------------------------------------------------------------
+    _m("dma: LD writes on re instead of rvalid", "dma",
+       "writing.eq(self.busy & self.ext.rvalid),", "writing.eq(self.busy & self.ext.re),"),
+    _m("dma: write address not incremented", "dma",
+       "m.d.sync += [write_addr.eq(write_addr + 1), write_left.eq(write_left - 1)]",
+       "m.d.sync += [write_left.eq(write_left - 1)]"),
+    _m("dma: write address incremented twice", "dma",
+       "m.d.sync += [write_addr.eq(write_addr + 1), write_left.eq(write_left - 1)]",
+       "m.d.sync += [write_addr.eq(write_addr + 2), write_left.eq(write_left - 1)]"),
+    _m("dma: ST writes one word early (in the read cycle)", "dma",
+       "writing.eq(st_data_valid),", "writing.eq(issuing),"),
+    _m("dma: one read too few issued (len - 1)", "dma",
+       "issue_left.eq(self.instr.len),", "issue_left.eq(self.instr.len - 1),"),
+    _m("dma: done one word early", "dma",
+       "self.done.eq(writing & (write_left == 1))", "self.done.eq(writing & (write_left == 2))"),
+    # -- requantiser -----------------------------------------------------------------------------------
+    _m("rq: rounding dropped (truncates instead of rounding half up)", "requantiser",
+       "low = (t[:10].as_signed() + 1) >> 1", "low = t[:10].as_signed() >> 1"),
+    _m("rq: upper saturation 127 -> 126", "requantiser",
+       "Mux(t >= 255, 127,", "Mux(t >= 255, 126,"),
+    _m("rq: lower saturation -128 -> -127", "requantiser",
+       "Mux(t <= -258, -128, low)", "Mux(t <= -258, -127, low)"),
+    _m("rq: upper saturation threshold off by one (t >= 256)", "requantiser",
+       "Mux(t >= 255, 127,", "Mux(t >= 256, 127,"),
+    _m("rq: half_shift shifts by s instead of s - 1", "requantiser",
+       "return (x << 1) >> s", "return x >> s"),
+    _m("rq: multiplier m unsigned (no sign extension)", "requantiser",
+       'mult = Signal(signed(16), name="mult")', 'mult = Signal(16, name="mult")'),
+    _m("rq: shift field truncated to 5 bits", "requantiser",
+       "shift.eq(instr.M[:SHIFT_WIDTH]),", "shift.eq(instr.M[:5]),"),
+    _m("rq: busy ends a cycle early (last step len + depth - 1)", "requantiser",
+       "last_step.eq(instr.len + PIPELINE_DEPTH),", "last_step.eq(instr.len + PIPELINE_DEPTH - 1),"),
+    # -- softmax -------------------------------------------------------------------------------------------
+    _m("sm: max pass uses >= instead of >", "softmax",
+       "with m.If(max_valid & (score > score_max)):", "with m.If(max_valid & (score >= score_max)):",
+       why_survives="equivalent: on a tie the running maximum is replaced by an equal value, so it holds the "
+                    "same number after every element; the maximum is the only thing the max pass produces"),
+    _m("sm: running max initialised to 0 instead of -128", "softmax",
+       "score_max.eq(-128),", "score_max.eq(0),"),
+    _m("sm: exp ROM address computed as x - max", "softmax",
+       "return (mx - x)[:8]", "return (x - mx)[:8]"),
+    _m("sm: rounding numerator without S/2", "softmax",
+       "return (e << 16) + (total >> 1)", "return (e << 16)"),
+    _m("sm: score register unsigned (no sign extension)", "softmax",
+       'score = Signal(signed(8), name="score")', 'score = Signal(8, name="score")'),
+    _m("sm: sum not cleared at start", "softmax",
+       "                total.eq(0),\n", ""),
+    # -- divider -------------------------------------------------------------------------------------------
+    _m("div: trial subtraction when trial > den (not >=)", "divider",
+       "fits = trial >= den", "fits = trial > den"),
+    _m("div: last stage drops the numerator's low bit", "divider",
+       "divide_step(remainder, low_bits[bit], den)", "divide_step(remainder, low_bits[bit] if bit else 0, den)"),
+    _m("div: remainder kept one bit narrower", "divider",
+       "return fits, Mux(fits, trial - den, trial)[:len(den)]",
+       "return fits, Mux(fits, trial - den, trial)[:len(den) - 1]"),
+    # -- sequencer -----------------------------------------------------------------------------------------
+    _m("seq: cycles counter also counts while HALTED", "sequencer",
+       "with m.If(counting):\n            m.d.sync += self.cycles.eq(self.cycles + 1)",
+       "with m.If(counting | self.done):\n            m.d.sync += self.cycles.eq(self.cycles + 1)"),
+    _m("seq: HALT not counted as an instruction", "sequencer",
+       'm.d.sync += self.instructions.eq(self.instructions + 1)\n                    m.next = "HALTED"',
+       'm.next = "HALTED"'),
+    _m("seq: vector counter ignores SM", "sequencer",
+       "with m.If(self.rq_busy | self.sm_busy):", "with m.If(self.rq_busy):"),
+    _m("seq: MM counter also counts the dispatch cycle", "sequencer",
+       "with m.If(self.mm_busy):", "with m.If(self.mm_busy | self.mm_start):"),
+    _m("seq: PC overflow not detected", "sequencer",
+       "pc_overflow.eq(pc == cfg.imem_words)", "pc_overflow.eq(0)"),
+    _m("seq: fetches pc instead of pc + 1 at done", "sequencer",
+       "fetch_addr.eq(Mux(any_done, pc + 1, pc))", "fetch_addr.eq(pc)"),
+    _m("seq: error not cleared by start", "sequencer",
+       "m.d.sync += [pc.eq(0), self.error.eq(0), self.cycles.eq(0)", "m.d.sync += [pc.eq(0), self.cycles.eq(0)"),
+    _m("seq: word error outranks PC overflow", "sequencer",
+       "Mux(pc_overflow, Err.PC_OVERFLOW, word_err)", "Mux(word_err != 0, word_err, Mux(pc_overflow, Err.PC_OVERFLOW, 0))",
+       why_survives="equivalent for every program in both simulators: pc reaches imem_words only after every word "
+                    "0 .. imem_words-1 ran without a fault, and the code read at address imem_words is then word "
+                    "0's (the address wraps when imem_words is a power of two), which is NONE, or an out-of-range "
+                    "read that pysim and Verilator both return as 0 (non-power-of-two memories, checked by "
+                    "test_differential's PC-overflow programs on the 24-word chip). Only real RAM with junk past "
+                    "its depth could tell: the original's ranking is the safe one"),
+    # -- instruction checker ---------------------------------------------------------------------------------
+    _m("chk: SM len > sm_max_len not flagged", "checker",
+       "((op == Op.SM) & (w.len > cfg.sm_max_len))", "0"),
+    _m("chk: RQ shift > MAX_SHIFT not flagged", "checker",
+       "((op == Op.RQ) & (w.M[0:6] > MAX_SHIFT))", "0"),
+    _m("chk: external range not checked", "checker",
+       "ext_out = ext_hi >= cfg.ext_words", "ext_out = 0"),
+    _m("chk: external range off by one (> ext_words)", "checker",
+       "ext_out = ext_hi >= cfg.ext_words", "ext_out = ext_hi > cfg.ext_words"),
+    _m("chk: stray bits not checked", "checker",
+       "stray.eq((word1 & Const(((1 << INSTR_BITS) - 1) ^ USED_BITS[o], INSTR_BITS)) != 0)", "stray.eq(0)"),
+    _m("chk: M = rows + 1 allowed", "checker",
+       "(w.M > cfg.rows)", "(w.M > cfg.rows + 1)"),
+    _m("chk: K = 0 allowed", "checker",
+       "(w.N > cfg.cols) | (w.k == 0)", "(w.N > cfg.cols)"),
+    _m("chk: external range error outranks scratchpad range error", "checker",
+       "Mux(sp_out, Err.SP_RANGE, Mux(ext_out, Err.EXT_RANGE, Err.NONE))",
+       "Mux(ext_out, Err.EXT_RANGE, Mux(sp_out, Err.SP_RANGE, Err.NONE))"),
+    _m("chk: B footprint ignores tb", "checker",
+       "load(b, w.len, Mux(w.tb, k1, n1), Mux(w.tb, n1, k1), w.ldb)", "load(b, w.len, n1, k1, w.ldb)"),
+    _m("chk: scratchpad range off by one (> sp_words)", "checker",
+       "sp_out = sp_out | (hi >= cfg.sp_words)", "sp_out = sp_out | (hi > cfg.sp_words)"),
+    _m("chk: pipeline registers reset (not reset-less)", "checker",
+       "return Signal(shape, name=name, reset_less=True)", "return Signal(shape, name=name)"),
+)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str                 # "caught", "timeout", "survived", "bad anchor", "broken" (does not elaborate/import)
+    detail: str = ""            # first failing test id (caught), the anchor problem, ...
+    seconds: float = 0.0
+    log_tail: str = ""          # the last lines of pytest's output
+
+    @property
+    def caught(self):
+        return self.status in ("caught", "timeout", "broken")
+
+
+def mutate(mutant, repo=REPO_DIR):
+    """The mutated text of the mutant's file; ValueError when its anchor does not occur exactly once."""
+    with open(os.path.join(repo, mutant.file)) as f:
+        text = f.read()
+    n = text.count(mutant.old)
+    if n != 1:
+        raise ValueError(f"bad anchor: {mutant.old!r} occurs {n} times in {mutant.file}, not once")
+    return text.replace(mutant.old, mutant.new)
+
+
+def check_anchors(mutants=RTL_MUTANTS, repo=REPO_DIR):
+    """``(label, problem)`` for every mutant whose anchor does not occur exactly once, or whose
+    substitution does nothing; also duplicate labels."""
+    problems, seen = [], set()
+    for m in mutants:
+        if m.label in seen:
+            problems.append((m.label, "duplicate label"))
+        seen.add(m.label)
+        if m.old == m.new:
+            problems.append((m.label, "the substitution changes nothing"))
+        try:
+            mutate(m, repo)
+        except (ValueError, OSError) as exc:
+            problems.append((m.label, str(exc)))
+    return problems
+
+
+def selection_for(mutant, selection=SELECTION):
+    """The fixed selection, the mutated unit's own test file first."""
+    first = UNIT_TESTS.get(mutant.unit) if mutant else None
+    files = [first] if first in selection else []
+    return files + [f for f in selection if f != first]
+
+
+_FAILED = re.compile(r"^(FAILED|ERROR) (.+?)(?: - .*)?$")
+
+
+def _first_failure(output):
+    for line in output.splitlines():
+        hit = _FAILED.match(line)
+        if hit:
+            return hit.group(1), hit.group(2)
+    return None, None
+
+
+def run_mutant(mutant, repo=REPO_DIR, selection=SELECTION, timeout=900, extra_args=()):
+    """Apply one mutant (None: the unmutated tree, the baseline) to a copy of the repository and run the
+    selection there; the Outcome."""
+    start = time.perf_counter()
+    try:
+        text = mutate(mutant, repo) if mutant else None
+    except (ValueError, OSError) as exc:
+        return Outcome("bad anchor", str(exc))
+    with tempfile.TemporaryDirectory(prefix="ga2_rtl_mutant_") as tmp:
+        copy = os.path.join(tmp, "repo")
+        shutil.copytree(repo, copy, ignore=_IGNORE)
+        if mutant:
+            with open(os.path.join(copy, mutant.file), "w") as f:
+                f.write(text)
+        files = [f for f in selection_for(mutant, selection) if os.path.exists(os.path.join(copy, f))]
+        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-rfE", "--tb=short",
+               # The project's own -W error::DeprecationWarning, minus one warning that is not the project's:
+               # on a Hypothesis failure, its report imports libcst -> mypy_extensions, whose deprecation
+               # warning then turns the failure into a pytest INTERNALERROR without the failing test's id.
+               "-o", "addopts=-W error::DeprecationWarning",
+               "-W", "ignore:mypy_extensions.TypedDict is deprecated:DeprecationWarning", *extra_args, *files]
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", GA2_CACHE=os.path.join(tmp, "ga2-cache"))
+        env.pop("PYTEST_XDIST_WORKER", None)
+        env.pop("PYTEST_ADDOPTS", None)
+        # A process group of its own, so that a timeout kills pytest AND the Verilator harnesses it started.
+        proc = subprocess.Popen(cmd, cwd=copy, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with _suppress():
+                os.killpg(proc.pid, 9)
+            proc.communicate()
+            return Outcome("timeout", f"no verdict after {timeout} s", time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    if proc.returncode == 0:
+        return Outcome("survived", "", seconds, "\n".join(out.strip().splitlines()[-3:]))
+    kind, test = _first_failure(out)
+    lines = [line for line in out.strip().splitlines() if line.strip()]
+    tail = "\n".join(lines[-25:])
+    if test is None:
+        last = lines[-1] if lines else ""
+        if re.search(r"\b\d+ failed\b", last):
+            # A test failed but its id is not in the summary (pytest reported an internal error after it).
+            failed = [line for line in lines if " FAILED" in line or line.startswith("FAILED")]
+            return Outcome("caught", (failed[0] if failed else f"a test failed (id not reported): {last}"),
+                           seconds, tail)
+        return Outcome("broken", f"pytest exit status {proc.returncode}: {last}", seconds, tail)
+    if kind == "ERROR" and "collect" in out.lower() and "::" not in test:
+        return Outcome("broken", f"collection error in {test}", seconds)
+    return Outcome("caught", test, seconds, tail)
+
+
+class _suppress:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return exc[0] is not None and issubclass(exc[0], OSError)
+
+
+def run_mutants(mutants=RTL_MUTANTS, jobs=2, on_done=None, baseline=True, timeout=900, repo=REPO_DIR,
+                selection=SELECTION):
+    """Every mutant in parallel (``jobs`` at a time): a list of (mutant, Outcome), the baseline first as
+    (None, Outcome) when asked for (every verdict means something only when the baseline passes)."""
+    tasks = ([None] if baseline else []) + list(mutants)
+    results = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = {pool.submit(run_mutant, m, repo, selection, timeout): i for i, m in enumerate(tasks)}
+        for fut in concurrent.futures.as_completed(futures):
+            i = futures[fut]
+            results[i] = fut.result()
+            if on_done:
+                on_done(tasks[i], results[i])
+    return [(tasks[i], results[i]) for i in range(len(tasks))]
+
+
+def summarise(rows):
+    """Counts and verdicts of a run, ready for JSON."""
+    base = None
+    if rows and rows[0][0] is None:
+        base, rows = rows[0][1], rows[1:]
+    problems = []
+    if base is not None and base.status != "survived":
+        problems.append(f"the UNMUTATED tree fails the selection ({base.status}: {base.detail}): no verdict "
+                        f"below means anything")
+    valid = [(m, o) for m, o in rows if o.status != "bad anchor"]
+    caught = sum(o.caught for _, o in valid)
+    equivalent = [m.label for m, o in valid if not o.caught and m.why_survives]
+    holes = [m.label for m, o in valid if not o.caught and not m.why_survives]
+    for m, o in rows:
+        if o.status == "bad anchor":
+            problems.append(f"{m.label}: {o.detail}")
+        if o.caught and m.why_survives:
+            problems.append(f"{m.label}: explained as equivalent but caught ({o.detail})")
+    for label in holes:
+        problems.append(f"NOT CAUGHT and not explained: {label}")
+    return {
+        "baseline": None if base is None else ("passes" if base.status == "survived" else base.status),
+        "baseline_seconds": None if base is None else round(base.seconds, 1),
+        "total": len(rows), "valid": len(valid), "caught": caught,
+        "timeouts": sum(o.status == "timeout" for _, o in valid),
+        "survived": len(valid) - caught, "equivalent": equivalent, "unexplained_survivors": holes,
+        "bad_anchors": [m.label for m, o in rows if o.status == "bad anchor"],
+        "caught_fraction": round(caught / len(valid), 3) if valid else None,
+        "mutants": [{"label": m.label, "unit": m.unit, "file": m.file, "status": o.status,
+                     "caught": o.caught, "detail": o.detail, "seconds": round(o.seconds, 1),
+                     "why_survives": m.why_survives, "log_tail": o.log_tail} for m, o in rows],
+        "problems": problems,
+    }
+
+
+def verdict_text(o):
+    return {"caught": o.detail, "timeout": f"TIMEOUT ({o.detail})", "survived": "NOT CAUGHT",
+            "bad anchor": "BAD ANCHOR", "broken": f"broken: {o.detail}"}.get(o.status, o.status)
+
+
+def snapshot(repo=REPO_DIR, dest=None, head=False):
+    """A frozen copy of the tree that every mutant of one run is made from (others may be editing the
+    working tree while a run takes its 20-40 minutes: copying the live tree per mutant once mixed a
+    half-finished edit into the later mutants, which then "failed" for the wrong reason). With ``head`` the
+    committed tree (``git archive HEAD``) plus this tool's own untracked files; else the working tree."""
+    dest = dest or tempfile.mkdtemp(prefix="ga2_rtl_snapshot_")
+    if not head:
+        shutil.copytree(repo, dest, ignore=_IGNORE, dirs_exist_ok=True)
+        return dest
+    archive = subprocess.run(["git", "archive", "--format=tar", "HEAD"], cwd=repo, capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", dest], input=archive.stdout, check=True)
+    untracked = subprocess.run(["git", "ls-files", "--others", "--exclude-standard"], cwd=repo, capture_output=True,
+                               text=True, check=True).stdout.split()
+    for rel in untracked:
+        if rel in ("ga2_hdl/mutants.py", "tests/test_rtl_mutants.py", "tests/test_rtl_mutant_kills.py"):
+            os.makedirs(os.path.dirname(os.path.join(dest, rel)), exist_ok=True)
+            shutil.copy2(os.path.join(repo, rel), os.path.join(dest, rel))
+    return dest
+
+
+def _table(headers, rows):
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
+    line = lambda r: "  ".join(str(x).ljust(w) for x, w in zip(r, widths)).rstrip()
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def main_rtl(args):
+    """``ga2 mutants --rtl``: run, print the table and totals, write JSON; exit 1 on any problem (a bad
+    anchor, a failing baseline, an unexplained survivor)."""
+    import json
+    jobs = 2 if args.jobs is None else args.jobs
+    if jobs < 1:
+        raise ValueError(f"--jobs must be at least 1, not {jobs}")
+    chosen = RTL_MUTANTS
+    if args.only:
+        chosen = tuple(m for m in RTL_MUTANTS if any(t in m.label for t in args.only))
+        if not chosen:
+            raise ValueError(f"no RTL mutant label contains any of {args.only}")
+    print(f"{len(chosen)} RTL mutants, {jobs} at a time; selection: {' '.join(SELECTION)}", flush=True)
+    start = time.perf_counter()
+    done = [0]
+
+    def tick(m, o):
+        done[0] += 1
+        if not args.no_progress:
+            name = "(baseline: unmutated)" if m is None else m.label
+            text = ("passes" if o.status == "survived" else "FAILS: " + verdict_text(o)) if m is None else verdict_text(o)
+            print(f"[{done[0]}/{len(chosen) + (not args.no_baseline)}] {o.seconds:6.1f} s  {name}: {text}", flush=True)
+
+    source = getattr(args, "source", "worktree") or "worktree"
+    if source in ("worktree", "head"):
+        tree = snapshot(head=source == "head")
+        print(f"mutants are made from a snapshot of the {'committed tree (HEAD)' if source == 'head' else 'working tree'}: "
+              f"{tree}", flush=True)
+    else:
+        tree = source
+    try:
+        rows = run_mutants(chosen, jobs=jobs, on_done=tick, baseline=not args.no_baseline, timeout=args.timeout,
+                           repo=tree)
+    finally:
+        if tree != source:
+            shutil.rmtree(tree, ignore_errors=True)
+    elapsed = time.perf_counter() - start
+    s = summarise(rows)
+    if rows and rows[0][0] is None:
+        print(f"unmutated tree: {'passes the selection' if rows[0][1].status == 'survived' else 'FAILS'} "
+              f"({rows[0][1].seconds:.0f} s)")
+        rows = rows[1:]
+    print(_table(["mutant", "unit", "caught by", "s"],
+                 [(m.label, m.unit, verdict_text(o) + (" (equivalent)" if not o.caught and m.why_survives else ""),
+                   f"{o.seconds:.0f}") for m, o in rows]))
+    print()
+    print(f"{s['caught']} of {s['valid']} caught ({100 * (s['caught_fraction'] or 0):.1f}%), {s['timeouts']} of "
+          f"them by a timeout; {s['survived']} survived ({len(s['equivalent'])} explained as equivalent); "
+          f"{len(s['bad_anchors'])} bad anchors; {elapsed:.0f} s wall with {jobs} jobs")
+    for m, o in rows:
+        if not o.caught and o.status != "bad anchor":
+            print(f"- survivor '{m.label}': " + (m.why_survives or "NOT EXPLAINED"))
+    for p in s["problems"]:
+        print(f"PROBLEM: {p}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"seconds": round(elapsed, 1), "jobs": jobs, "selection": list(SELECTION), **s}, f, indent=1)
+            f.write("\n")
+    return 1 if s["problems"] else 0

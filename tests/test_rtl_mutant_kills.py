@@ -1,0 +1,126 @@
+# amaranth: UnusedElaboratable=no
+"""Tests written to kill RTL mutants that the rest of the suite let through (``ga2 mutants --rtl``,
+``ga2_hdl/mutants.py``). Each test names the mutant(s) it kills; each checks documented behaviour against
+the reference (numpy, the reference machine), not the mutant itself. All pysim, a few seconds in all."""
+
+import numpy as np
+import pytest
+
+from ga2_hdl.systolic import SystolicArray
+from ga2_hdl.testing import run_bench
+from ga2_sw.config import Config
+from ga2_sw.isa import Err, ld, st, mm, rq, sm, halt
+from ga2_sw.machine import run
+from ga2_sw.numerics import MAX_SHIFT
+from sim.pysim_runner import run_pysim
+
+
+# -- systolic: "skew registers ignore clear" ---------------------------------------------------------------
+
+def test_array_clear_zeroes_the_skew_registers():
+    """``clear`` zeroes EVERY register of the array (systolic.py), the skew registers included: steps with
+    data, a clear in mid-stream, then a product from zero. Inside the chip the matrix unit's flush always
+    leaves zeros in the skew chains, so only the array's own contract can tell."""
+    rows, cols = 3, 3
+    dut = SystolicArray(rows, cols)
+    rng = np.random.default_rng(7)
+    A = rng.integers(-128, 128, (rows, 4))
+    B = rng.integers(-128, 128, (4, cols))
+
+    async def tb(ctx):
+        for _ in range(2):                       # garbage into the skew chains
+            ctx.set(dut.a, [int(x) for x in rng.integers(-128, 128, rows)])
+            ctx.set(dut.b, [int(x) for x in rng.integers(-128, 128, cols)])
+            ctx.set(dut.step, 1)
+            await ctx.tick()
+        ctx.set(dut.step, 0)
+        ctx.set(dut.clear, 1)
+        await ctx.tick()
+        ctx.set(dut.clear, 0)
+        K = A.shape[1]
+        for t in range(K + rows + cols - 1):
+            ctx.set(dut.a, [int(A[r, t]) if t < K else 0 for r in range(rows)])
+            ctx.set(dut.b, [int(B[t, c]) if t < K else 0 for c in range(cols)])
+            ctx.set(dut.step, 1)
+            await ctx.tick()
+        ctx.set(dut.step, 0)
+        acc = np.array(list(ctx.get(dut.acc))).reshape(rows, cols)
+        assert np.array_equal(acc, A @ B)
+
+    run_bench(dut, tb)
+
+
+# -- checker: range boundaries, footprints, error ranking ----------------------------------------------------
+
+SMALL = Config(sp_words=256, ext_words=256, imem_words=16)
+EXT = [(i * 2654435761) & 0xFFFFFFFF for i in range(256)]
+SP = [(i * 40503 + 17) & 0xFFFFFFFF for i in range(256)]
+
+
+def same_as_machine(prog, config=SMALL):
+    e = run(prog, config, EXT, SP)
+    r = run_pysim(config, prog, EXT, SP, cycle_limit=4 * e.counters.cycles + 100)     # a hang fails fast
+    assert (r.error, r.pc, r.counters) == (e.error, e.pc, e.counters), (r.error, e.error, r.counters, e.counters)
+    assert r.sp == e.sp and r.ext == e.ext
+    return r
+
+
+@pytest.mark.parametrize("instr, code", [
+    (st(0, 256 - 7, 7), Err.NONE),                              # ends on the last external word
+    (st(0, 256 - 6, 7), Err.EXT_RANGE),                         # one past it
+    (ld(0, 256 - 6, 7), Err.EXT_RANGE),
+    (mm(250, 0, 20, 2, 5, 3, 0, 5, 3, 3), Err.NONE),            # C ends on the last scratchpad word
+    (mm(251, 0, 20, 2, 5, 3, 0, 5, 3, 3), Err.SP_RANGE),        # one past it
+    (mm(0, 100, 246, 1, 5, 2, 1, 5, 5, 1), Err.NONE),           # tb = 1: B + (N-1)*ldb + K-1 = 255
+    (mm(0, 100, 247, 1, 5, 2, 1, 5, 5, 1), Err.SP_RANGE),
+    (mm(0, 100, 200, 1, 2, 4, 0, 2, 50, 4), Err.NONE),          # tb = 0: B + (K-1)*ldb + N-1 = 253
+    (mm(0, 100, 203, 1, 2, 4, 0, 2, 50, 4), Err.SP_RANGE),
+    (mm(255, 0, 0, 1, 1, 5), Err.SHAPE),                        # N > cols AND past the end: shape first
+    (ld(250, 250, 7), Err.SP_RANGE),                            # both ranges out: the scratchpad's first
+    (mm(255, 0, 0, 1, 0, 1), Err.SHAPE),                        # K = 0
+    (rq(0, 8, 4, 3, MAX_SHIFT), Err.NONE),
+    (rq(0, 8, 4, 3, MAX_SHIFT + 1), Err.SHAPE),
+    (sm(0, 0, SMALL.sm_max_len), Err.NONE),
+], ids=["ext-last", "ext-past", "ld-ext-past", "mm-c-last", "mm-c-past", "mm-tb1-last", "mm-tb1-past",
+        "mm-tb0-last", "mm-tb0-past", "shape-over-range", "sp-over-ext", "k0", "rq-max-shift", "rq-shift-past", "sm-max-len"])
+def test_checker_boundaries(instr, code):
+    """chk mutants: range checks off by one, footprint ignoring tb, shape/range ranking, missing checks."""
+    r = same_as_machine([ld(0, 0, 40), instr, halt()])
+    assert r.error == code
+
+
+# -- softmax: "running max initialised to 0 instead of -128" -------------------------------------------------
+
+@pytest.mark.parametrize("scores", [[-5, -20, -1, -70, -128, -33], [-100, -101], [-1, -128, -64]])
+def test_softmax_of_all_negative_scores(scores):
+    """Scores that are all negative, with different values: the maximum is below 0, so a maximum that
+    starts from 0 instead of -128 shifts every exp index and the rounding of every probability."""
+    sp = [s & 0xFFFFFFFF for s in scores] + SP[len(scores):]
+    prog = [sm(100, 0, len(scores)), halt()]
+    e = run(prog, SMALL, EXT, sp)
+    r = run_pysim(SMALL, prog, EXT, sp, cycle_limit=4 * e.counters.cycles + 100)
+    assert r.sp == e.sp and r.counters == e.counters and r.error == e.error == Err.NONE
+
+
+# -- DMA: "one read too few issued" and other hangs, found in seconds --------------------------------------------
+
+@pytest.mark.parametrize("latency", [1, 4])
+def test_short_transfers_finish_within_their_cycle_count(latency):
+    """LD/ST of 1, 2 and 3 words with a cycle limit of a few times their cost: a DMA that waits for a word
+    it never requested hangs, and the limit turns the hang into a failure within seconds instead of the
+    2,000,000-cycle default of run_pysim."""
+    config = Config(sp_words=256, ext_words=256, imem_words=16, ext_latency=latency)
+    prog = [ld(10, 20, 1), ld(30, 40, 2), ld(50, 60, 3), st(10, 100, 1), st(30, 110, 3), halt()]
+    e = run(prog, config, EXT, SP)
+    r = run_pysim(config, prog, EXT, SP, cycle_limit=4 * e.counters.cycles)
+    assert (r.error, r.counters, r.sp, r.ext) == (e.error, e.counters, e.sp, e.ext)
+
+
+# -- sequencer: "PC overflow not detected", with a cycle limit -------------------------------------------------
+
+def test_pc_overflow_within_a_cycle_limit():
+    """A full instruction memory without HALT ends in PC_OVERFLOW; a sequencer that misses the overflow
+    wraps to word 0 and runs forever, which the limit turns into a failure in seconds."""
+    prog = [ld(0, 0, 1)] * SMALL.imem_words
+    r = same_as_machine(prog)
+    assert r.error == Err.PC_OVERFLOW and r.pc == SMALL.imem_words
