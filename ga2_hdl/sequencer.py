@@ -142,7 +142,9 @@ class Sequencer(wiring.Component):
                         m.d.comb += getattr(self, f"{unit}_start").eq(ir.op.matches(*ops))
                     m.next = "EXEC"
             with m.State("EXEC"):
-                m.d.comb += [counting.eq(1), fetch_addr.eq(Mux(any_done, pc + 1, pc))]
+                # The next word is read all through EXEC, so the unit's done never reaches the memory's
+                # address (done -> address was the critical path at 88 MHz): it is ready whenever done comes.
+                m.d.comb += [counting.eq(1), fetch_addr.eq(pc + 1)]
                 with m.If(any_done):
                     m.d.sync += [self.instructions.eq(self.instructions + 1), pc.eq(pc + 1)]
                     m.next = "DECODE"
