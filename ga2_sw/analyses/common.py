@@ -2,7 +2,7 @@
 
 import json
 
-__all__ = ["table", "write_json", "add_output_arguments", "finish_plot"]
+__all__ = ["table", "write_json", "add_output_arguments", "finish_plot", "emit"]
 
 
 def table(headers, rows, aligns=None):
@@ -38,6 +38,15 @@ def write_json(path, obj):
 def add_output_arguments(parser):
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
     parser.add_argument("--plot", metavar="FILE.png", help="draw the figure into a PNG file")
+
+
+def emit(args, json_obj, plot):
+    """After an analysis has printed its report: write ``--json`` and draw ``--plot`` (``plot(path)``)."""
+    if args.json:
+        write_json(args.json, json_obj)
+    if args.plot:
+        plot(args.plot)
+    return 0
 
 
 def finish_plot(fig, path):

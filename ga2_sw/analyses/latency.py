@@ -30,7 +30,7 @@ JSON units: seconds for the assumed chip, cycles for GA-2.
 from .. import cycles, decode
 from ..cli import add_config_arguments, config_from_args
 from ..isa import Err
-from .common import add_output_arguments, finish_plot, table, write_json
+from .common import add_output_arguments, emit, finish_plot, table
 from .traffic import sequence_words, weight_words
 
 __all__ = ["ASSUMED", "assumed_step", "assumed_curves", "compute_binds_from", "ga2_curves", "analyse", "register"]
@@ -229,11 +229,7 @@ def _run(args):
     p = _assumed_from_args(args)
     result = analyse(config, p)
     print(format_report(config, p, result))
-    if args.json:
-        write_json(args.json, result)
-    if args.plot:
-        plot(config, p, result, args.plot)
-    return 0
+    return emit(args, result, lambda path: plot(config, p, result, path))
 
 
 def register(sub):

@@ -14,7 +14,7 @@ batch grows every format flattens at the same limit BW / KV bytes per request, b
 not amortise over the batch.
 """
 
-from .common import add_output_arguments, finish_plot, table, write_json
+from .common import add_output_arguments, emit, finish_plot, table
 
 __all__ = ["DEFAULTS", "WEIGHT_FORMATS", "tokens_per_s", "analyse", "to_json", "register"]
 
@@ -129,11 +129,7 @@ def _run(args):
     result = analyse(params=args.params, kv_bytes_per_token=args.kv_bytes_per_token, context=args.context,
                      bandwidth=args.bandwidth, batches=_batches(args.batches))
     print(format_table(result))
-    if args.json:
-        write_json(args.json, to_json(result))
-    if args.plot:
-        plot(result, args.plot)
-    return 0
+    return emit(args, to_json(result), lambda path: plot(result, path))
 
 
 def register(sub):

@@ -30,7 +30,7 @@ import math
 import tomllib
 from dataclasses import dataclass
 
-from .common import add_output_arguments, finish_plot, table, write_json
+from .common import add_output_arguments, emit, finish_plot, table
 
 __all__ = ["Chip", "DEFAULT_MODEL", "DEFAULT_CHIPS", "DEFAULT_CONTEXTS", "DEFAULT_BATCHES", "max_batch",
            "tokens_per_s", "plan", "parse_chip", "load_toml", "register"]
@@ -273,11 +273,7 @@ def _run(args):
     rows = plan(settings["weight_bytes"], settings["kv_bytes_per_token"], settings["chips"],
                 settings["contexts"], settings["batches"])
     print(format_tables(settings, rows))
-    if args.json:
-        write_json(args.json, {"rows": rows})
-    if args.plot:
-        plot(settings, rows, args.plot, args.plot_context)
-    return 0
+    return emit(args, {"rows": rows}, lambda path: plot(settings, rows, path, args.plot_context))
 
 
 def register(sub):

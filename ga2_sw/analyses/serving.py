@@ -19,7 +19,7 @@ last token.
 from .. import cycles, decode
 from ..cli import add_config_arguments, config_from_args
 from ..isa import Err
-from .common import add_output_arguments, finish_plot, table, write_json
+from .common import add_output_arguments, emit, finish_plot, table
 
 __all__ = ["DEFAULT_REQUESTS", "StepCost", "static_schedule", "continuous_schedule", "serve", "to_json", "register"]
 
@@ -221,11 +221,7 @@ def _run(args):
     cost = StepCost(config)
     result = serve(config, _requests(args.requests), args.capacity, cost)
     print(format_report(config, result, cost))
-    if args.json:
-        write_json(args.json, to_json(result))
-    if args.plot:
-        plot(result, args.plot)
-    return 0
+    return emit(args, to_json(result), lambda path: plot(result, path))
 
 
 def register(sub):

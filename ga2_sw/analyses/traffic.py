@@ -18,7 +18,7 @@ takes a decode step across the ridge point.
 from .. import check, cycles, decode
 from ..isa import Err
 from ..cli import add_config_arguments, config_from_args
-from .common import add_output_arguments, finish_plot, table, write_json
+from .common import add_output_arguments, emit, finish_plot, table
 
 __all__ = ["weight_words", "sequence_words", "sequence_macs", "step_words", "step_macs", "intensity",
            "intensity_limit", "measured_programs", "traffic_report", "roofline_report",
@@ -213,11 +213,7 @@ def _run_traffic(args):
     programs = measured_programs(config)
     rep = traffic_report(config, programs)
     print(_traffic_tables(config, rep, programs))
-    if args.json:
-        write_json(args.json, rep)
-    if args.plot:
-        plot_intensity(config, rep, programs, args.plot)
-    return 0
+    return emit(args, rep, lambda path: plot_intensity(config, rep, programs, path))
 
 
 def _run_roofline(args):
@@ -233,11 +229,7 @@ def _run_roofline(args):
     print(table(["program", "cycles", "MACs", "words", "MAC/word", "achieved", "ceiling", "of ceiling"], rows,
                 ["<"] + [">"] * 7))
     print("(achieved = MACs / cycles from cycle_counts; ceiling = min(peak, MAC/word x 1 word/cycle))")
-    if args.json:
-        write_json(args.json, rep)
-    if args.plot:
-        plot_roofline(config, rep, args.plot)
-    return 0
+    return emit(args, rep, lambda path: plot_roofline(config, rep, path))
 
 
 def register(sub):
