@@ -28,6 +28,10 @@ def add_config_arguments(parser):
     """--rows, --cols, ... one option per Config field, defaulting to the Config defaults."""
     group = parser.add_argument_group("configuration")
     for name, text in Config.field_help().items():
+        if name == "mode":
+            group.add_argument("--mode", dest="cfg_mode", choices=Config.field_range("mode"),
+                               default=Config().mode, help=f"{text} (default %(default)s)")
+            continue
         lo, hi = Config.field_range(name)
         group.add_argument(f"--{name.replace('_', '-')}", dest=f"cfg_{name}", type=int, metavar="N",
                            default=getattr(Config(), name), help=f"{text} ({lo}..{hi}; default %(default)s)")

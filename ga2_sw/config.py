@@ -3,7 +3,12 @@
 from dataclasses import dataclass, fields, asdict, replace
 import json
 
-__all__ = ["Config", "DEFAULT"]
+__all__ = ["Config", "DEFAULT", "MODES"]
+
+# Execution modes (docs/ARCHITECTURE.md): "inorder" runs one instruction at a time, as the chapter's chip
+# does; "decoupled" lets the DMA run beside the compute units under a hardware scoreboard and gives the
+# matrix unit a read port per array row and column.
+MODES = ("inorder", "decoupled")
 
 # (minimum, maximum) of every integer field; the maxima follow from the instruction encoding (16-bit
 # addresses and lengths, 8-bit M and N, 12-bit strides) or from what the RTL is built and tested for.
@@ -31,6 +36,7 @@ _HELP = {
     "d_model": "model width of the decode workload",
     "d": "head dimension of the decode workload",
     "max_ctx": "longest context (tokens) the decode layouts hold",
+    "mode": "execution mode: inorder (one instruction at a time) or decoupled (DMA beside compute)",
 }
 
 
@@ -52,9 +58,14 @@ class Config:
     d_model: int = 16
     d: int = 16
     max_ctx: int = 16
+    mode: str = "inorder"
 
     def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"Config field 'mode' must be one of {', '.join(MODES)}, not {self.mode!r}")
         for f in fields(self):
+            if f.name == "mode":
+                continue
             value = getattr(self, f.name)
             lo, hi = _RANGES[f.name]
             if isinstance(value, bool) or not isinstance(value, int):
@@ -97,7 +108,12 @@ class Config:
 
     @staticmethod
     def field_range(name):
-        return _RANGES[name]
+        """(minimum, maximum) of an integer field; the tuple of allowed values of ``mode``."""
+        return MODES if name == "mode" else _RANGES[name]
+
+    @property
+    def decoupled(self):
+        return self.mode == "decoupled"
 
 
 DEFAULT = Config()

@@ -1,14 +1,20 @@
-"""The cycle model of GA-2 in order mode: per-instruction busy times and the five counters (docs/ISA.md).
+"""The cycle model of GA-2: per-instruction busy times and the five counters (docs/ISA.md), in both modes.
+
+In order, one instruction runs at a time and the counters follow from the busy times alone. Decoupled,
+the DMA lane (LD, ST) runs beside the compute lane (MM, RQ, SM) and a scoreboard holds back an instruction
+whose scratchpad ranges conflict with the instruction in flight on the other lane: ``DecoupledTimer`` is
+that issue logic written as an event model (docs/ARCHITECTURE.md, "Decoupled execution").
 
 These formulas are the timing of the RTL's state machines, written down; the test-suite holds the
 reference machine, pysim and Verilator to them."""
 
 from dataclasses import dataclass, astuple
 
-from .isa import Op, Err, decode, check, encode, Instr
+from .isa import Op, Err, decode, check, encode, footprints, Instr
 
-__all__ = ["Counters", "busy_cycles", "unit_of", "cycle_counts", "ISSUE_CYCLES", "FETCH_CYCLES", "RQ_DEPTH",
-           "SM_OVERHEAD", "DIVIDER_LATENCY"]
+__all__ = ["Counters", "busy_cycles", "unit_of", "lane_of", "accesses", "conflict", "cycle_counts",
+           "DecoupledTimer", "ISSUE_CYCLES", "FETCH_CYCLES", "RQ_DEPTH", "SM_OVERHEAD", "DIVIDER_LATENCY",
+           "STREAM_MM_OVERHEAD"]
 
 FETCH_CYCLES = 1        # the first instruction's fetch
 ISSUE_CYCLES = 2        # decode, check: paid by every instruction, HALT and the faulting one included
@@ -16,6 +22,7 @@ RQ_DEPTH = 5            # requantiser: read, register, partial products, product
 SP_WRITE_DELAY = 1      # a write request reaches the scratchpad one cycle later (it is registered first)
 DIVIDER_LATENCY = 17    # one quotient bit per stage
 SM_OVERHEAD = 4 + DIVIDER_LATENCY   # read, score register, ROM, buffer read, then the divider
+STREAM_MM_OVERHEAD = 3  # decoupled MM: slice read, hold register, then the last PE's product and accumulate
 
 
 @dataclass(frozen=True)
@@ -47,12 +54,84 @@ def busy_cycles(instr, config):
     if i.op == Op.ST:
         return i.len + 1
     if i.op == Op.MM:
+        if config.mode == "decoupled":          # a whole k-slice per cycle, results written as PEs finish
+            return i.K + STREAM_MM_OVERHEAD + i.M * i.N
         return (i.K + 1) * (i.M + i.N) + i.M * i.N
     if i.op == Op.RQ:
         return i.len + RQ_DEPTH
     if i.op == Op.SM:
         return 3 * i.len + SM_OVERHEAD
     return 0
+
+
+def lane_of(op):
+    """Decoupled mode's two lanes: the DMA lane and the compute lane (one instruction in flight each)."""
+    return "dma" if op in (Op.LD, Op.ST) else "compute"
+
+
+def accesses(instr):
+    """The scratchpad ranges an instruction touches as (lo, hi, reads, writes), hi inclusive.
+
+    An MM's operand ranges are the bounding ranges of its strided reads: the scoreboard compares these,
+    so an MM may wait for a write between its rows that it never reads (a false hazard costs time, never
+    correctness)."""
+    sp, _ = footprints(instr)
+    kinds = {Op.LD: ("w",), Op.ST: ("r",), Op.MM: ("r", "r", "w"), Op.RQ: ("r", "w"), Op.SM: ("r", "w")}
+    return [(lo, hi, k == "r", k == "w") for (lo, hi), k in zip(sp, kinds.get(instr.op, ()))]
+
+
+def conflict(x, y):
+    """True when two instructions may not be in flight together: a write of one overlaps a range of the
+    other (RAW, WAR and WAW alike). External ranges need no check: only the DMA lane touches them."""
+    return any((xw and (yr or yw) or xr and yw) and xlo <= yhi and ylo <= xhi
+               for xlo, xhi, xr, xw in accesses(x) for ylo, yhi, yr, yw in accesses(y))
+
+
+class DecoupledTimer:
+    """The decoupled issue logic as an event model: feed it the valid instructions in program order.
+
+    Cycle 0 is the first fetch. Instruction n is decoded in cycle ``D`` and waits in the check state from
+    cycle ``D + 1`` until (a) its lane's unit has finished (the cycle after the lane's last busy cycle) and
+    (b) no conflicting instruction is in flight on the other lane; in that cycle it starts (its unit is busy
+    from the next cycle) and instruction n + 1 is decoded in the cycle after. A HALT or a fault waits for
+    both lanes to finish; the cycle it leaves the check state in is the last one counted."""
+
+    def __init__(self, config):
+        self.config = config
+        self.decode = FETCH_CYCLES               # cycle in which the next instruction is decoded
+        self.last = {"dma": None, "compute": None}    # (instr, last busy cycle) of each lane
+        self.per_unit = {"mm": 0, "dma": 0, "vec": 0}
+        self.executed = 0
+        self.starts = []                         # (instr, start cycle, last busy cycle) in program order
+
+    def _lane_free(self, lane):
+        last = self.last[lane]
+        return -1 if last is None else last[1] + 1
+
+    def earliest_start(self, instr):
+        """The cycle ``instr`` would start in if it were the next instruction (the timer is not changed)."""
+        lane = lane_of(instr.op)
+        start = max(self.decode + 1, self._lane_free(lane))
+        for other in self.last.values():
+            if other is not None and other[1] >= start and conflict(instr, other[0]):
+                start = other[1] + 1
+        return start
+
+    def issue(self, instr):
+        start = self.earliest_start(instr)
+        x = busy_cycles(instr, self.config)
+        self.last[lane_of(instr.op)] = (instr, start + x)
+        self.per_unit[unit_of(instr.op)] += x
+        self.executed += 1
+        self.starts.append((instr, start, start + x))
+        self.decode = start + 1
+        return start
+
+    def stop(self, halted):
+        """Counters after a HALT (``halted``) or a fault in the instruction now in the check state."""
+        end = max([self.decode + 1] + [self._lane_free(lane) for lane in self.last])
+        return Counters(end + 1, self.per_unit["mm"], self.per_unit["dma"], self.per_unit["vec"],
+                        self.executed + (1 if halted else 0))
 
 
 def _as_instr(item):
@@ -69,6 +148,8 @@ def cycle_counts(program, config):
     error code come out here too. ``program`` is a list of Instr or of 128-bit words."""
     if len(program) > config.imem_words:
         raise ValueError(f"Program has {len(program)} instructions but instruction memory holds {config.imem_words}")
+    if config.mode == "decoupled":
+        return _decoupled_counts(program, config)
     cycles, per_unit, executed = FETCH_CYCLES, {"mm": 0, "dma": 0, "vec": 0}, 0
     for pc in range(config.imem_words + 1):
         if pc == config.imem_words:
@@ -86,3 +167,18 @@ def cycle_counts(program, config):
         x = busy_cycles(instr, config)
         cycles += x
         per_unit[unit_of(instr.op)] += x
+
+
+def _decoupled_counts(program, config):
+    timer = DecoupledTimer(config)
+    for pc in range(config.imem_words + 1):
+        if pc == config.imem_words:
+            return timer.stop(False), Err.PC_OVERFLOW, pc
+        instr, err = _as_instr(program[pc]) if pc < len(program) else (None, Err.ILLEGAL)
+        if err == Err.NONE:
+            err = check(instr, config)
+        if err != Err.NONE:
+            return timer.stop(False), err, pc
+        if instr.op == Op.HALT:
+            return timer.stop(True), Err.NONE, pc
+        timer.issue(instr)

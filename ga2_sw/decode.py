@@ -10,6 +10,7 @@ import numpy as np
 
 from . import isa
 from .layout import Layout
+from .schedule import reorder
 from .numerics import quantize, scale_for, mantissa_shift, requant, softmax_q16, s8, u32
 
 __all__ = ["Workload", "make_workload", "rq_params", "ext_image", "program", "outputs", "int_reference",
@@ -91,7 +92,10 @@ def program(config, seqs, ts, P):
     prog = []
     for j, b in enumerate(seqs):
         prog.append(isa.ld(dst=lay.X + j * DM, src=lay.ex_x(b) + (ts[j] - 1) * DM, len=DM))
-    prog.append(isa.ld(dst=lay.W, src=lay.ex_w, len=3 * DM * D))
+    if config.decoupled:       # one load per matrix, so the Q projection can start on Wq alone
+        prog.extend(isa.ld(dst=lay.W + wi * DM * D, src=lay.ex_w + wi * DM * D, len=DM * D) for wi in range(3))
+    else:
+        prog.append(isa.ld(dst=lay.W, src=lay.ex_w, len=3 * DM * D))
     for j, b in enumerate(seqs):
         if ts[j] > 1:
             prog.append(isa.ld(dst=lay.KC(j), src=lay.ex_kc(b), len=(ts[j] - 1) * D))
@@ -120,7 +124,9 @@ def program(config, seqs, ts, P):
         prog.append(isa.rq(dst=lay.O8, src=lay.O, len=D, m=P["out"][0], s=P["out"][1]))
         prog.append(isa.st(src=lay.O8, dst=lay.ex_out(b), len=D))
     prog.append(isa.halt())
-    return prog
+    # Decoupled, the same instructions go out in an order that overlaps the DMA with compute; every pair
+    # that shares a word keeps its order, so the step computes exactly what the in-order program does.
+    return reorder(prog, config) if config.decoupled else prog
 
 
 def outputs(config, ext, b):

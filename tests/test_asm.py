@@ -271,7 +271,7 @@ def test_config_rows_zero():
         Config(rows=0)
 
 
-@pytest.mark.parametrize("name", [f.name for f in dataclasses.fields(Config)])
+@pytest.mark.parametrize("name", [f.name for f in dataclasses.fields(Config) if f.name != "mode"])
 def test_every_config_field_is_range_checked(name):
     lo, hi = Config.field_range(name)
     for bad in (lo - 1, hi + 1):
@@ -280,6 +280,14 @@ def test_every_config_field_is_range_checked(name):
     for bad in ("4", 4.0, True, None):
         with pytest.raises(ValueError, match=rf"^Config field '{name}' must be an integer in range {lo}\.\.{hi}"):
             Config(**{name: bad})
+
+
+def test_config_mode_is_one_of_the_modes():
+    assert Config.field_range("mode") == ("inorder", "decoupled")
+    for bad in ("decouple", "", None, 1):
+        with pytest.raises(ValueError, match=r"^Config field 'mode' must be one of inorder, decoupled, not "):
+            Config(mode=bad)
+    assert Config.from_dict(json.loads(Config(mode="decoupled").to_json())).decoupled
 
 
 def test_config_cross_field_and_unknown_fields():

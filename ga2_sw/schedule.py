@@ -1,0 +1,70 @@
+"""Reordering a program for decoupled execution without changing what it computes.
+
+A decode step is written in the natural order (docs/ISA.md semantics are program order). In decoupled mode
+the chip still issues in program order, one instruction at a time, so how much the DMA overlaps compute is
+decided by the order the builder emits. ``reorder`` keeps every pair of instructions that touch a common
+word (scratchpad or external, at least one of them writing) in their original order, so the reordered
+program leaves exactly the same memories; within that freedom it list-schedules against the cycle model
+itself (``cycles.DecoupledTimer``): the ready instruction that can start first goes next, and of those
+that could start equally early the one heading the longest chain of dependent work.
+"""
+
+from .cycles import DecoupledTimer, accesses, busy_cycles, lane_of
+from .isa import Op, footprints
+
+__all__ = ["dependences", "reorder"]
+
+
+def _ranges(instr):
+    """All ranges of an instruction as (space, lo, hi, reads, writes): scratchpad and external."""
+    out = [("sp", lo, hi, r, w) for lo, hi, r, w in accesses(instr)]
+    _, ext = footprints(instr)
+    for lo, hi in ext:
+        out.append(("ext", lo, hi, instr.op == Op.LD, instr.op == Op.ST))
+    return out
+
+
+def _overlap(x, y):
+    return any(sx == sy and (xw or yw) and xlo <= yhi and ylo <= xhi
+               for sx, xlo, xhi, _, xw in x for sy, ylo, yhi, _, yw in y)
+
+
+def dependences(program):
+    """For each instruction, the indices of the earlier ones it must stay behind."""
+    ranges = [_ranges(i) for i in program]
+    deps = []
+    for j, y in enumerate(ranges):
+        deps.append([i for i in range(j) if _overlap(ranges[i], y)])
+    return deps
+
+
+def reorder(program, config):
+    """The instructions of ``program`` (valid, ending in HALT) in an order for decoupled execution."""
+    if not program or program[-1].op != Op.HALT or any(i.op == Op.HALT for i in program[:-1]):
+        raise ValueError("reorder needs a program of valid instructions with one HALT, at its end")
+    body = program[:-1]
+    deps = dependences(body)
+    users = [[] for _ in body]
+    for j, ds in enumerate(deps):
+        for i in ds:
+            users[i].append(j)
+    # Longest chain of busy time that waits for each instruction (its own excluded: every load costs the
+    # one DMA the same, what matters is how much work it unlocks).
+    chain = [0] * len(body)
+    for i in reversed(range(len(body))):
+        chain[i] = max((busy_cycles(body[j], config) + chain[j] for j in users[i]), default=0)
+    waiting = [len(ds) for ds in deps]
+    ready = {i for i, n in enumerate(waiting) if n == 0}
+    timer = DecoupledTimer(config)
+    order = []
+    while ready:
+        best = min(ready, key=lambda i: (timer.earliest_start(body[i]), -chain[i],
+                                          lane_of(body[i].op) != "dma", i))
+        ready.remove(best)
+        timer.issue(body[best])
+        order.append(body[best])
+        for j in users[best]:
+            waiting[j] -= 1
+            if waiting[j] == 0:
+                ready.add(j)
+    return order + [program[-1]]
