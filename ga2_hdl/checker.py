@@ -9,7 +9,7 @@ from amaranth.utils import ceil_log2
 from ga2_sw.isa import Op, Err, USED_BITS, INSTR_BITS
 from ga2_sw.numerics import MAX_SHIFT
 
-from .ports import InstrLayout
+from .ports import InstrLayout, access_layout, sp_addr_width
 
 __all__ = ["InstrChecker", "CHECK_LATENCY"]
 
@@ -34,6 +34,9 @@ class InstrChecker(wiring.Component):
         Write of the code into the error memory, ``CHECK_LATENCY`` cycles after the host's write.
     err : Out(3)
         ``ga2_sw.isa.Err`` code of the word.
+    access : Out(access_layout(config))
+        The word's scratchpad ranges and whether each is read or written (``ga2_sw.cycles.accesses``),
+        valid with ``err_we`` when ``err`` is 0: the decoupled scoreboard compares them.
     busy : Out(1)
         A word is still in the pipeline.
     """
@@ -42,7 +45,8 @@ class InstrChecker(wiring.Component):
         self._config = config
         aw = max(1, ceil_log2(config.imem_words))
         super().__init__({"we": In(1), "addr": In(aw), "word": In(INSTR_BITS),
-                          "err_we": Out(1), "err_addr": Out(aw), "err": Out(3), "busy": Out(1)})
+                          "err_we": Out(1), "err_addr": Out(aw), "err": Out(3), "busy": Out(1),
+                          "access": Out(access_layout(config))})
 
     def elaborate(self, platform):
         m = Module()
@@ -99,6 +103,18 @@ class InstrChecker(wiring.Component):
         with m.Elif(op.matches(Op.RQ, Op.SM)):
             m.d.sync += load(a, w.src, ln1) + load(b, w.dst, ln1)
 
+        # Which ranges are read and which written (cycles.accesses), carried along beside the arithmetic.
+        flags2 = {r: (reg(name=f"{r}_rd2"), reg(name=f"{r}_wr2")) for r in "abc"}
+        m.d.sync += [flags2["a"][0].eq(op.matches(Op.ST, Op.MM, Op.RQ, Op.SM)), flags2["a"][1].eq(op == Op.LD),
+                     flags2["b"][0].eq(is_mm), flags2["b"][1].eq(op.matches(Op.RQ, Op.SM)),
+                     flags2["c"][0].eq(0), flags2["c"][1].eq(is_mm)]
+
+        def carry(values, stage):
+            out = {r: tuple(reg(len(v), f"{r}_{n}{stage}") for n, v in zip(("rd", "wr", "lo"), vs))
+                   for r, vs in values.items()}
+            m.d.sync += [q.eq(v) for r in values for q, v in zip(out[r], values[r])]
+            return out
+
         # Stage 3: the products, from registers into registers (a multiplier alone in its stage).
         v3, addr3, stray3, shape3 = reg(name="v3"), reg(len(self.addr), name="addr3"), reg(name="stray3"), reg(name="shape3")
         ends = [reg(signed(width + 2), f"{r}_start") for r in "abc"]
@@ -109,12 +125,20 @@ class InstrChecker(wiring.Component):
         for rng, start, prod in zip(ranges, ends, prods):
             m.d.sync += [start.eq(rng["base"] + rng["tail"]), prod.eq(rng["x"] * rng["y"])]
 
+        carried3 = carry({r: (flags2[r][0], flags2[r][1], rng["base"]) for r, rng in zip("abc", ranges)}, 3)
+
         # Stage 4: the extreme addresses.
         v4, addr4, stray4, shape4 = reg(name="v4"), reg(len(self.addr), name="addr4"), reg(name="stray4"), reg(name="shape4")
         his = [reg(signed(width + 3), f"{r}_hi") for r in "abc"]
         ext_hi = reg(signed(width + 2), "ext_hi")
         m.d.sync += [v4.eq(v3), addr4.eq(addr3), stray4.eq(stray3), shape4.eq(shape3), ext_hi.eq(ext_end)]
         m.d.sync += [hi.eq(start + prod) for hi, start, prod in zip(his, ends, prods)]
+        carried4 = carry(carried3, 4)
+        aw = sp_addr_width(cfg)
+        for r, hi in zip("abc", his):
+            rd, wr, lo = carried4[r]
+            out = getattr(self.access, r)
+            m.d.comb += [out.rd.eq(rd), out.wr.eq(wr), out.lo.eq(lo[:aw]), out.hi.eq(hi[:aw])]
 
         # Stage 5 (combinational into the error memory's write port): compare with the sizes and rank.
         sp_out = 0

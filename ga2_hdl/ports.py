@@ -6,7 +6,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-__all__ = ["InstrLayout", "SpReadSignature", "SpWriteSignature", "ExtSignature", "unit_members",
+__all__ = ["InstrLayout", "access_layout", "SpReadSignature", "SpWriteSignature", "ExtSignature", "unit_members",
            "sp_addr_width", "ext_addr_width", "WORD"]
 
 WORD = 32
@@ -29,6 +29,15 @@ InstrLayout = data.StructLayout({
     "rsv1": unsigned(4),
 })
 assert InstrLayout.size == 128
+
+
+def access_layout(config):
+    """The scratchpad ranges of an instruction for the decoupled scoreboard: up to three inclusive ranges
+    ``a``, ``b``, ``c`` (``ga2_sw.cycles.accesses``: LD writes a; ST reads a; MM reads a, b and writes c;
+    RQ and SM read a and write b), each flagged as read and/or written; an unused range has neither flag."""
+    aw = sp_addr_width(config)
+    rng = data.StructLayout({"lo": unsigned(aw), "hi": unsigned(aw), "rd": unsigned(1), "wr": unsigned(1)})
+    return data.StructLayout({"a": rng, "b": rng, "c": rng})
 
 
 def sp_addr_width(config):

@@ -9,7 +9,8 @@ from amaranth.utils import ceil_log2
 from ga2_sw.isa import Op, Err, INSTR_BITS
 
 from .checker import InstrChecker
-from .ports import InstrLayout
+from .ports import InstrLayout, access_layout
+from .scoreboard import Scoreboard
 
 __all__ = ["Sequencer", "UNITS"]
 
@@ -19,13 +20,20 @@ COUNTER_WIDTH = 32
 
 
 class Sequencer(wiring.Component):
-    """Runs the program in instruction memory one instruction at a time (in-order mode).
+    """Runs the program in instruction memory.
 
-    Timing (docs/ISA.md): one fetch cycle after ``start``, then per instruction a DECODE cycle (the
+    In order (docs/ISA.md): one fetch cycle after ``start``, then per instruction a DECODE cycle (the
     instruction word and its error code, computed when the host wrote it, arrive from their memories) and a
-    CHECK cycle (``start`` of the unit when the code is 0, else halt with it), then the unit's busy time. The next instruction is fetched in the unit's ``done`` cycle, so nothing is lost between
+    CHECK cycle (``start`` of the unit when the code is 0, else halt with it), then the unit's busy time.
+    The next instruction is fetched in the unit's ``done`` cycle, so nothing is lost between
     instructions. A faulting instruction is never dispatched: nothing is written and the error code is
     held until the next ``start``.
+
+    Decoupled (``config.mode``): the instruction waits in CHECK until its lane (DMA or compute) is free and
+    the ``Scoreboard`` sees no conflict with the instruction in flight on the other lane; it starts in that
+    cycle and the next instruction is decoded in the cycle after, while the units run. A HALT or a fault
+    waits in CHECK until both lanes are idle, so that memory and counters are final when ``done`` rises.
+    ``ga2_sw.cycles.DecoupledTimer`` is this state machine as an event model.
 
     Members
     -------
@@ -65,6 +73,9 @@ class Sequencer(wiring.Component):
         self.imem = memory.Memory(shape=INSTR_BITS, depth=config.imem_words, init=[])
         # A zero word is illegal, so the error memory starts out saying so.
         self.errmem = memory.Memory(shape=3, depth=config.imem_words, init=[Err.ILLEGAL] * config.imem_words)
+        # Decoupled: every word's scratchpad ranges, computed by the checker beside its error code.
+        self.accmem = (memory.Memory(shape=access_layout(config), depth=config.imem_words, init=[])
+                       if config.decoupled else None)
 
     def elaborate(self, platform):
         m = Module()
@@ -89,6 +100,16 @@ class Sequencer(wiring.Component):
         pc = self.pc
         fetch_addr = Signal.like(pc)
         m.d.comb += [rd.addr.eq(fetch_addr), err_rd.addr.eq(fetch_addr)]
+
+        if cfg.decoupled:
+            m.submodules.accmem = accmem = self.accmem
+            acc_wr, acc_rd = accmem.write_port(), accmem.read_port()
+            m.submodules.scoreboard = scoreboard = Scoreboard(cfg)
+            m.d.comb += [acc_wr.en.eq(checker.err_we), acc_wr.addr.eq(checker.err_addr),
+                         acc_wr.data.eq(checker.access), acc_rd.addr.eq(fetch_addr)]
+            compute_busy = Signal()
+            m.d.comb += [compute_busy.eq(self.mm_busy | self.rq_busy | self.sm_busy),
+                         scoreboard.dma_busy.eq(self.dma_busy), scoreboard.compute_busy.eq(compute_busy)]
 
         counting = Signal()
         m.d.comb += self.running.eq(counting)
@@ -126,30 +147,69 @@ class Sequencer(wiring.Component):
                 m.d.comb += [counting.eq(1), fetch_addr.eq(pc)]
                 m.d.sync += [ir.as_value().eq(rd.data), word_err.eq(err_rd.data),
                              pc_overflow.eq(pc == cfg.imem_words)]
+                if cfg.decoupled:
+                    m.d.sync += scoreboard.cand.eq(acc_rd.data)
                 m.next = "CHECK"
-            with m.State("CHECK"):
-                m.d.comb += [counting.eq(1), fetch_addr.eq(pc)]
-                err = Signal(3)
-                m.d.comb += err.eq(Mux(pc_overflow, Err.PC_OVERFLOW, word_err))
-                with m.If(err != Err.NONE):
-                    m.d.sync += self.error.eq(err)
-                    m.next = "HALTED"
-                with m.Elif(ir.op == Op.HALT):
-                    m.d.sync += self.instructions.eq(self.instructions + 1)
-                    m.next = "HALTED"
-                with m.Else():
-                    for unit, ops in UNITS.items():
-                        m.d.comb += getattr(self, f"{unit}_start").eq(ir.op.matches(*ops))
-                    m.next = "EXEC"
-            with m.State("EXEC"):
-                # The next word is read all through EXEC, so the unit's done never reaches the memory's
-                # address (done -> address was the critical path at 88 MHz): it is ready whenever done comes.
-                m.d.comb += [counting.eq(1), fetch_addr.eq(pc + 1)]
-                with m.If(any_done):
-                    m.d.sync += [self.instructions.eq(self.instructions + 1), pc.eq(pc + 1)]
-                    m.next = "DECODE"
+            if cfg.decoupled:
+                with m.State("CHECK"):
+                    self._issue_decoupled(m, ir, word_err, pc_overflow, fetch_addr, counting,
+                                          scoreboard, compute_busy)
+            else:
+                self._issue_inorder(m, ir, word_err, pc_overflow, fetch_addr, counting, any_done)
             with m.State("HALTED"):
                 # A start waiting for the checker already hides the old results.
                 m.d.comb += self.done.eq(~(self.start | start_pending))
                 restart_on_start()
         return m
+
+    def _issue_inorder(self, m, ir, word_err, pc_overflow, fetch_addr, counting, any_done):
+        """CHECK and EXEC in order: start the unit, wait for its done."""
+        pc = self.pc
+        with m.State("CHECK"):
+            m.d.comb += [counting.eq(1), fetch_addr.eq(pc)]
+            err = Signal(3)
+            m.d.comb += err.eq(Mux(pc_overflow, Err.PC_OVERFLOW, word_err))
+            with m.If(err != Err.NONE):
+                m.d.sync += self.error.eq(err)
+                m.next = "HALTED"
+            with m.Elif(ir.op == Op.HALT):
+                m.d.sync += self.instructions.eq(self.instructions + 1)
+                m.next = "HALTED"
+            with m.Else():
+                for unit, ops in UNITS.items():
+                    m.d.comb += getattr(self, f"{unit}_start").eq(ir.op.matches(*ops))
+                m.next = "EXEC"
+        with m.State("EXEC"):
+            # The next word is read all through EXEC, so the unit's done never reaches the memory's
+            # address (done -> address was the critical path at 88 MHz): it is ready whenever done comes.
+            m.d.comb += [counting.eq(1), fetch_addr.eq(pc + 1)]
+            with m.If(any_done):
+                m.d.sync += [self.instructions.eq(self.instructions + 1), pc.eq(pc + 1)]
+                m.next = "DECODE"
+
+    def _issue_decoupled(self, m, ir, word_err, pc_overflow, fetch_addr, counting, scoreboard, compute_busy):
+        """The CHECK state of decoupled mode: issue when the lane is free and nothing conflicts."""
+        pc = self.pc
+        # The next word is read all the time: it is ready in the cycle after the issue.
+        m.d.comb += [counting.eq(1), fetch_addr.eq(pc + 1)]
+        err = Signal(3)
+        m.d.comb += err.eq(Mux(pc_overflow, Err.PC_OVERFLOW, word_err))
+        idle = ~self.dma_busy & ~compute_busy
+        is_dma = ir.op.matches(Op.LD, Op.ST)
+        go = Signal()
+        m.d.comb += [go.eq((err == Err.NONE) & (ir.op != Op.HALT) & ~Mux(is_dma, self.dma_busy, compute_busy) &
+                           ~scoreboard.hazard),
+                     scoreboard.issue.eq(go), scoreboard.issue_dma.eq(is_dma)]
+        with m.If(err != Err.NONE):
+            with m.If(idle):
+                m.d.sync += self.error.eq(err)
+                m.next = "HALTED"
+        with m.Elif(ir.op == Op.HALT):
+            with m.If(idle):
+                m.d.sync += self.instructions.eq(self.instructions + 1)
+                m.next = "HALTED"
+        with m.Elif(go):
+            for unit, ops in UNITS.items():
+                m.d.comb += getattr(self, f"{unit}_start").eq(ir.op.matches(*ops))
+            m.d.sync += [self.instructions.eq(self.instructions + 1), pc.eq(pc + 1)]
+            m.next = "DECODE"

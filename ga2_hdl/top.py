@@ -15,6 +15,7 @@ from .requantiser import Requantiser
 from .scratchpad import Scratchpad, _and_or
 from .sequencer import Sequencer, UNITS, COUNTER_WIDTH
 from .softmax import Softmax
+from .stream_matrix_unit import StreamMatrixUnit
 
 __all__ = ["GA2"]
 
@@ -52,9 +53,16 @@ class GA2(wiring.Component):
         })
         # Built here, not in elaborate(), so that testbenches can peek at the memories.
         self.sequencer = Sequencer(config)
-        self.scratchpad = Scratchpad(config, writers=4)
-        self.units = {"dma": DMA(config), "mm": MatrixUnit(config), "rq": Requantiser(config),
-                      "sm": Softmax(config)}
+        if config.decoupled:
+            # The DMA writes and reads through ports of its own; the matrix unit reads a whole k-slice per
+            # cycle through a port per array row and column (docs/ARCHITECTURE.md).
+            self.scratchpad = Scratchpad(config, writers=4, write_groups=(1, 3),
+                                         extra_readers=1 + config.rows + config.cols)
+            mm = StreamMatrixUnit(config)
+        else:
+            self.scratchpad = Scratchpad(config, writers=4)
+            mm = MatrixUnit(config)
+        self.units = {"dma": DMA(config), "mm": mm, "rq": Requantiser(config), "sm": Softmax(config)}
 
     @property
     def config(self):
@@ -77,16 +85,24 @@ class GA2(wiring.Component):
 
         # In order, at most one unit is busy, so at most one drives each scratchpad port: the read port is an
         # AND-OR of the units' requests, gated by their enables; each unit has a write port of its own, which
-        # the scratchpad registers before merging. With no unit busy, the host reads.
+        # the scratchpad registers before merging. With no unit busy, the host reads. Decoupled, the shared
+        # port serves only the compute lane's vector units (one runs at a time) and the host.
         idle = Signal()
         m.d.comb += idle.eq(~Cat(*(u.busy for u in self.units.values())).any())
-        readers = [(u.sp_rd.en, u.sp_rd.addr) for u in self.units.values()] + [(idle, self.dbg_sp_addr)]
+        shared = [u for name, u in self.units.items() if not (self._config.decoupled and name in ("dma", "mm"))]
+        readers = [(u.sp_rd.en, u.sp_rd.addr) for u in shared] + [(idle, self.dbg_sp_addr)]
         m.d.comb += [
             sp.rd.en.eq(Cat(*(en for en, _ in readers)).any()),
             sp.rd.addr.eq(_and_or((en, addr) for en, addr in readers)),
             self.dbg_sp_data.eq(sp.rd.data),
         ]
+        for u in shared:
+            m.d.comb += u.sp_rd.data.eq(sp.rd.data)
+        if self._config.decoupled:
+            mm = self.units["mm"]
+            own = [self.units["dma"].sp_rd] + list(mm.a_rd) + list(mm.b_rd)
+            for unit_port, sp_port in zip(own, sp.rdx):
+                connect(m, unit_port, sp_port)
         for port, unit in zip(sp.wr, self.units.values()):
             connect(m, unit.sp_wr, port)
-            m.d.comb += unit.sp_rd.data.eq(sp.rd.data)
         return m
