@@ -44,12 +44,16 @@ UNIT_TESTS = {
     "requantiser": "tests/test_hdl_requantiser.py",
     "softmax": "tests/test_hdl_softmax.py",
     "divider": "tests/test_hdl_divider.py",
+    "stream_matrix_unit": "tests/test_hdl_stream_matrix_unit.py",
+    "scoreboard": "tests/test_hdl_scoreboard.py",
 }
 
 # The fixed test selection, in its default order (see the module docstring).
 SELECTION = (
     "tests/test_hdl_systolic.py",
     "tests/test_hdl_matrix_unit.py",
+    "tests/test_hdl_stream_matrix_unit.py",
+    "tests/test_hdl_scoreboard.py",
     "tests/test_hdl_requantiser.py",
     "tests/test_hdl_softmax.py",
     "tests/test_hdl_divider.py",
@@ -194,8 +198,8 @@ RTL_MUTANTS = (
        "with m.If(counting):\n            m.d.sync += self.cycles.eq(self.cycles + 1)",
        "with m.If(counting | self.done):\n            m.d.sync += self.cycles.eq(self.cycles + 1)"),
     _m("seq: HALT not counted as an instruction", "sequencer",
-       'm.d.sync += self.instructions.eq(self.instructions + 1)\n                    m.next = "HALTED"',
-       'm.next = "HALTED"'),
+       'with m.Elif(ir.op == Op.HALT):\n                m.d.sync += self.instructions.eq(self.instructions + 1)\n',
+       'with m.Elif(ir.op == Op.HALT):\n'),
     _m("seq: vector counter ignores SM", "sequencer",
        "with m.If(self.rq_busy | self.sm_busy):", "with m.If(self.rq_busy):"),
     _m("seq: MM counter also counts the dispatch cycle", "sequencer",
@@ -203,7 +207,7 @@ RTL_MUTANTS = (
     _m("seq: PC overflow not detected", "sequencer",
        "pc_overflow.eq(pc == cfg.imem_words)", "pc_overflow.eq(0)"),
     _m("seq: fetches pc instead of pc + 1 during EXEC", "sequencer",
-       "fetch_addr.eq(pc + 1)]", "fetch_addr.eq(pc)]"),
+       "fetch_addr.eq(pc + 1)]\n            with m.If(any_done)", "fetch_addr.eq(pc)]\n            with m.If(any_done)"),
     _m("seq: error not cleared by start", "sequencer",
        "m.d.sync += [pc.eq(0), self.error.eq(0), self.cycles.eq(0)", "m.d.sync += [pc.eq(0), self.cycles.eq(0)"),
     _m("seq: word error outranks PC overflow", "sequencer",
@@ -238,6 +242,24 @@ RTL_MUTANTS = (
        "sp_out = sp_out | (hi >= cfg.sp_words)", "sp_out = sp_out | (hi > cfg.sp_words)"),
     _m("chk: pipeline registers reset (not reset-less)", "checker",
        "return Signal(shape, name=name, reset_less=True)", "return Signal(shape, name=name)"),
+    _m("chk: an RQ/SM destination is not marked as written (decoupled)", "checker",
+       "flags2[\"b\"][1].eq(op.matches(Op.RQ, Op.SM))", "flags2[\"b\"][1].eq(0)"),
+    # -- decoupled mode: scoreboard, issue, streaming matrix unit --------------------------------------------
+    _m("sb: write-after-read not detected", "scoreboard",
+       "kinds = (xp.wr & (yq.rd | yq.wr)) | (xp.rd & yq.wr)", "kinds = (xp.wr & yq.wr) | (xp.rd & yq.wr)"),
+    _m("sb: ranges that share only their last word do not overlap", "scoreboard",
+       "(xp.lo <= yq.hi) & (yq.lo <= xp.hi)", "(xp.lo < yq.hi) & (yq.lo <= xp.hi)"),
+    _m("sb: the compute lane's entry is never in flight", "scoreboard",
+       "(self.compute_busy & _conflict(self.cand, compute_entry))", "(0 & _conflict(self.cand, compute_entry))"),
+    _m("seq: decoupled issue ignores a busy lane", "sequencer",
+       "~Mux(is_dma, self.dma_busy, compute_busy) &", "~Mux(is_dma, 0, compute_busy) &"),
+    _m("seq: decoupled HALT does not wait for the lanes", "sequencer",
+       "        with m.Elif(ir.op == Op.HALT):\n            with m.If(idle):",
+       "        with m.Elif(ir.op == Op.HALT):\n            with m.If(1):"),
+    _m("smm: B column ports step by 1 even when tb = 0", "stream_matrix_unit",
+       "Mux(instr.tb, 1, instr.ldb)", "1"),
+    _m("smm: writes start one cycle early", "stream_matrix_unit",
+       "with m.If(flush_cnt == 2):", "with m.If(flush_cnt == 1):"),
 )
 
 

@@ -96,6 +96,8 @@ class Sequencer(wiring.Component):
                      err_wr.en.eq(checker.err_we), err_wr.addr.eq(checker.err_addr), err_wr.data.eq(checker.err)]
         word_err = Signal(3)
         pc_overflow = Signal()
+        err = Signal(3)                 # the code of the instruction in CHECK
+        m.d.comb += err.eq(Mux(pc_overflow, Err.PC_OVERFLOW, word_err))
 
         pc = self.pc
         fetch_addr = Signal.like(pc)
@@ -152,23 +154,20 @@ class Sequencer(wiring.Component):
                 m.next = "CHECK"
             if cfg.decoupled:
                 with m.State("CHECK"):
-                    self._issue_decoupled(m, ir, word_err, pc_overflow, fetch_addr, counting,
-                                          scoreboard, compute_busy)
+                    self._issue_decoupled(m, ir, err, fetch_addr, counting, scoreboard, compute_busy)
             else:
-                self._issue_inorder(m, ir, word_err, pc_overflow, fetch_addr, counting, any_done)
+                self._issue_inorder(m, ir, err, fetch_addr, counting, any_done)
             with m.State("HALTED"):
                 # A start waiting for the checker already hides the old results.
                 m.d.comb += self.done.eq(~(self.start | start_pending))
                 restart_on_start()
         return m
 
-    def _issue_inorder(self, m, ir, word_err, pc_overflow, fetch_addr, counting, any_done):
+    def _issue_inorder(self, m, ir, err, fetch_addr, counting, any_done):
         """CHECK and EXEC in order: start the unit, wait for its done."""
         pc = self.pc
         with m.State("CHECK"):
             m.d.comb += [counting.eq(1), fetch_addr.eq(pc)]
-            err = Signal(3)
-            m.d.comb += err.eq(Mux(pc_overflow, Err.PC_OVERFLOW, word_err))
             with m.If(err != Err.NONE):
                 m.d.sync += self.error.eq(err)
                 m.next = "HALTED"
@@ -187,13 +186,11 @@ class Sequencer(wiring.Component):
                 m.d.sync += [self.instructions.eq(self.instructions + 1), pc.eq(pc + 1)]
                 m.next = "DECODE"
 
-    def _issue_decoupled(self, m, ir, word_err, pc_overflow, fetch_addr, counting, scoreboard, compute_busy):
+    def _issue_decoupled(self, m, ir, err, fetch_addr, counting, scoreboard, compute_busy):
         """The CHECK state of decoupled mode: issue when the lane is free and nothing conflicts."""
         pc = self.pc
         # The next word is read all the time: it is ready in the cycle after the issue.
         m.d.comb += [counting.eq(1), fetch_addr.eq(pc + 1)]
-        err = Signal(3)
-        m.d.comb += err.eq(Mux(pc_overflow, Err.PC_OVERFLOW, word_err))
         idle = ~self.dma_busy & ~compute_busy
         is_dma = ir.op.matches(Op.LD, Op.ST)
         go = Signal()

@@ -164,10 +164,18 @@ FAULT_ERRORS = {"illegal_opcode": Err.ILLEGAL, "stray_bits": Err.ILLEGAL, "halt_
                 "pc_overflow": Err.PC_OVERFLOW}
 
 
-def random_program(draw, config, fault=None, max_len=10):
+def _cramped(config):
+    """``config`` with the memories shrunk to their smallest: instructions valid there are valid on
+    ``config`` too, and crowded into 64 words they overlap all the time (hazards for decoupled mode)."""
+    return config.replace(sp_words=64, ext_words=64)
+
+
+def random_program(draw, config, fault=None, max_len=10, cramped=False):
     """A program: random valid instructions, then HALT (fault None), or then one faulting instruction of
     kind ``fault`` (a few more instructions after it, never reached). ``fall_off`` leaves out the HALT
-    (the zeroed instruction memory faults); ``pc_overflow`` fills the whole instruction memory."""
+    (the zeroed instruction memory faults); ``pc_overflow`` fills the whole instruction memory.
+    ``cramped`` draws about two of three valid instructions inside the first 64 words of both memories, so
+    that loads, stores and compute read and write each other's words (RAW, WAR and WAW hazards)."""
     if fault == "pc_overflow":
         prog = []
         for _ in range(config.imem_words):
@@ -176,7 +184,8 @@ def random_program(draw, config, fault=None, max_len=10):
                                      lambda: isa.rq(draw(0, config.sp_words - n), draw(0, config.sp_words - n), n,
                                                     draw(-300, 300), draw(0, 12))))())
         return prog
-    prog = [random_valid_instr(draw, config) for _ in range(draw(0 if fault else 1, max_len))]
+    small = _cramped(config) if cramped else config
+    prog = [random_valid_instr(draw, small if draw(0, 2) else config) for _ in range(draw(0 if fault else 1, max_len))]
     prog = prog[:config.imem_words - 2]
     if fault is None:
         return prog + [isa.halt()]
@@ -211,7 +220,7 @@ def fuzz_job(config, seed, fault_rate=0.3):
     fault = None
     if rng.random() < fault_rate:
         fault = rng.choice(FAULT_KINDS)
-    program = random_program(draw, config, fault)
+    program = random_program(draw, config, fault, cramped=rng.random() < 0.5)
     ext = random_words(rng, rng.choice((0, 16, config.ext_words)))
     sp = random_words(rng, rng.choice((0, 64, config.sp_words)))
     return program, ext, sp

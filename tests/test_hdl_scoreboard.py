@@ -1,0 +1,122 @@
+"""The decoupled scoreboard and the ranges the checker computes for it, in pysim, against the software
+rule (``ga2_sw.cycles.accesses`` / ``conflict``, plain Python on the instruction fields)."""
+
+import random
+
+from amaranth.back import verilog
+
+from ga2_hdl.checker import InstrChecker, CHECK_LATENCY
+from ga2_hdl.scoreboard import Scoreboard
+from ga2_hdl.testing import run_bench
+from ga2_sw.config import Config
+from ga2_sw.cycles import accesses, conflict, lane_of
+from ga2_sw.isa import encode, Op
+from sim.commands import random_valid_instr
+
+CONFIG = Config(sp_words=256, ext_words=256, mode="decoupled")
+CRAMPED = CONFIG.replace(sp_words=64, ext_words=64)
+
+
+def _instrs(seed, n):
+    rng = random.Random(seed)
+    return [random_valid_instr(rng.randint, CRAMPED if rng.random() < 0.7 else CONFIG) for _ in range(n)]
+
+
+def _set_access(ctx, port, instr):
+    ranges = accesses(instr) + [(0, 0, False, False)] * 3
+    for name, (lo, hi, rd, wr) in zip("abc", ranges):
+        r = getattr(port, name)
+        ctx.set(r.lo, lo)
+        ctx.set(r.hi, hi)
+        ctx.set(r.rd, int(rd))
+        ctx.set(r.wr, int(wr))
+
+
+def test_hazard_is_the_software_conflict_rule():
+    """Random pairs, mostly crowded into 64 words: the in-flight one goes into its lane's entry, then the
+    hazard for the candidate must be ``conflict`` exactly while that lane is busy, and 0 once it is idle."""
+    dut = Scoreboard(CONFIG)
+    pairs = list(zip(_instrs(1, 300), _instrs(2, 300)))
+    seen = {True: 0, False: 0}
+
+    async def bench(ctx):
+        for flying, cand in pairs:
+            dma = lane_of(flying.op) == "dma"
+            _set_access(ctx, dut.cand, flying)
+            ctx.set(dut.issue, 1)
+            ctx.set(dut.issue_dma, int(dma))
+            await ctx.tick()
+            ctx.set(dut.issue, 0)
+            _set_access(ctx, dut.cand, cand)
+            ctx.set(dut.dma_busy, int(dma))
+            ctx.set(dut.compute_busy, int(not dma))
+            want = conflict(cand, flying)
+            assert ctx.get(dut.hazard) == int(want), f"{cand} while {flying} in flight"
+            seen[want] += 1
+            ctx.set(dut.dma_busy, 0)
+            ctx.set(dut.compute_busy, 0)
+            assert ctx.get(dut.hazard) == 0
+    run_bench(dut, bench)
+    assert seen[True] > 60 and seen[False] > 60, seen
+
+
+def test_both_entries_are_kept():
+    """An entry stays while the other lane issues: a DMA load in flight still blocks after a compute
+    instruction was issued beside it."""
+    from ga2_sw import isa
+    dut = Scoreboard(CONFIG)
+    load = isa.ld(dst=10, src=0, len=20)
+    mm = isa.mm(dst=100, A=40, B=60, M=2, K=4, N=2, lda=4, ldb=2, ldc=2)
+    reader = isa.rq(dst=200, src=25, len=3, m=1, s=0)
+
+    async def bench(ctx):
+        for instr in (load, mm):
+            _set_access(ctx, dut.cand, instr)
+            ctx.set(dut.issue, 1)
+            ctx.set(dut.issue_dma, int(instr.op == Op.LD))
+            await ctx.tick()
+        ctx.set(dut.issue, 0)
+        _set_access(ctx, dut.cand, reader)
+        ctx.set(dut.dma_busy, 1)
+        ctx.set(dut.compute_busy, 1)
+        assert ctx.get(dut.hazard) == 1          # reads words 25..27 that the load writes
+        ctx.set(dut.dma_busy, 0)
+        assert ctx.get(dut.hazard) == 0          # the MM's ranges are elsewhere
+    run_bench(dut, bench)
+
+
+def test_checker_computes_the_ranges_of_accesses():
+    """The ranges the checker writes beside each error code are ``accesses`` of the word, for every
+    opcode, strided and transposed MMs included."""
+    dut = InstrChecker(CONFIG)
+    words = _instrs(3, 200)
+
+    async def writer(ctx):
+        for n, instr in enumerate(words):
+            ctx.set(dut.we, 1)
+            ctx.set(dut.addr, n)
+            ctx.set(dut.word, encode(instr))
+            await ctx.tick()
+        ctx.set(dut.we, 0)
+        await ctx.tick().repeat(CHECK_LATENCY + 1)
+
+    async def reader(ctx):
+        got = 0
+        fields = [getattr(getattr(dut.access, r), f) for r in "abc" for f in ("lo", "hi", "rd", "wr")]
+        async for _, _, we, addr, *values in ctx.tick().sample(dut.err_we, dut.err_addr, *fields):
+            if we:
+                instr = words[addr]
+                want = accesses(instr) + [(None, None, False, False)] * 3
+                for n, (name, (lo, hi, rd, wr)) in enumerate(zip("abc", want)):
+                    g_lo, g_hi, g_rd, g_wr = values[4 * n:4 * n + 4]
+                    assert (g_rd, g_wr) == (int(rd), int(wr)), (instr, name)
+                    if rd or wr:
+                        assert (g_lo, g_hi) == (lo, hi), (instr, name)
+                got += 1
+                if got == len(words):
+                    return
+    run_bench(dut, writer, reader)
+
+
+def test_verilog():
+    verilog.convert(Scoreboard(CONFIG), name="sb")
