@@ -24,10 +24,13 @@ _COMMAND_MODULES = [
 ]
 
 
-def add_config_arguments(parser):
-    """--rows, --cols, ... one option per Config field, defaulting to the Config defaults."""
+def add_config_arguments(parser, mode=True):
+    """--rows, --cols, ... one option per Config field, defaulting to the Config defaults. ``mode=False``
+    leaves out --mode for a command that defines its own (decode-table runs both modes)."""
     group = parser.add_argument_group("configuration")
     for name, text in Config.field_help().items():
+        if name == "mode" and not mode:
+            continue
         if name == "mode":
             group.add_argument("--mode", dest="cfg_mode", choices=Config.field_range("mode"),
                                default=Config().mode, help=f"{text} (default %(default)s)")
@@ -39,6 +42,8 @@ def add_config_arguments(parser):
 
 def config_from_args(args):
     fields = {k[4:]: v for k, v in vars(args).items() if k.startswith("cfg_")}
+    if "mode" in fields and fields["mode"] not in Config.field_range("mode"):
+        fields.pop("mode")
     return Config(**fields)
 
 

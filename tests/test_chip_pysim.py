@@ -11,8 +11,10 @@ from ga2_sw.workloads import decode_table_programs
 from sim.pysim_runner import run_pysim, HangError
 
 CONFIG = Config()
+DECOUPLED = Config(mode="decoupled")
 PROGRAMS = decode_table_programs(CONFIG)
 CHAPTER = [3827, 5777, 7727, 9677, 6452]
+CASES = [(cfg, n, p) for cfg in (CONFIG, DECOUPLED) for n, p in enumerate(decode_table_programs(cfg))]
 
 
 def assert_same(result, expect, what):
@@ -23,19 +25,18 @@ def assert_same(result, expect, what):
     assert result.sp == expect.sp, f"{what}: scratchpad differs"
 
 
-@pytest.mark.parametrize("index", range(len(PROGRAMS)), ids=[p.name for p in PROGRAMS])
-def test_chapter_program(index):
-    p = PROGRAMS[index]
-    r = run_pysim(CONFIG, p.program, p.ext)
-    assert_same(r, run(p.program, CONFIG, p.ext), p.name)
-    counters, err, _ = cycle_counts(p.program, CONFIG)
+@pytest.mark.parametrize("config, index, p", CASES, ids=[f"{c.mode}-{p.name}" for c, _, p in CASES])
+def test_chapter_program(config, index, p):
+    r = run_pysim(config, p.program, p.ext)
+    assert_same(r, run(p.program, config, p.ext), p.name)
+    counters, err, _ = cycle_counts(p.program, config)
     assert err == Err.NONE and r.counters == counters
     assert r.counters.cycles <= CHAPTER[index]
     # Independent of the machine: every sequence's output equals the plain-Python integer reference.
     lengths = p.lengths
-    w = dec.make_workload(CONFIG, p.batch, max(lengths), 4242 if len(set(lengths)) == 1 else 4242 + 101)
+    w = dec.make_workload(config, p.batch, max(lengths), 4242 if len(set(lengths)) == 1 else 4242 + 101)
     for b, L in enumerate(lengths):
-        assert dec.outputs(CONFIG, r.ext, b) == dec.int_reference(w, b, L)
+        assert dec.outputs(config, r.ext, b) == dec.int_reference(w, b, L)
 
 
 def test_decode_sequence_of_steps():

@@ -1,9 +1,11 @@
-"""``ga2 decode-table``: the chapter's section-3 table (cycles, traffic, roofline) from a simulator's counters."""
+"""``ga2 decode-table``: the chapter's section-3 table (cycles, traffic, roofline) from a simulator's counters,
+in order, decoupled, or both side by side against the memory bound (1 word per cycle: a step's words)."""
 
 import sys
 import time
 
-from ..analyses.common import table, write_json
+from ..analyses.common import finish_plot, table, write_json
+from ..cycles import DecoupledTimer, busy_cycles, lane_of
 from ..decode import traffic
 from ..machine import Machine
 from ..workloads import decode_table_programs
@@ -35,9 +37,10 @@ def decode_table(config, sim="model", seed=4242):
         match = (r.counters == expect.counters and r.ext == expect.ext and r.sp == expect.sp)
         macs, words = traffic(p.program)
         c = r.counters
-        rows.append({"name": p.name, "batch": p.batch, "lengths": list(p.lengths), "cycles": c.cycles,
+        rows.append({"name": p.name, "mode": config.mode, "batch": p.batch, "lengths": list(p.lengths), "cycles": c.cycles,
                      "mm_cycles": c.mm, "dma_cycles": c.dma, "vec_cycles": c.vec, "instructions": c.instructions,
-                     "macs": macs, "words": words, "matches_reference": match,
+                     "macs": macs, "words": words, "memory_bound": words,
+                     "of_memory_bound": round(words / c.cycles, 4), "matches_reference": match,
                      "chapter_cycles": CHAPTER_CYCLES.get(_chapter_key(p)) if config.rows == 4 and config.cols == 4
                      and config.max_ctx == 16 and config.d == 16 and config.d_model == 16 else None})
     return rows, seconds
@@ -50,14 +53,15 @@ def _print(rows, config, sim, seconds):
         intensity = r["macs"] / r["words"]
         achieved = r["macs"] / r["cycles"]
         ceiling = min(peak, intensity)               # memory moves 1 word per cycle
-        overlap = r["cycles"] / max(r["dma_cycles"], r["cycles"] - r["dma_cycles"])
+        overlap = (f"{r['cycles'] / max(r['dma_cycles'], r['cycles'] - r['dma_cycles']):.2f}x"
+                   if config.mode == "inorder" else "--")
         body.append([r["name"], r["cycles"], f"{r['cycles'] / r['batch']:,.0f}", r["macs"], r["words"],
                      f"{intensity:.2f}", f"{achieved:.3f}", f"{ceiling:.2f}", f"{100 * achieved / ceiling:.1f}%",
-                     f"{100 * r['words'] / r['cycles']:.1f}%", f"{overlap:.2f}x",
+                     f"{100 * r['words'] / r['cycles']:.1f}%", overlap,
                      "--" if r["chapter_cycles"] is None else f"{r['chapter_cycles']:,}",
                      "yes" if r["matches_reference"] else "NO"])
     print(f"decode steps on {sim} ({config.rows}x{config.cols} array, peak {peak} MAC/cycle, "
-          f"memory 1 word/cycle, in-order mode)")
+          f"memory 1 word/cycle, {config.mode} mode)")
     print(table(["program", "cycles", "per token", "MACs", "words", "MAC/word", "achieved", "ceiling",
                  "of ceiling", "of mem bound", "if overlapped", "chapter", "= model"], body,
                 ["<"] + [">"] * 12))
@@ -75,6 +79,62 @@ def _print(rows, config, sim, seconds):
           f"({cps:,.0f} cycles/s; `ga2 bench-sim` measures the simulation alone)", file=sys.stderr)
 
 
+def _print_side_by_side(by_mode):
+    """One line per program: both modes' cycles against the step's memory bound."""
+    inorder, decoupled = by_mode["inorder"], by_mode["decoupled"]
+    body = []
+    for a, b in zip(inorder, decoupled):
+        body.append([a["name"], a["words"], f"{a['cycles']:,}", f"{100 * a['words'] / a['cycles']:.1f}%",
+                     f"{b['cycles']:,}", f"{100 * b['words'] / b['cycles']:.1f}%", f"{b['cycles'] / b['words']:.3f}",
+                     f"{a['cycles'] / b['cycles']:.2f}x",
+                     "--" if a["chapter_cycles"] is None else f"{a['chapter_cycles'] / b['cycles']:.2f}x"])
+    ti, td = sum(r["cycles"] for r in inorder), sum(r["cycles"] for r in decoupled)
+    tw = sum(r["words"] for r in inorder)
+    chapter = [r["chapter_cycles"] for r in inorder]
+    body.append(["total", tw, f"{ti:,}", f"{100 * tw / ti:.1f}%", f"{td:,}", f"{100 * tw / td:.1f}%",
+                 f"{td / tw:.3f}", f"{ti / td:.2f}x", f"{sum(chapter) / td:.2f}x" if all(chapter) else "--"])
+    print("in order against decoupled (memory bound = words moved: the memory moves 1 word per cycle)")
+    print(table(["program", "bound", "in order", "of bound", "decoupled", "of bound", "x bound", "speed-up",
+                 "vs chapter"], body, ["<"] + [">"] * 8))
+
+
+def plot_modes(path, by_mode, config, seed=4242):
+    """Left: each program's cycles in each mode against its memory bound. Right: the two lanes of the
+    decoupled B = 1 step over time (what runs beside what)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, (bars, lanes) = plt.subplots(1, 2, figsize=(13, 4.6), gridspec_kw={"width_ratios": [1, 1.5]})
+    names = [r["name"].split(" (")[0] for r in next(iter(by_mode.values()))]
+    width = 0.8 / (len(by_mode) + 1)
+    words = [r["words"] for r in next(iter(by_mode.values()))]
+    bars.bar([i for i in range(len(names))], words, width, label="memory bound (words)", color="0.6")
+    for n, (mode, rows) in enumerate(by_mode.items(), start=1):
+        bars.bar([i + n * width for i in range(len(names))], [r["cycles"] for r in rows], width, label=mode)
+    bars.set_xticks([i + width * len(by_mode) / 2 for i in range(len(names))], names)
+    bars.set_ylabel("cycles")
+    bars.set_title("decode steps: cycles against the memory bound")
+    bars.legend()
+
+    cfg = config.replace(mode="decoupled")
+    program = decode_table_programs(cfg, seed, batches=[1])[0].program
+    timer = DecoupledTimer(cfg)
+    colours = {"LD": "tab:blue", "ST": "tab:cyan", "MM": "tab:orange", "RQ": "tab:green", "SM": "tab:red"}
+    for instr in program[:-1]:
+        start = timer.issue(instr)
+        y = 1 if lane_of(instr.op) == "dma" else 0
+        lanes.broken_barh([(start + 1, busy_cycles(instr, cfg))], (y - 0.35, 0.7),
+                          facecolors=colours[instr.op.name], edgecolor="white", linewidth=0.5)
+    for op, colour in colours.items():
+        lanes.bar(0, 0, color=colour, label=op)
+    lanes.set_yticks([0, 1], ["compute lane", "DMA lane"])
+    lanes.set_ylim(-0.6, 2.0)
+    lanes.set_xlabel("cycle")
+    lanes.set_title("decoupled B = 1 step: the DMA never waits for compute")
+    lanes.legend(ncol=5, loc="upper left", fontsize="small")
+    finish_plot(fig, path)
+
+
 def _run(args):
     from ..cli import config_from_args
     from sim.backends import unavailable_reason
@@ -85,11 +145,24 @@ def _run(args):
         print(f"note: Verilator cannot run here ({reason}); running the same programs on pysim instead, "
               f"about a thousand times slower", file=sys.stderr)
         sim = "pysim"
-    rows, seconds = decode_table(config, sim, args.seed)
-    _print(rows, config, sim, seconds)
+    modes = ("inorder", "decoupled") if args.mode == "both" else (args.mode,)
+    by_mode, all_rows = {}, []
+    for n, mode in enumerate(modes):
+        cfg = config.replace(mode=mode)
+        rows, seconds = decode_table(cfg, sim, args.seed)
+        if n:
+            print()
+        _print(rows, cfg, sim, seconds)
+        by_mode[mode] = rows
+        all_rows += rows
+    if len(modes) == 2:
+        print()
+        _print_side_by_side(by_mode)
     if args.json:
-        write_json(args.json, {"config": config.to_dict(), "sim": sim, "programs": rows})
-    return 0 if all(r["matches_reference"] for r in rows) else 1
+        write_json(args.json, {"config": config.to_dict(), "modes": list(modes), "sim": sim, "programs": all_rows})
+    if args.plot:
+        plot_modes(args.plot, by_mode, config, args.seed)
+    return 0 if all(r["matches_reference"] for r in all_rows) else 1
 
 
 def register(sub):
@@ -99,7 +172,10 @@ def register(sub):
     p.add_argument("--sim", choices=SIMULATORS, default="model", help="simulator (default %(default)s)")
     p.add_argument("--seed", type=int, default=4242, help="workload seed (default %(default)s)")
     p.add_argument("--json", metavar="FILE", help="write the rows as JSON")
+    p.add_argument("--plot", metavar="FILE.png", help="draw both modes and the decoupled lanes into a PNG")
     p.add_argument("--no-fallback", action="store_true",
                    help="fail instead of falling back to pysim when Verilator cannot run")
-    add_config_arguments(p)
+    p.add_argument("--mode", choices=("inorder", "decoupled", "both"), default="both",
+                   help="execution mode(s) to run; both prints them side by side (default %(default)s)")
+    add_config_arguments(p, mode=False)
     p.set_defaults(func=_run)

@@ -1,0 +1,180 @@
+"""Decoupled execution (docs/ARCHITECTURE.md): the builder's reordering computes what the in-order program
+computes, the five decode steps meet issue 6's targets, the cycle model's issue rules hold on hand-made
+programs, and pysim agrees with the model on every counter."""
+
+import json
+import random
+
+import pytest
+
+from ga2_sw import isa
+from ga2_sw.check import check_batching
+from ga2_sw.config import Config
+from ga2_sw.cycles import FETCH_CYCLES, cycle_counts, conflict
+from ga2_sw.decode import int_reference, make_workload, outputs, program, rq_params, traffic
+from ga2_sw.isa import Err
+from ga2_sw.machine import Machine
+from ga2_sw.schedule import dependences, reorder
+from ga2_sw.workloads import decode_table_programs
+from sim.commands import FUZZ_CONFIG, random_program, random_words
+from sim.pysim_runner import run_pysim
+
+INORDER = Config()
+DECOUPLED = Config(mode="decoupled")
+
+# Issue 6: every program under 1.4x its words, the five together within 1.25x (12,840 cycles); the moonshot
+# is 1.10x for each. These are the model's figures; the simulators are held to the model below and in
+# tests/test_verilator.py and tests/test_differential.py.
+@pytest.fixture(scope="module")
+def table():
+    return decode_table_programs(DECOUPLED)
+
+
+def test_five_programs_meet_the_targets(table):
+    total_cycles = total_words = 0
+    for p in table:
+        counters, err, _ = cycle_counts(p.program, DECOUPLED)
+        _, words = traffic(p.program)
+        assert err == Err.NONE
+        assert counters.cycles <= 1.10 * words, (p.name, counters.cycles, words)
+        total_cycles += counters.cycles
+        total_words += words
+    assert total_words == 10_272
+    assert total_cycles <= 12_840
+    assert total_cycles <= 1.06 * total_words, total_cycles
+
+
+def test_decoupled_programs_move_the_same_words_and_compute_the_same(table):
+    """Same traffic and MACs as in order, and the same external memory after the step; the outputs are
+    also those of the plain-Python integer reference."""
+    inorder = decode_table_programs(INORDER)
+    for a, b in zip(inorder, table):
+        assert traffic(a.program) == traffic(b.program)
+        assert a.ext == b.ext
+        ra, rb = Machine(INORDER).run(a.program, a.ext), Machine(DECOUPLED).run(b.program, b.ext)
+        assert ra.ok and rb.ok
+        assert ra.ext == rb.ext, a.name
+        assert rb.counters.cycles < ra.counters.cycles / 2
+
+
+def test_outputs_equal_the_integer_reference():
+    w = make_workload(DECOUPLED, 3, 9, seed=5)
+    P = rq_params(w)
+    from ga2_sw.workloads import _prepared
+    lengths = (9, 4, 7)
+    ext = _prepared(DECOUPLED, w, P, lengths, Machine(DECOUPLED))
+    r = Machine(DECOUPLED).run(program(DECOUPLED, [0, 1, 2], list(lengths), P), ext)
+    for b, L in enumerate(lengths):
+        assert outputs(DECOUPLED, r.ext, b) == int_reference(w, b, L)
+
+
+def test_batch_invariance_holds_decoupled():
+    problems = check_batching(DECOUPLED, seeds=(0,), lengths=(1, 5, 16), progress=False)
+    assert not problems, problems[:3]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_reorder_keeps_what_random_programs_compute(seed):
+    """Crowded random programs (loads, stores and compute overlapping all the time): the reordered
+    program leaves the same memories as the original, on the in-order reference machine."""
+    rng = random.Random(seed)
+    prog = random_program(rng.randint, FUZZ_CONFIG, None, max_len=14, cramped=True)
+    ext, sp = random_words(rng, FUZZ_CONFIG.ext_words), random_words(rng, FUZZ_CONFIG.sp_words)
+    dec = FUZZ_CONFIG.replace(mode="decoupled")
+    new = reorder(prog, dec)
+    assert sorted(map(str, new)) == sorted(map(str, prog))
+    a, b = Machine(FUZZ_CONFIG).run(prog, ext, sp), Machine(FUZZ_CONFIG).run(new, ext, sp)
+    assert (a.ext, a.sp) == (b.ext, b.sp)
+    assert cycle_counts(new, dec)[0].cycles <= cycle_counts(prog, dec)[0].cycles + 4 * len(prog)
+
+
+def test_dependences_are_every_shared_word():
+    ld = isa.ld(dst=0, src=100, len=8)
+    st = isa.st(src=40, dst=100, len=4)              # writes external words ld reads
+    rq = isa.rq(dst=2, src=200, len=2, m=1, s=0)     # writes sp words 2..3, which ld writes and mm reads
+    mm = isa.mm(dst=300, A=0, B=50, M=1, K=4, N=1)   # reads what ld writes
+    sm = isa.sm(dst=500, src=600, len=4)             # shares nothing
+    assert dependences([ld, st, rq, mm, sm]) == [[], [0], [0], [0, 2], []]
+
+
+def test_reorder_rejects_a_program_without_a_final_halt():
+    with pytest.raises(ValueError, match="one HALT, at its end"):
+        reorder([isa.ld(0, 0, 1)], DECOUPLED)
+
+
+# -- the issue rules on hand-made programs (cycle 0 is the fetch; an instruction decoded in cycle D may start
+#    in cycle D + 1, and the next one is decoded in the cycle after a start) ----------------------------------
+
+def _starts(prog, config=DECOUPLED):
+    from ga2_sw.cycles import DecoupledTimer
+    t = DecoupledTimer(config)
+    return [t.issue(i) for i in prog]
+
+
+def test_independent_load_and_compute_run_together():
+    ld = isa.ld(dst=0, src=0, len=100)               # busy 104 cycles
+    rq = isa.rq(dst=300, src=200, len=10, m=1, s=0)
+    assert _starts([ld, rq]) == [FETCH_CYCLES + 1, FETCH_CYCLES + 3]
+    counters, _, _ = cycle_counts([ld, rq, isa.halt()], DECOUPLED)
+    assert counters.cycles == 2 + 104 + 2          # HALT leaves CHECK the cycle after the load's last
+
+
+@pytest.mark.parametrize("second", [
+    isa.rq(dst=300, src=50, len=10, m=1, s=0),       # RAW: reads what the load writes
+    isa.rq(dst=99, src=200, len=10, m=1, s=0),       # WAW: writes where the load writes
+])
+def test_conflicting_compute_waits_for_the_load(second):
+    ld = isa.ld(dst=0, src=0, len=100)
+    assert conflict(second, ld)
+    assert _starts([ld, second]) == [2, 2 + 104 + 1]
+
+
+def test_store_waits_for_the_compute_that_feeds_it_and_a_load_for_its_lane():
+    rq = isa.rq(dst=300, src=200, len=10, m=1, s=0)  # busy 15
+    st = isa.st(src=305, dst=0, len=4)               # RAW on 305
+    ld = isa.ld(dst=400, src=0, len=4)               # same lane as st: waits for it
+    s = _starts([rq, st, ld])
+    assert s == [2, 2 + 15 + 1, 18 + 5 + 1]
+
+
+def test_write_after_read_is_a_hazard():
+    mm = isa.mm(dst=900, A=0, B=100, M=4, K=16, N=4, lda=16, ldb=4, ldc=4)
+    ld = isa.ld(dst=110, src=0, len=4)               # overwrites B while the MM reads it
+    assert conflict(ld, mm)
+    assert _starts([mm, ld]) == [2, 2 + 16 + 3 + 16 + 1]
+
+
+def test_fault_waits_for_the_lanes_too():
+    ld = isa.ld(dst=0, src=0, len=50)
+    bad = isa.Instr(isa.Op.LD, dst=0, src=0, len=0)   # SHAPE
+    counters, err, pc = cycle_counts([ld, bad], DECOUPLED)
+    assert (err, pc) == (Err.SHAPE, 1)
+    assert counters.cycles == 2 + 54 + 2 and counters.instructions == 1
+
+
+@pytest.mark.parametrize("name, prog", [
+    ("load beside compute", [isa.ld(0, 0, 40), isa.rq(300, 200, 10, 1, 0), isa.halt()]),
+    ("raw", [isa.ld(0, 0, 40), isa.mm(300, 0, 20, 2, 8, 3, lda=8, ldb=3, ldc=3), isa.st(300, 100, 6), isa.halt()]),
+    ("war", [isa.sm(300, 10, 12), isa.ld(5, 0, 30), isa.rq(600, 300, 12, 3, 2), isa.halt()]),
+    ("fault in flight", [isa.ld(0, 0, 60), isa.sm(300, 200, 8), isa.Instr(isa.Op.RQ, dst=1, src=1, len=1, m=1, s=50)]),
+])
+def test_pysim_matches_the_model(name, prog):
+    rng = random.Random(name)
+    ext, sp = random_words(rng, 200), random_words(rng, 700)
+    ref = Machine(DECOUPLED).run(prog, ext, sp)
+    got = run_pysim(DECOUPLED, prog, ext, sp)
+    assert (got.counters, got.error, got.pc) == (ref.counters, ref.error, ref.pc)
+    assert got.ext == ref.ext and got.sp == ref.sp
+
+
+def test_decode_table_json_has_both_modes(tmp_path, capsys):
+    from ga2_sw.cli import main
+    out = tmp_path / "t.json"
+    assert main(["decode-table", "--mode", "both", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "in order against decoupled" in text and "10,851" in text
+    rows = json.loads(out.read_text())["programs"]
+    assert [r["mode"] for r in rows] == ["inorder"] * 5 + ["decoupled"] * 5
+    assert all(r["memory_bound"] == r["words"] and r["matches_reference"] for r in rows)
+    assert main(["decode-table", "--mode", "decoupled"]) == 0
+    assert "decoupled mode" in capsys.readouterr().out
