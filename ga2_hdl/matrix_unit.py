@@ -7,6 +7,7 @@ from amaranth.lib import wiring
 from ga2_sw.config import Config
 
 from .ports import unit_members, sp_addr_width
+from .result_walk import ResultWalk
 from .systolic import SystolicArray
 
 __all__ = ["MatrixUnit"]
@@ -103,13 +104,8 @@ class MatrixUnit(wiring.Component):
         clearing = Signal()           # cycle 1: zero the array and the hold registers
         flush_cnt = Signal(9)
 
-        # -- write side -----------------------------------------------------------------------------------
-        wr_row = Signal(aw)           # dst + i*ldc
-        wr_addr = Signal(aw)          # dst + i*ldc + j
-        wr_i = Signal(8)
-        wr_j = Signal(8)
-        sel_row = Signal(range(rows * cols + cols))    # i*cols
-        sel = Signal(range(rows * cols + cols))        # i*cols + j: the PE whose result is written
+        # -- write side: results in row-major order ------------------------------------------------------
+        walk = ResultWalk(aw, rows, cols)
 
         with m.FSM(name="mm_fsm") as fsm:
             with m.State("IDLE"):
@@ -131,12 +127,7 @@ class MatrixUnit(wiring.Component):
                         rd_idx.eq(0),
                         rd_k.eq(0),
                         flush_cnt.eq(0),
-                        wr_row.eq(instr.dst),
-                        wr_addr.eq(instr.dst),
-                        wr_i.eq(0),
-                        wr_j.eq(0),
-                        sel_row.eq(0),
-                        sel.eq(0),
+                        *walk.restart(instr.dst),
                     ]
                     m.next = "READ"
 
@@ -176,23 +167,11 @@ class MatrixUnit(wiring.Component):
 
             with m.State("WRITE"):
                 # The array no longer steps, so its accumulators are stable; one result per cycle.
-                acc = array.acc[0] if rows * cols == 1 else array.acc[sel]
+                acc = array.acc[0] if rows * cols == 1 else array.acc[walk.sel]
                 acc = Mux(single, array.acc00_next, acc)
-                m.d.comb += [self.sp_wr.en.eq(1), self.sp_wr.addr.eq(wr_addr), self.sp_wr.data.eq(acc)]
-                with m.If(wr_j == n_last):
-                    m.d.sync += [
-                        wr_i.eq(wr_i + 1),
-                        wr_j.eq(0),
-                        wr_row.eq(wr_row + ldc),
-                        wr_addr.eq(wr_row + ldc),
-                        sel_row.eq(sel_row + cols),
-                        sel.eq(sel_row + cols),
-                    ]
-                    with m.If(wr_i == m_last):
-                        m.d.comb += self.done.eq(1)
-                        m.next = "IDLE"
-                with m.Else():
-                    m.d.sync += [wr_j.eq(wr_j + 1), wr_addr.eq(wr_addr + 1), sel.eq(sel + 1)]
+                with m.If(walk.step(m, self.sp_wr, acc, ldc, m_last, n_last)):
+                    m.d.comb += self.done.eq(1)
+                    m.next = "IDLE"
 
         m.d.comb += self.busy.eq(~fsm.ongoing("IDLE"))
 

@@ -9,6 +9,7 @@ from amaranth.lib.wiring import Out
 from ga2_sw.config import Config
 
 from .ports import SpReadSignature, unit_members, sp_addr_width
+from .result_walk import ResultWalk
 from .systolic import SystolicArray
 
 __all__ = ["StreamMatrixUnit"]
@@ -116,13 +117,8 @@ class StreamMatrixUnit(wiring.Component):
         clearing_d = Signal()         # cycle 2: no step yet (step 0 is in cycle 3)
         flush_cnt = Signal(2)
 
-        # -- write side -----------------------------------------------------------------------------------
-        wr_row = Signal(aw)           # dst + i*ldc
-        wr_addr = Signal(aw)          # dst + i*ldc + j
-        wr_i = Signal(8)
-        wr_j = Signal(8)
-        sel_row = Signal(range(rows * cols + cols))    # i*cols
-        sel = Signal(range(rows * cols + cols))        # i*cols + j: the PE whose result is written
+        # -- write side: results in row-major order ------------------------------------------------------
+        walk = ResultWalk(aw, rows, cols)
 
         with m.FSM(name="smm_fsm") as fsm:
             with m.State("IDLE"):
@@ -135,12 +131,7 @@ class StreamMatrixUnit(wiring.Component):
                         k_last.eq(instr.k - 1),
                         rd_k.eq(0),
                         flush_cnt.eq(0),
-                        wr_row.eq(instr.dst),
-                        wr_addr.eq(instr.dst),
-                        wr_i.eq(0),
-                        wr_j.eq(0),
-                        sel_row.eq(0),
-                        sel.eq(0),
+                        *walk.restart(instr.dst),
                     ]
                     # i and j are constants here, so these are constant multiplies (shifts and adds),
                     # done once per instruction. Bop(0, j) is j*ldb past B when B is stored transposed.
@@ -175,22 +166,10 @@ class StreamMatrixUnit(wiring.Component):
             with m.State("WRITE"):
                 # Row-major order keeps each write behind its PE: (i, j) at K+4 + i*N + j, completed at
                 # K+4 + i + j. The array keeps stepping with zero inputs, which leaves finished sums alone.
-                acc = array.acc[0] if rows * cols == 1 else array.acc[sel]
-                m.d.comb += [self.sp_wr.en.eq(1), self.sp_wr.addr.eq(wr_addr), self.sp_wr.data.eq(acc)]
-                with m.If(wr_j == n_last):
-                    m.d.sync += [
-                        wr_i.eq(wr_i + 1),
-                        wr_j.eq(0),
-                        wr_row.eq(wr_row + ldc),
-                        wr_addr.eq(wr_row + ldc),
-                        sel_row.eq(sel_row + cols),
-                        sel.eq(sel_row + cols),
-                    ]
-                    with m.If(wr_i == m_last):
-                        m.d.comb += self.done.eq(1)
-                        m.next = "IDLE"
-                with m.Else():
-                    m.d.sync += [wr_j.eq(wr_j + 1), wr_addr.eq(wr_addr + 1), sel.eq(sel + 1)]
+                acc = array.acc[0] if rows * cols == 1 else array.acc[walk.sel]
+                with m.If(walk.step(m, self.sp_wr, acc, ldc, m_last, n_last)):
+                    m.d.comb += self.done.eq(1)
+                    m.next = "IDLE"
 
         m.d.comb += self.busy.eq(~fsm.ongoing("IDLE"))
 
