@@ -14,10 +14,20 @@ def _write(path, obj):
             f.write("\n")
 
 
+def _synthesisable(config):
+    """Decoupled mode is refused up front instead of failing deep inside Yosys after minutes."""
+    if config.decoupled:
+        raise ValueError("--mode decoupled cannot be synthesised yet: its scratchpad has two write ports (DMA and "
+                         "compute) on one memory, which no ECP5 block RAM offers, so Yosys builds it from logic "
+                         "(1.59 M cells for 4,096 words, after which ABC fails); see docs/SYNTH.md, "
+                         "'Decoupled mode'")
+    return config
+
+
 def _area(args):
     from .yosys import area
     from .report import area_table
-    config = config_from_args(args)
+    config = _synthesisable(config_from_args(args))
     r = area(config, args.target, flat=not args.no_flat, cache_dir=args.cache_dir)
     print(f"{args.target} synthesis of ga2 {config.rows}x{config.cols} ({r['seconds']} s when computed)")
     print(area_table(r))
@@ -28,7 +38,7 @@ def _area(args):
 def _fmax(args):
     from .nextpnr import fmax, DoesNotFit
     from .report import fmax_text
-    config = config_from_args(args)
+    config = _synthesisable(config_from_args(args))
     try:
         r = fmax(config, args.device, seed=args.seed, freq=args.freq, cache_dir=args.cache_dir)
     except DoesNotFit as exc:
