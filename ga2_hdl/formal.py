@@ -746,6 +746,119 @@ class SeqErrorSpec(Elaboratable):
         return m
 
 
+HAZARD_CONFIG = Config(rows=2, cols=3, sp_words=64, ext_words=128, imem_words=3, sm_max_len=16, mode="decoupled")
+
+
+def _spec_ranges(m, word, cfg, name):
+    """The scratchpad ranges docs/ISA.md ("Timing (decoupled mode)") gives a legal ``word``, as
+    (lo, hi, read, written) Amaranth values, from the document's field table (not from ``checker.py``)."""
+    f = {n: word[lsb:lsb + width] for n, (lsb, width) in _ISA_FIELDS.items()}
+    op, W = f["op"], 40
+
+    def times_small(value, count_minus_1, n_max, tag):
+        out = Signal(W, name=f"{name}_{tag}")
+        with m.Switch(count_minus_1):
+            for j in range(n_max):
+                with m.Case(j):
+                    m.d.comb += out.eq(value * j)
+        return out
+
+    M1, N1, K1, L1 = (f["M"] - 1)[:8], (f["N"] - 1)[:8], (f["K"] - 1)[:16], (f["len"] - 1)[:16]
+    is_mm, is_ld, is_st = op == Op.MM, op == Op.LD, op == Op.ST
+    is_vec = (op == Op.RQ) | (op == Op.SM)
+    kb = Signal(W, name=f"{name}_k_ldb")
+    m.d.comb += kb.eq(K1 * f["ldb"])
+    a_lo = Mux(is_ld, f["dst"], f["src"])
+    a_hi = Mux(is_mm, f["src"] + times_small(f["lda"], M1, cfg.rows, "m_lda") + K1, a_lo + L1)
+    b_lo = Mux(is_mm, f["len"], f["dst"])
+    b_hi = Mux(is_mm, f["len"] + Mux(f["tb"], times_small(f["ldb"], N1, cfg.cols, "n_ldb") + K1, kb + N1),
+               f["dst"] + L1)
+    c_hi = f["dst"] + times_small(f["ldc"], M1, cfg.rows, "m_ldc") + N1
+    return [(a_lo, a_hi, is_st | is_mm | is_vec, is_ld), (b_lo, b_hi, is_mm, is_vec), (f["dst"], c_hi, 0, is_mm)]
+
+
+class SeqHazardSpec(Elaboratable):
+    """The decoupled sequencer and scoreboard over any program of three free words, with abstract units
+    that finish after any number of cycles:
+
+    * a unit starts only while running, one per cycle, and only when its lane (DMA: LD, ST; compute: MM,
+      RQ, SM) is idle;
+    * when a unit starts while the other lane is busy, the two instructions share no scratchpad word with
+      either of them writing (the ranges computed here from docs/ISA.md's field table and range rules);
+    * ``done`` (a HALT or a fault) never comes while a lane is still busy.
+
+    ``claim="lanes-never-overlap"`` is the false claim that the two lanes are never busy at once (it must
+    fail: decoupled mode really overlaps).
+
+    ``matrix=False`` (the CI check) leaves MM out of the words: with MM in, the checker's and the spec's
+    footprint multipliers are unrolled at every step, and Yices had not finished depth 14 after 8 minutes.
+    ``matrix=True`` keeps MM with strides and K below 8 (the multipliers then have small operands)."""
+
+    def __init__(self, config=HAZARD_CONFIG, claim="no-conflict", matrix=False):
+        self._config, self._claim, self._matrix = config, claim, matrix
+
+    def elaborate(self, platform):
+        m = Module()
+        _sync_domain(m, "never")
+        cfg = self._config
+        m.submodules.seq = seq = Sequencer(cfg)
+        h = _SeqHarness(m, seq, cfg)
+        dma_busy = h.busy["dma"]
+        compute_busy = Signal()
+        m.d.comb += compute_busy.eq(h.busy["mm"] | h.busy["rq"] | h.busy["sm"])
+        dma_start = seq.dma_start
+        compute_start = seq.mm_start | seq.rq_start | seq.sm_start
+        # Which word is in flight on each lane, by its address (pc holds it in the cycle of its start): the
+        # ranges and conflicts are then computed once, from the constant words, not from a moving register.
+        n = cfg.imem_words
+        flying = {"dma": Signal(range(n), name="dma_pc"), "compute": Signal(range(n), name="compute_pc")}
+        with m.If(dma_start):
+            m.d.sync += flying["dma"].eq(seq.pc)
+        with m.If(compute_start):
+            m.d.sync += flying["compute"].eq(seq.pc)
+        for w in h.words:
+            f = {k: w[lsb:lsb + width] for k, (lsb, width) in _ISA_FIELDS.items()}
+            if self._matrix:
+                m.d.comb += Assume((f["op"] != Op.MM) | ((f["K"] < 8) & (f["lda"] < 8) & (f["ldb"] < 8) &
+                                                         (f["ldc"] < 8)))
+            else:
+                m.d.comb += Assume(f["op"] != Op.MM)
+        ranges = [_spec_ranges(m, w, cfg, f"w{i}") for i, w in enumerate(h.words)]
+        clash = {}
+        for i in range(n):
+            for j in range(n):
+                out = 0
+                for xlo, xhi, xr, xw in ranges[i]:
+                    for ylo, yhi, yr, yw in ranges[j]:
+                        out = out | (((xw & (yr | yw)) | (xr & yw)) & (xlo <= yhi) & (ylo <= xhi))
+                clash[i, j] = Signal(name=f"clash_{i}_{j}")
+                m.d.comb += clash[i, j].eq(out)
+
+        def conflict(other):
+            out = Signal(name=f"conflict_{other}")
+            for i in range(n):
+                for j in range(n):
+                    with m.If((seq.pc == i) & (flying[other] == j)):
+                        m.d.comb += out.eq(clash[i, j])
+            return out
+
+        starts = Cat(getattr(seq, f"{u}_start") for u in UNITS)
+        m.d.comb += [
+            Assert((starts & (starts - 1)) == 0),
+            Assert(~h.any_start | seq.running),
+            Assert(~dma_start | ~dma_busy),
+            Assert(~compute_start | ~compute_busy),
+            Assert(~(seq.done & h.any_busy)),
+        ]
+        with m.If(dma_start & compute_busy):
+            m.d.comb += Assert(~conflict("compute"))
+        with m.If(compute_start & dma_busy):
+            m.d.comb += Assert(~conflict("dma"))
+        if self._claim == "lanes-never-overlap":
+            m.d.comb += Assert(~(dma_busy & compute_busy))
+        return m
+
+
 class ChipErrorSpec(Elaboratable):
     """The whole chip (:class:`GA2`, small configuration) with a free instruction word at address 0 (and
     the zeroed word, ILLEGAL, at address 1) and a free external memory (any ``rvalid``/``rdata``): when the
@@ -899,6 +1012,9 @@ CHECKS = {c.name: c for c in [
           "sequencer: a faulting instruction is never started, counters, any 2-word program, 16 cycles"),
     Check("chip-error", ChipErrorSpec, "bmc", 12, "PASS",
           "GA2: a faulting word at pc 0 starts nothing and writes nothing, 12 cycles"),
+    Check("seq-hazard", SeqHazardSpec, "bmc", 16, "PASS",
+          "decoupled issue: lanes one at a time, no conflicting pair in flight, done only when idle; any 3 "
+          "words but MM"),
 ]}
 
 MUTANTS = {c.name: c for c in [
@@ -914,6 +1030,8 @@ MUTANTS = {c.name: c for c in [
           "wrong claim: range errors take precedence over SHAPE"),
     Check("seq-error/never-starts", lambda: SeqErrorSpec(claim="never-starts"), "bmc", 12, "FAIL",
           "wrong claim: no unit is ever started"),
+    Check("seq-hazard/lanes-never-overlap", lambda: SeqHazardSpec(claim="lanes-never-overlap"), "bmc", 14, "FAIL",
+          "wrong claim: the DMA and compute lanes are never busy together"),
     Check("chip-error/no-writes", lambda: ChipErrorSpec(claim="no-writes"), "bmc", 12, "FAIL",
           "wrong claim: no program writes memory"),
 ]}
@@ -937,6 +1055,8 @@ EXTRA["requant-unit"] = Check("requant-unit", RequantUnitSpec, "bmc", 12, "PASS"
                               "the pipelined Requantiser on a free 4-element RQ (any a, m, s, dst, src), 12 cycles (slow)")
 EXTRA["seq-reload"] = Check("seq-reload", lambda: SeqReloadSpec(resets=False), "bmc", 16, "PASS",
                             "reloading word 0 without reset: the new word is judged by ISA.md")
+EXTRA["seq-hazard-mm"] = Check("seq-hazard-mm", lambda: SeqHazardSpec(matrix=True), "bmc", 16, "PASS",
+                               "seq-hazard with MM words too (K and strides below 8): slow")
 EXTRA["dma/sequence"] = Check("dma/sequence", lambda: DMASpec(sequence=True), "bmc", 16, "PASS",
                               "DMA over any sequence of LD/ST started whenever idle, 16 cycles (minutes)")
 
