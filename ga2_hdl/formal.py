@@ -1012,7 +1012,7 @@ CHECKS = {c.name: c for c in [
           "sequencer: a faulting instruction is never started, counters, any 2-word program, 16 cycles"),
     Check("chip-error", ChipErrorSpec, "bmc", 12, "PASS",
           "GA2: a faulting word at pc 0 starts nothing and writes nothing, 12 cycles"),
-    Check("seq-hazard", SeqHazardSpec, "bmc", 16, "PASS",
+    Check("seq-hazard", SeqHazardSpec, "bmc", 20, "PASS",
           "decoupled issue: lanes one at a time, no conflicting pair in flight, done only when idle; any 3 "
           "words but MM"),
 ]}
