@@ -142,7 +142,8 @@ def _as_instr(item):
 
 
 def cycle_counts(program, config):
-    """(Counters, Err, pc) of a program, computed from the formulas alone, without executing it.
+    """(Counters, Err, pc) of a program, computed from the formulas alone, without executing it: in order
+    or, when ``config.mode`` is "decoupled", through ``DecoupledTimer``.
 
     Validation is static (it depends only on the instruction fields), so a faulting program's counters and
     error code come out here too. ``program`` is a list of Instr or of 128-bit words."""
