@@ -529,6 +529,19 @@ _ISA_USES = {Op.LD: ("dst", "src", "len"), Op.ST: ("dst", "src", "len"), Op.SM: 
 ILLEGAL, SP_RANGE, EXT_RANGE, SHAPE = 1, 2, 3, 4
 
 
+def _times_small(m, value, count_minus_1, n_max, name, width):
+    """``value * (count_minus_1)`` for a count of at most ``n_max`` (M <= rows, N <= cols), as a choice
+    between constant multiples: no multiplier for the solver; 0 beyond ``n_max``."""
+    out = Signal(width, name=name)
+    with m.Switch(count_minus_1):
+        for j in range(n_max):
+            with m.Case(j):
+                m.d.comb += out.eq(value * j)
+        with m.Default():
+            m.d.comb += out.eq(0)
+    return out
+
+
 def _expected_error(m, word, cfg, order="isa"):
     """The error code docs/ISA.md gives a 128-bit ``word`` at a pc inside instruction memory (0 for a legal
     instruction, HALT included), as an Amaranth value. ``order="range-first"`` is the wrong order (range
@@ -560,15 +573,8 @@ def _expected_error(m, word, cfg, order="isa"):
     # written as a choice between constant multiples; only (K-1)*ldb needs a multiplier.
     W = 40
 
-    def times_small(value, count_minus_1, n_max, name):
-        out = Signal(W, name=f"exp_{name}")
-        with m.Switch(count_minus_1):
-            for j in range(n_max):
-                with m.Case(j):
-                    m.d.comb += out.eq(value * j)
-            with m.Default():
-                m.d.comb += out.eq(0)
-        return out
+    def times_small(value, count_minus_1, n_max, tag):
+        return _times_small(m, value, count_minus_1, n_max, f"exp_{tag}", W)
 
     a_hi = Signal(W, name="exp_a_hi")
     b_hi = Signal(W, name="exp_b_hi")
@@ -756,12 +762,7 @@ def _spec_ranges(m, word, cfg, name):
     op, W = f["op"], 40
 
     def times_small(value, count_minus_1, n_max, tag):
-        out = Signal(W, name=f"{name}_{tag}")
-        with m.Switch(count_minus_1):
-            for j in range(n_max):
-                with m.Case(j):
-                    m.d.comb += out.eq(value * j)
-        return out
+        return _times_small(m, value, count_minus_1, n_max, f"{name}_{tag}", W)
 
     M1, N1, K1, L1 = (f["M"] - 1)[:8], (f["N"] - 1)[:8], (f["K"] - 1)[:16], (f["len"] - 1)[:16]
     is_mm, is_ld, is_st = op == Op.MM, op == Op.LD, op == Op.ST
