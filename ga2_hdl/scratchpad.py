@@ -12,7 +12,8 @@ SP_WRITE_DELAY = 1      # cycles from a unit's write request to the word being i
 
 
 class Scratchpad(wiring.Component):
-    """``config.sp_words`` words of 32 bits (maps to block RAM: one read port, one write port).
+    """``config.sp_words`` words of 32 bits. In order it maps to block RAM (one read port, one write port);
+    decoupled it has two write ports, which block RAM does not offer (docs/SYNTH.md, "Decoupled mode").
 
     Each of ``writers`` write requesters has a port of its own. A request is registered first and reaches the
     memory ``SP_WRITE_DELAY`` cycle later, through a one-hot AND-OR of the registered requests of its
