@@ -608,6 +608,23 @@ _UNIT_OF = {Op.LD: "dma", Op.ST: "dma", Op.MM: "mm", Op.RQ: "rq", Op.SM: "sm"}
 SEQ_CONFIG = Config(rows=2, cols=3, sp_words=64, ext_words=128, imem_words=2, sm_max_len=16)
 
 
+def _abstract_units(m, seq):
+    """Execution units as the sequencer sees them: busy from the cycle after their start until a free
+    ``done``. Returns the ``busy`` and ``done`` signals by unit name."""
+    busy_of, done_of = {}, {}
+    for unit in UNITS:
+        busy = Signal(name=f"{unit}_busy_model")
+        done = Signal(name=f"{unit}_done_model")
+        m.d.comb += done.eq(busy & AnySeq(1))
+        with m.If(getattr(seq, f"{unit}_start")):
+            m.d.sync += busy.eq(1)
+        with m.Elif(done):
+            m.d.sync += busy.eq(0)
+        m.d.comb += [getattr(seq, f"{unit}_busy").eq(busy), getattr(seq, f"{unit}_done").eq(done)]
+        busy_of[unit], done_of[unit] = busy, done
+    return busy_of, done_of
+
+
 class _SeqHarness:
     """Shared part of the sequencer specs: the host writes free words into instruction memory in cycles
     0 .. imem_words-1 and pulses ``start`` in cycle ``imem_words`` (or, with ``restart``, may pulse it
@@ -629,18 +646,7 @@ class _SeqHarness:
         else:
             m.d.comb += start.eq(cycle == cfg.imem_words)
         m.d.comb += seq.start.eq(start)
-        self.busy = {}
-        self.done = {}
-        for unit in UNITS:
-            busy = Signal(name=f"{unit}_busy_model")
-            done = Signal(name=f"{unit}_done_model")
-            m.d.comb += done.eq(busy & AnySeq(1))
-            with m.If(getattr(seq, f"{unit}_start")):
-                m.d.sync += busy.eq(1)
-            with m.Elif(done):
-                m.d.sync += busy.eq(0)
-            m.d.comb += [getattr(seq, f"{unit}_busy").eq(busy), getattr(seq, f"{unit}_done").eq(done)]
-            self.busy[unit], self.done[unit] = busy, done
+        self.busy, self.done = _abstract_units(m, seq)
         self.any_start = Signal()
         self.any_busy = Signal()
         self.any_done = Signal()
@@ -951,15 +957,7 @@ class SeqReloadSpec(Elaboratable):
             m.d.comb += dut_rst.eq(AnySeq(1) & (cycle < t_start))
         # Units: busy from their start until a free done.
         any_start = Signal()
-        for unit in UNITS:
-            busy = Signal(name=f"{unit}_busy_model")
-            done = Signal(name=f"{unit}_done_model")
-            m.d.comb += done.eq(busy & AnySeq(1))
-            with m.If(getattr(seq, f"{unit}_start")):
-                m.d.sync += busy.eq(1)
-            with m.Elif(done):
-                m.d.sync += busy.eq(0)
-            m.d.comb += [getattr(seq, f"{unit}_busy").eq(busy), getattr(seq, f"{unit}_done").eq(done)]
+        _abstract_units(m, seq)
         m.d.comb += any_start.eq(Cat(getattr(seq, f"{u}_start") for u in UNITS).any())
 
         expect, op = _expected_error(m, w1, cfg)
