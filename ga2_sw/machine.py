@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, field
 
-from .cycles import Counters, busy_cycles, unit_of, cycle_counts, FETCH_CYCLES, ISSUE_CYCLES, RQ_DEPTH, SP_WRITE_DELAY
+from .cycles import Counters, DecoupledTimer, busy_cycles, unit_of, FETCH_CYCLES, ISSUE_CYCLES, RQ_DEPTH, SP_WRITE_DELAY
 from .isa import Op, Err, Instr, decode, check, encode
 from .numerics import s8, s32, u32, requant, softmax_q16
 
@@ -46,12 +46,13 @@ class Machine:
         sp = _image(sp, cfg.sp_words, "Scratchpad")
         words = [encode(p) if isinstance(p, Instr) else p for p in program]
         cycles, units, executed = FETCH_CYCLES, {"mm": 0, "dma": 0, "vec": 0}, 0
+        # Decoupled, the scoreboard never lets two instructions with overlapping ranges run together, so the
+        # memories are those of program order; only the timing differs, and the issue model times it.
+        timer = DecoupledTimer(cfg) if cfg.decoupled else None
 
         def result(err, pc):
-            if cfg.mode == "decoupled":
-                # The scoreboard never lets two instructions with overlapping ranges run together, so the
-                # memories are those of program order; only the timing differs.
-                counters, _, _ = cycle_counts(words, cfg)
+            if timer:
+                counters = timer.stop(halted=err == Err.NONE)
             else:
                 counters = Counters(cycles, units["mm"], units["dma"], units["vec"], executed)
             return Result(ext, sp, counters, err, pc)
@@ -69,6 +70,8 @@ class Machine:
             if instr.op == Op.HALT:
                 return result(Err.NONE, pc)
             _execute(instr, sp, ext)
+            if timer:
+                timer.issue(instr)
             x = busy_cycles(instr, cfg)
             cycles += x
             units[unit_of(instr.op)] += x
