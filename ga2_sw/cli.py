@@ -42,8 +42,6 @@ def add_config_arguments(parser, mode=True):
 
 def config_from_args(args):
     fields = {k[4:]: v for k, v in vars(args).items() if k.startswith("cfg_")}
-    if "mode" in fields and fields["mode"] not in Config.field_range("mode"):
-        fields.pop("mode")
     return Config(**fields)
 
 
