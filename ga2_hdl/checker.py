@@ -8,12 +8,13 @@ from amaranth.utils import ceil_log2
 
 from ga2_sw.isa import Op, Err, USED_BITS, INSTR_BITS
 from ga2_sw.numerics import MAX_SHIFT
+from ga2_sw.timing import CHECK_LATENCY
 
 from .ports import InstrLayout, access_layout, sp_addr_width
 
 __all__ = ["InstrChecker", "CHECK_LATENCY"]
 
-CHECK_LATENCY = 4       # cycles from the host's write to the error code's write
+
 
 
 class InstrChecker(wiring.Component):
@@ -73,9 +74,9 @@ class InstrChecker(wiring.Component):
                 m.d.comb += stray.eq(1)
         is_mm = op == Op.MM
         bad_shape = Mux(is_mm,
-                        (w.M == 0) | (w.M > cfg.rows) | (w.N == 0) | (w.N > cfg.cols) | (w.k == 0),
+                        (w.M == 0) | (w.M > cfg.rows) | (w.N == 0) | (w.N > cfg.cols) | (w.K == 0),
                         (op != Op.HALT) & ((w.len == 0) |
-                                           ((op == Op.RQ) & (w.M[0:6] > MAX_SHIFT)) |
+                                           ((op == Op.RQ) & (w.s > MAX_SHIFT)) |
                                            ((op == Op.SM) & (w.len > cfg.sm_max_len))))
 
         # Stage 2: each scratchpad range is base + x*y + tail (LD/ST add one external range): register the
@@ -88,13 +89,13 @@ class InstrChecker(wiring.Component):
         ext_base, ext_tail = reg(width, "ext_base"), reg(signed(18), "ext_tail")
         m.d.sync += [v2.eq(v1), addr2.eq(addr1), stray2.eq(stray), shape2.eq(bad_shape)]
         m.d.sync += [sig.eq(0) for r in ranges for sig in r.values()] + [ext_base.eq(0), ext_tail.eq(0)]
-        k1, m1, n1, ln1 = w.k - 1, w.M - 1, w.N - 1, w.len - 1
+        k1, m1, n1, ln1 = w.K - 1, w.M - 1, w.N - 1, w.len - 1
         a, b, c = ranges
 
         def load(rng, base, tail, x=0, y=0):
             return [rng["base"].eq(base), rng["tail"].eq(tail), rng["x"].eq(x), rng["y"].eq(y)]
         with m.If(is_mm):
-            m.d.sync += (load(a, w.src, k1, m1, w.lda) + load(b, w.len, Mux(w.tb, k1, n1), Mux(w.tb, n1, k1), w.ldb) +
+            m.d.sync += (load(a, w.A, k1, m1, w.lda) + load(b, w.B, Mux(w.tb, k1, n1), Mux(w.tb, n1, k1), w.ldb) +
                          load(c, w.dst, n1, m1, w.ldc))
         with m.Elif(op == Op.LD):
             m.d.sync += load(a, w.dst, ln1) + [ext_base.eq(w.src), ext_tail.eq(ln1)]

@@ -1,17 +1,16 @@
 """The DMA: LD (external memory -> scratchpad) and ST (scratchpad -> external memory)."""
 
 from amaranth.hdl import Module, Signal
-from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
 from ga2_sw.isa import Op
 
-from .ports import ExtSignature, unit_members, ext_addr_width, sp_addr_width
+from .ports import ExtSignature, Unit, ext_addr_width, sp_addr_width
 
 __all__ = ["DMA"]
 
 
-class DMA(wiring.Component):
+class DMA(Unit):
     """Moves ``len`` words between the external-memory port and the scratchpad, one per cycle.
 
     LD issues a read request every cycle and writes each response into the scratchpad the cycle it
@@ -21,15 +20,14 @@ class DMA(wiring.Component):
 
     Members
     -------
-    start, instr, busy, done, sp_rd, sp_wr :
-        The unit handshake and scratchpad ports (``ports.unit_members``).
+    ctl, sp_rd, sp_wr :
+        The unit handshake and scratchpad ports (``ports.Unit``).
     ext : Out(ExtSignature)
         The external-memory port.
     """
 
     def __init__(self, config):
-        self._config = config
-        super().__init__({**unit_members(config), "ext": Out(ExtSignature(ext_addr_width(config)))})
+        super().__init__(config, {"ext": Out(ExtSignature(ext_addr_width(config)))})
 
     def elaborate(self, platform):
         m = Module()
@@ -41,17 +39,17 @@ class DMA(wiring.Component):
         write_left = Signal(16)
         st_data_valid = Signal()                 # an ST read was issued last cycle: its word is on sp_rd.data
 
-        with m.If(self.start):
+        with m.If(self.ctl.start):
             m.d.sync += [
-                is_ld.eq(self.instr.op == Op.LD),
-                issue_addr.eq(self.instr.src),
-                issue_left.eq(self.instr.len),
-                write_addr.eq(self.instr.dst),
-                write_left.eq(self.instr.len),
-                self.busy.eq(1),
+                is_ld.eq(self.ctl.instr.op == Op.LD),
+                issue_addr.eq(self.ctl.instr.src),
+                issue_left.eq(self.ctl.instr.len),
+                write_addr.eq(self.ctl.instr.dst),
+                write_left.eq(self.ctl.instr.len),
+                self.ctl.busy.eq(1),
             ]
 
-        issuing = self.busy & (issue_left != 0)
+        issuing = self.ctl.busy & (issue_left != 0)
         with m.If(issuing):
             m.d.sync += [issue_addr.eq(issue_addr + 1), issue_left.eq(issue_left - 1)]
         m.d.sync += st_data_valid.eq(issuing & ~is_ld)
@@ -61,7 +59,7 @@ class DMA(wiring.Component):
             m.d.comb += [
                 self.ext.re.eq(issuing),
                 self.ext.addr.eq(issue_addr),
-                writing.eq(self.busy & self.ext.rvalid),
+                writing.eq(self.ctl.busy & self.ext.rvalid),
                 self.sp_wr.en.eq(writing),
                 self.sp_wr.addr.eq(write_addr),
                 self.sp_wr.data.eq(self.ext.rdata),
@@ -78,7 +76,7 @@ class DMA(wiring.Component):
         with m.If(writing):
             m.d.sync += [write_addr.eq(write_addr + 1), write_left.eq(write_left - 1)]
 
-        m.d.comb += self.done.eq(writing & (write_left == 1))
-        with m.If(self.done):
-            m.d.sync += self.busy.eq(0)
+        m.d.comb += self.ctl.done.eq(writing & (write_left == 1))
+        with m.If(self.ctl.done):
+            m.d.sync += self.ctl.busy.eq(0)
         return m

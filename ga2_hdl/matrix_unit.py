@@ -2,18 +2,15 @@
 scratchpad one word per cycle."""
 
 from amaranth.hdl import Module, Mux, Signal, signed
-from amaranth.lib import wiring
 
-from ga2_sw.config import Config
-
-from .ports import unit_members, sp_addr_width
+from .ports import Unit, sp_addr_width
 from .result_walk import ResultWalk
 from .systolic import SystolicArray
 
 __all__ = ["MatrixUnit"]
 
 
-class MatrixUnit(wiring.Component):
+class MatrixUnit(Unit):
     """Executes ``MM dst A B M K N tb lda ldb ldc`` (docs/ISA.md) on a ``rows`` x ``cols`` systolic array.
 
     ``sp[dst + i*ldc + j] = sum_k s8(sp[A + i*lda + k]) * s8(Bop(k, j))`` for ``i < M``, ``j < N``, with
@@ -53,21 +50,11 @@ class MatrixUnit(wiring.Component):
         If ``config`` is not a :class:`ga2_sw.config.Config`.
     """
 
-    def __init__(self, config):
-        if not isinstance(config, Config):
-            raise TypeError(f"Config must be a ga2_sw.config.Config, not {config!r}")
-        self._config = config
-        super().__init__(unit_members(config))
-
-    @property
-    def config(self):
-        return self._config
-
     def elaborate(self, platform):
         m = Module()
         rows, cols = self._config.rows, self._config.cols
         aw = sp_addr_width(self._config)
-        instr = self.instr
+        instr = self.ctl.instr
 
         m.submodules.array = array = SystolicArray(rows, cols)
 
@@ -109,7 +96,7 @@ class MatrixUnit(wiring.Component):
 
         with m.FSM(name="mm_fsm") as fsm:
             with m.State("IDLE"):
-                with m.If(self.start):
+                with m.If(self.ctl.start):
                     m.d.sync += [
                         lda.eq(instr.lda),
                         ldc.eq(instr.ldc),
@@ -117,12 +104,12 @@ class MatrixUnit(wiring.Component):
                         b_kstride.eq(Mux(instr.tb, 1, instr.ldb)),
                         m_last.eq(instr.M - 1),
                         n_last.eq(instr.N - 1),
-                        k_last.eq(instr.k - 1),
+                        k_last.eq(instr.K - 1),
                         mn_last.eq(instr.M + instr.N - 1),
                         single.eq((instr.M == 1) & (instr.N == 1)),
-                        rd_addr.eq(instr.src),
-                        a_base.eq(instr.src),
-                        b_base.eq(instr.len),
+                        rd_addr.eq(instr.A),
+                        a_base.eq(instr.A),
+                        b_base.eq(instr.B),
                         rd_is_a.eq(1),
                         rd_idx.eq(0),
                         rd_k.eq(0),
@@ -170,15 +157,15 @@ class MatrixUnit(wiring.Component):
                 acc = array.acc[0] if rows * cols == 1 else array.acc[walk.sel]
                 acc = Mux(single, array.acc00_next, acc)
                 with m.If(walk.step(m, self.sp_wr, acc, ldc, m_last, n_last)):
-                    m.d.comb += self.done.eq(1)
+                    m.d.comb += self.ctl.done.eq(1)
                     m.next = "IDLE"
 
-        m.d.comb += self.busy.eq(~fsm.ongoing("IDLE"))
+        m.d.comb += self.ctl.busy.eq(~fsm.ongoing("IDLE"))
 
         # The array is cleared in cycle 1 from a register rather than in cycle 0 from `start`: `start` comes
         # from the sequencer's decode logic, and the clear fans out to every register of the array. The
         # first step is in cycle 1 + (M + N) >= 3, so the array is zero in time.
-        m.d.sync += clearing.eq(fsm.ongoing("IDLE") & self.start)
+        m.d.sync += clearing.eq(fsm.ongoing("IDLE") & self.ctl.start)
 
         reading = fsm.ongoing("READ")
         slice_end = ~rd_is_a & (rd_idx == n_last)

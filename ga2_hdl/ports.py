@@ -1,34 +1,38 @@
-"""Signatures and layouts shared by the GA-2 units: the decoded instruction, the scratchpad ports, the
-external-memory port and the start/busy/done handshake every execution unit has."""
+"""Signatures and layouts shared by the GA-2 units: the decoded instruction, the unit handshake, the host
+port, the scratchpad ports and the external-memory port, and the base class of the execution units."""
 
 from amaranth.hdl import unsigned, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-__all__ = ["InstrLayout", "access_layout", "SpReadSignature", "SpWriteSignature", "ExtSignature", "unit_members",
-           "sp_addr_width", "ext_addr_width", "WORD"]
+from ga2_sw.config import Config
+from ga2_sw.isa import FIELDS, SLOTS, INSTR_BITS, Err
+
+__all__ = ["InstrLayout", "access_layout", "UnitSignature", "HostSignature", "DebugSignature", "SpReadSignature",
+           "SpWriteSignature", "ExtSignature", "Unit", "check_config", "sp_addr_width", "ext_addr_width", "imem_addr_width",
+           "pc_width", "WORD", "COUNTER_WIDTH", "COUNTERS", "ERR_WIDTH"]
 
 WORD = 32
+COUNTER_WIDTH = 32
+ERR_WIDTH = max(Err).bit_length()   # the error code (ga2_sw.isa.Err)
+# The five counters of docs/ISA.md, as the host port names them (ga2_sw.cycles.Counters, in its order).
+COUNTERS = ("cycles", "mm_cycles", "dma_cycles", "vec_cycles", "instructions")
 
-# The 128-bit instruction word of docs/ISA.md, bit for bit. Slots are shared between opcodes:
-#   src is MM's A, len is MM's B, k is MM's K and RQ's m (signed), M's low 6 bits are RQ's s.
-InstrLayout = data.StructLayout({
-    "op":   unsigned(4),
-    "tb":   unsigned(1),
-    "rsv0": unsigned(3),
-    "dst":  unsigned(16),
-    "src":  unsigned(16),
-    "len":  unsigned(16),
-    "k":    unsigned(16),
-    "M":    unsigned(8),
-    "N":    unsigned(8),
-    "lda":  unsigned(12),
-    "ldb":  unsigned(12),
-    "ldc":  unsigned(12),
-    "rsv1": unsigned(4),
-})
-assert InstrLayout.size == 128
+
+def _instr_layout():
+    """The 128-bit instruction word of docs/ISA.md, derived from ``ga2_sw.isa.SLOTS`` and ``FIELDS``: one
+    field per assembly name at its slot (so ``A`` and ``src`` overlay, as do ``B`` and ``len``, ``K`` and
+    the signed ``m``, ``M`` and ``s``)."""
+    fields = {"op": data.Field(unsigned(SLOTS["op"][1]), SLOTS["op"][0])}
+    for names in FIELDS.values():
+        for name, slot in names:
+            lsb, width, is_signed = SLOTS[slot]
+            fields[name] = data.Field((signed if is_signed else unsigned)(width), lsb)
+    return data.FlexibleLayout(INSTR_BITS, fields)
+
+
+InstrLayout = _instr_layout()
 
 
 def access_layout(config):
@@ -38,6 +42,15 @@ def access_layout(config):
     aw = sp_addr_width(config)
     rng = data.StructLayout({"lo": unsigned(aw), "hi": unsigned(aw), "rd": unsigned(1), "wr": unsigned(1)})
     return data.StructLayout({"a": rng, "b": rng, "c": rng})
+
+
+def imem_addr_width(config):
+    return max(1, ceil_log2(config.imem_words))
+
+
+def pc_width(config):
+    """The program counter reaches ``imem_words`` (one past the end: the PC_OVERFLOW fault)."""
+    return ceil_log2(config.imem_words + 1)
 
 
 def sp_addr_width(config):
@@ -71,18 +84,102 @@ class ExtSignature(wiring.Signature):
                           "rdata": In(WORD), "rvalid": In(1)})
 
 
-def unit_members(config):
-    """Members every execution unit has: the handshake with the sequencer and the scratchpad ports.
+class UnitSignature(wiring.Signature):
+    """The handshake between the sequencer and an execution unit, seen from the sequencer.
 
     ``start`` is a one-cycle pulse with ``instr`` valid in the same cycle. ``busy`` is high for exactly the
-    unit's busy time X (docs/ISA.md) starting the cycle after ``start``; ``done`` is high in the last busy
-    cycle only."""
-    aw = sp_addr_width(config)
-    return {
-        "start": In(1),
-        "instr": In(InstrLayout),
-        "busy": Out(1),
-        "done": Out(1),
-        "sp_rd": Out(SpReadSignature(aw)),
-        "sp_wr": Out(SpWriteSignature(aw)),
-    }
+    unit's busy time X (``ga2_sw.isa.OPS``, docs/ISA.md) starting the cycle after ``start``; ``done`` is
+    high in the last busy cycle only."""
+
+    def __init__(self):
+        super().__init__({"start": Out(1), "instr": Out(InstrLayout), "busy": In(1), "done": In(1)})
+
+    def __eq__(self, other):
+        return type(other) is UnitSignature
+
+    def __repr__(self):
+        return "UnitSignature()"
+
+
+class HostSignature(wiring.Signature):
+    """The host's port to the sequencer, seen from the host.
+
+    Write the program with ``imem_we``/``imem_addr``/``imem_data`` (one 128-bit instruction per cycle),
+    pulse ``start``, wait for ``done``; then read ``error``, ``pc`` and the five counters (``COUNTERS``)."""
+
+    def __init__(self, config):
+        self._imem_addr_width, self._pc_width = imem_addr_width(config), pc_width(config)
+        super().__init__({
+            "start": Out(1), "running": In(1), "done": In(1), "error": In(ERR_WIDTH), "pc": In(self._pc_width),
+            **{name: In(COUNTER_WIDTH) for name in COUNTERS},
+            "imem_we": Out(1), "imem_addr": Out(self._imem_addr_width), "imem_data": Out(INSTR_BITS),
+        })
+
+    @property
+    def imem_addr_width(self):
+        return self._imem_addr_width
+
+    @property
+    def pc_width(self):
+        return self._pc_width
+
+    def __eq__(self, other):
+        return (type(other) is HostSignature and other.imem_addr_width == self.imem_addr_width
+                and other.pc_width == self.pc_width)
+
+    def __repr__(self):
+        return f"HostSignature(imem_addr_width={self._imem_addr_width}, pc_width={self._pc_width})"
+
+
+class DebugSignature(wiring.Signature):
+    """The host's scratchpad read port, seen from the host: ``data`` is the word at the ``addr`` of the
+    previous cycle. It reads only while no program runs."""
+
+    def __init__(self, addr_width):
+        self._addr_width = addr_width
+        super().__init__({"addr": Out(addr_width), "data": In(WORD)})
+
+    def __eq__(self, other):
+        return type(other) is DebugSignature and other._addr_width == self._addr_width
+
+
+def check_config(config):
+    """``config``, or TypeError if it is not a :class:`ga2_sw.config.Config`."""
+    if not isinstance(config, Config):
+        raise TypeError(f"Config must be a ga2_sw.config.Config, not {config!r}")
+    return config
+
+
+class Unit(wiring.Component):
+    """Base of the execution units: the sequencer's handshake ``ctl``, one scratchpad write port ``sp_wr`` and,
+    unless a unit declares ports of its own, one read port ``sp_rd``.
+
+    Members
+    -------
+    ctl : In(UnitSignature)
+    sp_rd : Out(SpReadSignature)
+    sp_wr : Out(SpWriteSignature)
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not a :class:`ga2_sw.config.Config`.
+    """
+
+    def __init__(self, config, members=None, *, read_port=True):
+        self._config = check_config(config)
+        aw = sp_addr_width(config)
+        own = {"ctl": In(UnitSignature()), "sp_wr": Out(SpWriteSignature(aw))}
+        if read_port:
+            own["sp_rd"] = Out(SpReadSignature(aw))
+        super().__init__({**own, **(members or {})})
+
+    @property
+    def config(self):
+        return self._config
+
+    @property
+    def read_ports(self):
+        """The unit's scratchpad read ports. A unit with one port shares its lane's memory port with the
+        lane's other units (a lane runs one instruction at a time); several ports each get a memory port."""
+        return [self.sp_rd]

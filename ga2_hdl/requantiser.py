@@ -1,9 +1,8 @@
 """The requantiser: executes ``RQ dst src len m s`` (docs/ISA.md), int32 to int8, one element per cycle."""
 
 from amaranth.hdl import Const, Module, Mux, Signal, signed, unsigned
-from amaranth.lib import wiring
 
-from .ports import unit_members
+from .ports import Unit
 
 __all__ = ["Requantiser", "rounding_term", "round_shift", "saturate", "half_shift", "round_half_saturate"]
 
@@ -51,7 +50,7 @@ def saturate(x, width):
     return Mux(x > hi, hi, Mux(x < lo, lo, x))[:width].as_signed()
 
 
-class Requantiser(wiring.Component):
+class Requantiser(Unit):
     """Executes RQ: ``sp[dst+i] = requant(s32(sp[src+i]), m, s)``, written sign-extended to 32 bits.
 
     A six-step pipeline, one element per cycle. With the start pulse in cycle 0, element ``i`` is
@@ -87,13 +86,10 @@ class Requantiser(wiring.Component):
         Scratchpad write port.
     """
 
-    def __init__(self, config):
-        self._config = config
-        super().__init__(unit_members(config))
 
     def elaborate(self, platform):
         m = Module()
-        instr = self.instr
+        instr = self.ctl.instr
 
         # Fields latched at start: the sequencer only holds instr valid in the start cycle.
         dst = Signal.like(instr.dst, name="dst")
@@ -117,17 +113,17 @@ class Requantiser(wiring.Component):
 
         busy = Signal(name="busy_r")
         m.d.comb += [
-            self.busy.eq(busy),
-            self.done.eq(busy & (step == last_step)),
+            self.ctl.busy.eq(busy),
+            self.ctl.done.eq(busy & (step == last_step)),
         ]
 
-        with m.If(self.start):
+        with m.If(self.ctl.start):
             m.d.sync += [
                 dst.eq(instr.dst),
                 src.eq(instr.src),
                 length.eq(instr.len),
-                mult.eq(instr.k.as_signed()),
-                shift.eq(instr.M[:SHIFT_WIDTH]),
+                mult.eq(instr.m),
+                shift.eq(instr.s),
                 last_step.eq(instr.len + PIPELINE_DEPTH),
                 step.eq(1),
                 rd_index.eq(0),
@@ -136,7 +132,7 @@ class Requantiser(wiring.Component):
             ]
         with m.Elif(busy):
             m.d.sync += step.eq(step + 1)
-            with m.If(self.done):
+            with m.If(self.ctl.done):
                 m.d.sync += busy.eq(0)
 
         # Cycle 1+i: issue the read of element i.

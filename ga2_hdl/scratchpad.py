@@ -2,29 +2,30 @@
 
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import memory, wiring
-from amaranth.lib.wiring import In
+from amaranth.lib.wiring import In, Out
+
+from ga2_sw.timing import SP_WRITE_DELAY
 
 from .ports import SpReadSignature, SpWriteSignature, sp_addr_width, WORD
 
-__all__ = ["Scratchpad", "SP_WRITE_DELAY"]
-
-SP_WRITE_DELAY = 1      # cycles from a unit's write request to the word being in memory
+__all__ = ["Scratchpad"]
 
 
 class Scratchpad(wiring.Component):
-    """``config.sp_words`` words of 32 bits. In order it maps to block RAM (one read port, one write port);
-    decoupled it has two write ports, which block RAM does not offer (docs/SYNTH.md, "Decoupled mode").
+    """``config.sp_words`` words of 32 bits with named groups of read and write ports.
 
-    Each of ``writers`` write requesters has a port of its own. A request is registered first and reaches the
-    memory ``SP_WRITE_DELAY`` cycle later, through a one-hot AND-OR of the registered requests of its
-    group: the requesters' result logic then ends at a register next to them instead of running through the
-    merge into the block RAM (the chip's critical path at 88 MHz). ``write_groups`` gives the number of
-    requesters of each memory write port, in order: in order mode one port serves all four units (at most one
-    writes at a time); decoupled, the DMA has a port of its own beside the compute units' (the scoreboard
-    keeps their ranges apart, so the two never write one word in the same cycle).
+    Each group is one port of the memory, shared by the requesters of the group; ``reads`` and ``writes``
+    map a group's name to its number of requesters. The requesters of a group must never ask in the same
+    cycle (a lane runs one instruction at a time; the top level puts the units of one lane in one group).
+    In order, one read group and one write group serve the whole chip, which maps to block RAM; decoupled,
+    the lanes have groups of their own and the streaming matrix unit a read port per array row and column
+    (docs/SYNTH.md, "Decoupled mode").
 
-    ``extra_readers`` adds read ports ``rdx`` beside ``rd`` (decoupled: the DMA's and the matrix unit's
-    row and column ports). Yosys builds extra read ports as copies of the block RAM.
+    A read group of several requesters is a one-hot AND-OR of their addresses, gated by their enables, and
+    every requester sees the port's data; a group of one is wired straight through. A write request is
+    registered first and reaches the memory ``SP_WRITE_DELAY`` cycle later, through a one-hot AND-OR of the
+    registered requests of its group: the requesters' result logic then ends at a register next to them
+    instead of running through the merge into the block RAM (the chip's critical path at 88 MHz).
 
     A read and a write of the same address in the same cycle return the old word. Together with the write
     delay this fixes what an RQ whose destination overlaps its source sees (docs/ISA.md), and the reference
@@ -32,53 +33,69 @@ class Scratchpad(wiring.Component):
 
     Members
     -------
-    rd : In(SpReadSignature)
-    rdx : In(SpReadSignature).array(extra_readers)
-    wr : In(SpWriteSignature).array(writers)
+    rd_<group> : In(SpReadSignature).array(n)
+        The read requesters of a group.
+    wr_<group> : In(SpWriteSignature).array(n)
+        The write requesters of a group.
+
+    Raises
+    ------
+    ValueError
+        If a group's name is not an identifier or its number of requesters is not a positive integer.
     """
 
-    def __init__(self, config, init=(), writers=1, write_groups=None, extra_readers=0):
-        self._config = config
-        self._init = list(init)
-        self._groups = tuple(write_groups or (writers,))
-        if sum(self._groups) != writers or min(self._groups) < 1:
-            raise ValueError(f"Write groups {self._groups} must be positive and add up to {writers} writers")
+    def __init__(self, config, *, reads=None, writes=None, init=()):
+        self._reads = self._groups(reads or {"shared": 1}, "Read")
+        self._writes = self._groups(writes or {"shared": 1}, "Write")
         aw = sp_addr_width(config)
-        members = {"rd": In(SpReadSignature(aw)), "wr": In(SpWriteSignature(aw)).array(writers)}
-        if extra_readers:
-            members["rdx"] = In(SpReadSignature(aw)).array(extra_readers)
-        super().__init__(members)
-        self.mem = memory.Memory(shape=WORD, depth=config.sp_words, init=self._init)
+        super().__init__({
+            **{f"rd_{g}": In(SpReadSignature(aw)).array(n) for g, n in self._reads.items()},
+            **{f"wr_{g}": In(SpWriteSignature(aw)).array(n) for g, n in self._writes.items()},
+        })
+        self.mem = memory.Memory(shape=WORD, depth=config.sp_words, init=list(init))
+
+    @staticmethod
+    def _groups(groups, what):
+        for name, count in groups.items():
+            if not (isinstance(name, str) and name.isidentifier()):
+                raise ValueError(f"{what} group name must be an identifier, not {name!r}")
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise ValueError(f"{what} group {name!r} must have a positive number of requesters, not {count!r}")
+        return dict(groups)
+
+    def read_group(self, name):
+        """The read requesters of group ``name``."""
+        return getattr(self, f"rd_{name}")
+
+    def write_group(self, name):
+        """The write requesters of group ``name``."""
+        return getattr(self, f"wr_{name}")
 
     @property
     def write_requested(self):
         """High when any requester asks for a write this cycle (for checks that watch the memory)."""
-        return Cat(*(w.en for w in self.wr)).any()
+        return Cat(*(port.en for g in self._writes for port in self.write_group(g))).any()
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.mem = mem = self.mem
-        for port in [self.rd] + list(getattr(self, "rdx", [])):
-            rd = mem.read_port()
-            m.d.comb += [rd.addr.eq(port.addr), rd.en.eq(port.en), port.data.eq(rd.data)]
-        en_q, addr_q, data_q = [], [], []
-        for n, port in enumerate(self.wr):
-            en, addr, data = (Signal(name=f"wr{n}_en"), Signal.like(port.addr, name=f"wr{n}_addr"),
-                              Signal.like(port.data, name=f"wr{n}_data"))
-            m.d.sync += [en.eq(port.en), addr.eq(port.addr), data.eq(port.data)]
-            en_q.append(en)
-            addr_q.append(addr)
-            data_q.append(data)
-        first = 0
-        for size in self._groups:
-            wr = mem.write_port()
-            group = slice(first, first + size)
-            first += size
-            m.d.comb += [
-                wr.en.eq(Cat(*en_q[group]).any()),
-                wr.addr.eq(_and_or(zip(en_q[group], addr_q[group]))),
-                wr.data.eq(_and_or(zip(en_q[group], data_q[group]))),
-            ]
+        for group in self._reads:
+            requesters, port = list(self.read_group(group)), mem.read_port()
+            enables = [r.en for r in requesters]
+            m.d.comb += [port.en.eq(Cat(*enables).any()), *(r.data.eq(port.data) for r in requesters),
+                         port.addr.eq(_and_or(zip(enables, (r.addr for r in requesters)))
+                                      if len(requesters) > 1 else requesters[0].addr)]
+        assert SP_WRITE_DELAY == 1, "a write request is registered once before the memory"
+        for group in self._writes:
+            requests, port = [], mem.write_port()
+            for n, req in enumerate(self.write_group(group)):
+                q = (Signal(name=f"{group}{n}_en"), Signal.like(req.addr, name=f"{group}{n}_addr"),
+                     Signal.like(req.data, name=f"{group}{n}_data"))
+                m.d.sync += [q[0].eq(req.en), q[1].eq(req.addr), q[2].eq(req.data)]
+                requests.append(q)
+            m.d.comb += [port.en.eq(Cat(*(en for en, _, _ in requests)).any()),
+                         port.addr.eq(_and_or((en, addr) for en, addr, _ in requests)),
+                         port.data.eq(_and_or((en, data) for en, _, data in requests))]
         return m
 
 

@@ -1,13 +1,13 @@
 """The softmax unit: executes ``SM dst src len`` (docs/ISA.md), int8 scores to Q16 probabilities."""
 
 from amaranth.hdl import Module, Mux, Signal, signed
-from amaranth.lib import memory, wiring
+from amaranth.lib import memory
 from amaranth.utils import bits_for
 
 from ga2_sw.numerics import EXP_TABLE, Q16_ONE
 
 from .divider import Divider
-from .ports import unit_members
+from .ports import Unit
 
 __all__ = ["Softmax", "exp_index", "rounded_numerator"]
 
@@ -28,7 +28,7 @@ def rounded_numerator(e, total):
     return (e << 16) + (total >> 1)
 
 
-class Softmax(wiring.Component):
+class Softmax(Unit):
     """Executes SM: ``sp[dst .. dst+len) = softmax_q16(s8(sp[src .. src+len)))``, bit-exact with
     ``ga2_sw.numerics.softmax_q16``; probabilities (0 .. 65536) are written zero-extended.
 
@@ -64,15 +64,14 @@ class Softmax(wiring.Component):
     """
 
     def __init__(self, config):
-        self._config = config
         # S = sum of at most sm_max_len exps, each <= 65536.
         self._sum_width = bits_for(config.sm_max_len * Q16_ONE)
         self._num_width = bits_for(max(EXP_TABLE) * Q16_ONE + (config.sm_max_len * Q16_ONE) // 2)
-        super().__init__(unit_members(config))
+        super().__init__(config)
 
     def elaborate(self, platform):
         m = Module()
-        instr = self.instr
+        instr = self.ctl.instr
         max_len = self._config.sm_max_len
 
         m.submodules.exp_rom = exp_rom = memory.Memory(shape=EXP_WIDTH, depth=len(EXP_TABLE),
@@ -181,15 +180,15 @@ class Softmax(wiring.Component):
             self.sp_wr.en.eq(divider.valid_o),
             self.sp_wr.addr.eq(dst + wr_index),
             self.sp_wr.data.eq(divider.quot),
-            self.busy.eq(busy),
-            self.done.eq(busy & divider.valid_o & wr_last),
+            self.ctl.busy.eq(busy),
+            self.ctl.done.eq(busy & divider.valid_o & wr_last),
         ]
         with m.If(divider.valid_o):
             m.d.sync += wr_index.eq(wr_index + 1)
 
         # -- start and finish ----------------------------------------------------------------------------
         # Placed last so that, in the start cycle, these assignments win over the pass logic above.
-        with m.If(self.start):
+        with m.If(self.ctl.start):
             m.d.sync += [
                 dst.eq(instr.dst),
                 src.eq(instr.src),
@@ -204,7 +203,7 @@ class Softmax(wiring.Component):
                 dividing.eq(0),
                 wr_index.eq(0),
             ]
-        with m.Elif(self.done):
+        with m.Elif(self.ctl.done):
             m.d.sync += busy.eq(0)
 
         return m

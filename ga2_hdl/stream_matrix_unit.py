@@ -3,19 +3,16 @@ scratchpad gives it one read port per array row and one per array column, so a w
 every cycle."""
 
 from amaranth.hdl import Module, Mux, Signal, signed
-from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
-from ga2_sw.config import Config
-
-from .ports import SpReadSignature, unit_members, sp_addr_width
+from .ports import SpReadSignature, Unit, check_config, sp_addr_width
 from .result_walk import ResultWalk
 from .systolic import SystolicArray
 
 __all__ = ["StreamMatrixUnit"]
 
 
-class StreamMatrixUnit(wiring.Component):
+class StreamMatrixUnit(Unit):
     """Executes ``MM dst A B M K N tb lda ldb ldc`` (docs/ISA.md) on a ``rows`` x ``cols`` systolic array,
     reading one k-slice per cycle through ``rows + cols`` scratchpad read ports.
 
@@ -68,25 +65,19 @@ class StreamMatrixUnit(wiring.Component):
     """
 
     def __init__(self, config):
-        if not isinstance(config, Config):
-            raise TypeError(f"Config must be a ga2_sw.config.Config, not {config!r}")
-        self._config = config
-        aw = sp_addr_width(config)
-        members = unit_members(config)
-        del members["sp_rd"]
-        members["a_rd"] = Out(SpReadSignature(aw)).array(config.rows)
-        members["b_rd"] = Out(SpReadSignature(aw)).array(config.cols)
-        super().__init__(members)
+        aw = sp_addr_width(check_config(config))
+        super().__init__(config, {"a_rd": Out(SpReadSignature(aw)).array(config.rows),
+                                  "b_rd": Out(SpReadSignature(aw)).array(config.cols)}, read_port=False)
 
     @property
-    def config(self):
-        return self._config
+    def read_ports(self):
+        return [*self.a_rd, *self.b_rd]
 
     def elaborate(self, platform):
         m = Module()
         rows, cols = self._config.rows, self._config.cols
         aw = sp_addr_width(self._config)
-        instr = self.instr
+        instr = self.ctl.instr
 
         m.submodules.array = array = SystolicArray(rows, cols)
 
@@ -122,13 +113,13 @@ class StreamMatrixUnit(wiring.Component):
 
         with m.FSM(name="smm_fsm") as fsm:
             with m.State("IDLE"):
-                with m.If(self.start):
+                with m.If(self.ctl.start):
                     m.d.sync += [
                         ldc.eq(instr.ldc),
                         b_kstride.eq(Mux(instr.tb, 1, instr.ldb)),
                         m_last.eq(instr.M - 1),
                         n_last.eq(instr.N - 1),
-                        k_last.eq(instr.k - 1),
+                        k_last.eq(instr.K - 1),
                         rd_k.eq(0),
                         flush_cnt.eq(0),
                         *walk.restart(instr.dst),
@@ -136,9 +127,9 @@ class StreamMatrixUnit(wiring.Component):
                     # i and j are constants here, so these are constant multiplies (shifts and adds),
                     # done once per instruction. Bop(0, j) is j*ldb past B when B is stored transposed.
                     for i in range(rows):
-                        m.d.sync += [a_addr[i].eq(instr.src + i * instr.lda), a_en[i].eq(instr.M > i)]
+                        m.d.sync += [a_addr[i].eq(instr.A + i * instr.lda), a_en[i].eq(instr.M > i)]
                     for j in range(cols):
-                        m.d.sync += [b_addr[j].eq(instr.len + Mux(instr.tb, j * instr.ldb, j)),
+                        m.d.sync += [b_addr[j].eq(instr.B + Mux(instr.tb, j * instr.ldb, j)),
                                      b_en[j].eq(instr.N > j)]
                     m.next = "READ"
 
@@ -168,15 +159,15 @@ class StreamMatrixUnit(wiring.Component):
                 # K+4 + i + j. The array keeps stepping with zero inputs, which leaves finished sums alone.
                 acc = array.acc[0] if rows * cols == 1 else array.acc[walk.sel]
                 with m.If(walk.step(m, self.sp_wr, acc, ldc, m_last, n_last)):
-                    m.d.comb += self.done.eq(1)
+                    m.d.comb += self.ctl.done.eq(1)
                     m.next = "IDLE"
 
-        m.d.comb += self.busy.eq(~fsm.ongoing("IDLE"))
+        m.d.comb += self.ctl.busy.eq(~fsm.ongoing("IDLE"))
 
         # The array is cleared in cycle 1 from a register rather than in cycle 0 from `start`: `start` comes
         # from the sequencer's decode logic, and the clear fans out to every register of the array.
         m.d.sync += [
-            clearing.eq(fsm.ongoing("IDLE") & self.start),
+            clearing.eq(fsm.ongoing("IDLE") & self.ctl.start),
             clearing_d.eq(clearing),
         ]
 
@@ -195,7 +186,7 @@ class StreamMatrixUnit(wiring.Component):
         # Steps run from cycle 3 (step 0, slice 0 in the hold registers) to the last write; the cycle-1 clear
         # and cycle 2 (no slice held yet) are the only busy cycles without one. K >= 1 gives X >= 5.
         m.d.comb += [
-            array.step.eq(self.busy & ~clearing & ~clearing_d),
+            array.step.eq(self.ctl.busy & ~clearing & ~clearing_d),
             array.clear.eq(clearing),
         ]
         return m

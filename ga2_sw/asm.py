@@ -12,6 +12,7 @@ import re
 
 from . import isa
 from .isa import Op, Err, Instr
+from .numerics import MAX_SHIFT
 
 __all__ = ["AsmError", "parse", "format_program", "format_instr", "to_words", "save_image", "load_image",
            "save_mem", "load_mem", "IMAGE_HEADER", "MEM_HEADER"]
@@ -108,8 +109,8 @@ def _config_problem(i, config):
         if i.len == 0:
             hi = config.sm_max_len if i.op == Op.SM else isa.field_range(i.op, "len")[1]
             return f"field 'len' must be in range 1..{hi}, not 0"
-        if i.op == Op.RQ and i.s > 47:
-            return f"field 's' must be in range 0..47, not {i.s}"
+        if i.op == Op.RQ and i.s > MAX_SHIFT:
+            return f"field 's' must be in range 0..{MAX_SHIFT}, not {i.s}"
         if i.op == Op.SM:
             return f"field 'len' must be in range 1..{config.sm_max_len} (sm_max_len), not {i.len}"
     for name, memory, lo, hi in _footprints(i):
@@ -124,10 +125,9 @@ def _config_problem(i, config):
 def _footprints(i):
     """(address field, memory, lo, hi) of every range an instruction touches; hi inclusive."""
     sp, ext = isa.footprints(i)
-    names = {Op.LD: (["dst"], ["src"]), Op.ST: (["src"], ["dst"]), Op.MM: (["A", "B", "dst"], []),
-             Op.RQ: (["src", "dst"], []), Op.SM: (["src", "dst"], []), Op.HALT: ([], [])}[i.op]
-    return ([(n, "scratchpad", lo, hi) for n, (lo, hi) in zip(names[0], sp)]
-            + [(n, "external memory", lo, hi) for n, (lo, hi) in zip(names[1], ext)])
+    spec = isa.OPS[i.op]
+    return ([(n, "scratchpad", lo, hi) for (n, _), (lo, hi) in zip(spec.sp, sp)]
+            + [(n, "external memory", lo, hi) for (n, _), (lo, hi) in zip(spec.ext, ext)])
 
 
 def format_instr(instr):

@@ -33,7 +33,7 @@ def add_config_arguments(parser, mode=True):
             continue
         if name == "mode":
             group.add_argument("--mode", dest="cfg_mode", choices=Config.field_range("mode"),
-                               default=Config().mode, help=f"{text} (default %(default)s)")
+                               default=Config().mode.value, help=f"{text} (default %(default)s)")
             continue
         lo, hi = Config.field_range(name)
         group.add_argument(f"--{name.replace('_', '-')}", dest=f"cfg_{name}", type=int, metavar="N",

@@ -1,14 +1,22 @@
 """The one configuration object shared by the software model and the hardware generator."""
 
 from dataclasses import dataclass, fields, asdict, replace
+import enum
 import json
 
-__all__ = ["Config", "DEFAULT", "MODES"]
+__all__ = ["Config", "DEFAULT", "Mode", "MODES"]
 
-# Execution modes (docs/ARCHITECTURE.md): "inorder" runs one instruction at a time, as the chapter's chip
-# does; "decoupled" lets the DMA run beside the compute units under a hardware scoreboard and gives the
-# matrix unit a read port per array row and column.
-MODES = ("inorder", "decoupled")
+
+class Mode(enum.Enum):
+    """Execution modes (docs/ARCHITECTURE.md)."""
+    #: One instruction at a time, as the chapter's chip runs.
+    INORDER = "inorder"
+    #: The DMA runs beside the compute units under a hardware scoreboard, and the matrix unit reads a whole
+    #: k-slice per cycle.
+    DECOUPLED = "decoupled"
+
+
+MODES = tuple(mode.value for mode in Mode)     # the names the command line and JSON use
 
 # (minimum, maximum) of every integer field; the maxima follow from the instruction encoding (16-bit
 # addresses and lengths, 8-bit M and N, 12-bit strides) or from what the RTL is built and tested for.
@@ -58,11 +66,13 @@ class Config:
     d_model: int = 16
     d: int = 16
     max_ctx: int = 16
-    mode: str = "inorder"
+    mode: Mode = Mode.INORDER
 
     def __post_init__(self):
-        if self.mode not in MODES:
-            raise ValueError(f"Config field 'mode' must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if not isinstance(self.mode, Mode):
+            if self.mode not in MODES:
+                raise ValueError(f"Config field 'mode' must be one of {', '.join(MODES)}, not {self.mode!r}")
+            object.__setattr__(self, "mode", Mode(self.mode))   # the names of the command line and JSON
         for f in fields(self):
             if f.name == "mode":
                 continue
@@ -89,7 +99,7 @@ class Config:
         return replace(self, **changes)
 
     def to_dict(self):
-        return asdict(self)
+        return {**asdict(self), "mode": self.mode.value}
 
     def to_json(self):
         return json.dumps(self.to_dict(), sort_keys=True)
@@ -113,7 +123,7 @@ class Config:
 
     @property
     def decoupled(self):
-        return self.mode == "decoupled"
+        return self.mode is Mode.DECOUPLED
 
 
 DEFAULT = Config()

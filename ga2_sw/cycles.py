@@ -10,19 +10,13 @@ reference machine, pysim and Verilator to them."""
 
 from dataclasses import dataclass, astuple
 
-from .isa import Op, Err, decode, check, encode, footprints, Instr
+from .isa import OPS, Op, Err, decode, check, footprints, Instr
+from .timing import (FETCH_CYCLES, ISSUE_CYCLES, RQ_DEPTH, SP_WRITE_DELAY, DIVIDER_LATENCY, SM_OVERHEAD,
+                     STREAM_MM_OVERHEAD)
 
-__all__ = ["Counters", "busy_cycles", "unit_of", "lane_of", "accesses", "conflict", "cycle_counts",
-           "DecoupledTimer", "ISSUE_CYCLES", "FETCH_CYCLES", "RQ_DEPTH", "SM_OVERHEAD", "DIVIDER_LATENCY",
-           "STREAM_MM_OVERHEAD"]
-
-FETCH_CYCLES = 1        # the first instruction's fetch
-ISSUE_CYCLES = 2        # decode, check: paid by every instruction, HALT and the faulting one included
-RQ_DEPTH = 5            # requantiser: read, register, partial products, product, shift, round/saturate/write
-SP_WRITE_DELAY = 1      # a write request reaches the scratchpad one cycle later (it is registered first)
-DIVIDER_LATENCY = 17    # one quotient bit per stage
-SM_OVERHEAD = 4 + DIVIDER_LATENCY   # read, score register, ROM, buffer read, then the divider
-STREAM_MM_OVERHEAD = 3  # decoupled MM: slice read, hold register, then the last PE's product and accumulate
+__all__ = ["Counters", "busy_cycles", "unit_of", "lane_of", "accesses", "conflict", "cycle_counts", "run_program",
+           "DecoupledTimer", "InorderTimer", "ISSUE_CYCLES", "FETCH_CYCLES", "RQ_DEPTH", "SM_OVERHEAD",
+           "DIVIDER_LATENCY", "STREAM_MM_OVERHEAD", "SP_WRITE_DELAY"]
 
 
 @dataclass(frozen=True)
@@ -42,31 +36,18 @@ class Counters:
 
 
 def unit_of(op):
-    """The counter an opcode's busy time is charged to."""
-    return {Op.LD: "dma", Op.ST: "dma", Op.MM: "mm", Op.RQ: "vec", Op.SM: "vec"}.get(op)
+    """The counter an opcode's busy time is charged to (``isa.OPS``)."""
+    return OPS[op].counter
 
 
 def busy_cycles(instr, config):
-    """Busy time X of the unit that executes a (valid) instruction."""
-    i = instr
-    if i.op == Op.LD:
-        return i.len + config.ext_latency
-    if i.op == Op.ST:
-        return i.len + 1
-    if i.op == Op.MM:
-        if config.mode == "decoupled":          # a whole k-slice per cycle, results written as PEs finish
-            return i.K + STREAM_MM_OVERHEAD + i.M * i.N
-        return (i.K + 1) * (i.M + i.N) + i.M * i.N
-    if i.op == Op.RQ:
-        return i.len + RQ_DEPTH
-    if i.op == Op.SM:
-        return 3 * i.len + SM_OVERHEAD
-    return 0
+    """Busy time X of the unit that executes a (valid) instruction (``isa.OPS``)."""
+    return OPS[instr.op].busy(instr, config)
 
 
 def lane_of(op):
     """Decoupled mode's two lanes: the DMA lane and the compute lane (one instruction in flight each)."""
-    return "dma" if op in (Op.LD, Op.ST) else "compute"
+    return OPS[op].lane
 
 
 def accesses(instr):
@@ -76,8 +57,7 @@ def accesses(instr):
     so an MM may wait for a write between its rows that it never reads (a false hazard costs time, never
     correctness)."""
     sp, _ = footprints(instr)
-    kinds = {Op.LD: ("w",), Op.ST: ("r",), Op.MM: ("r", "r", "w"), Op.RQ: ("r", "w"), Op.SM: ("r", "w")}
-    return [(lo, hi, k == "r", k == "w") for (lo, hi), k in zip(sp, kinds.get(instr.op, ()))]
+    return [(lo, hi, k == "r", k == "w") for (lo, hi), (_, k) in zip(sp, OPS[instr.op].sp)]
 
 
 def conflict(x, y):
@@ -134,6 +114,28 @@ class DecoupledTimer:
                         self.executed + (1 if halted else 0))
 
 
+class InorderTimer:
+    """In-order timing with the same interface as ``DecoupledTimer``: every instruction pays the issue
+    cycles, then its unit's busy time, and nothing overlaps."""
+
+    def __init__(self, config):
+        self.config = config
+        self.cycles = FETCH_CYCLES
+        self.per_unit = {"mm": 0, "dma": 0, "vec": 0}
+        self.executed = 0
+
+    def issue(self, instr):
+        x = busy_cycles(instr, self.config)
+        self.cycles += ISSUE_CYCLES + x
+        self.per_unit[unit_of(instr.op)] += x
+        self.executed += 1
+
+    def stop(self, halted):
+        """Counters after a HALT (``halted``) or a fault in the instruction now being checked."""
+        return Counters(self.cycles + ISSUE_CYCLES, self.per_unit["mm"], self.per_unit["dma"],
+                        self.per_unit["vec"], self.executed + (1 if halted else 0))
+
+
 def _as_instr(item):
     """Accept Instr objects or encoded words; return (Instr or None, decode error)."""
     if isinstance(item, Instr):
@@ -141,37 +143,17 @@ def _as_instr(item):
     return decode(item)
 
 
-def cycle_counts(program, config):
-    """(Counters, Err, pc) of a program, computed from the formulas alone, without executing it: in order
-    or, when ``config.mode`` is "decoupled", through ``DecoupledTimer``.
+def run_program(program, config, execute=None):
+    """The program-counter loop of the chip: ``(Counters, Err, pc)`` of a program.
 
-    Validation is static (it depends only on the instruction fields), so a faulting program's counters and
-    error code come out here too. ``program`` is a list of Instr or of 128-bit words."""
+    Fetches, decodes and validates each instruction in turn, calls ``execute(instr)`` on every valid one
+    (the reference machine passes its semantics; the cycle model passes nothing), and times it with the
+    mode's timer. ``pc`` is the address of the HALT or of the faulting instruction. Validation is static
+    (it depends only on the instruction fields), so a faulting program's counters and error code come out
+    without executing anything. ``program`` is a list of Instr or of 128-bit words."""
     if len(program) > config.imem_words:
         raise ValueError(f"Program has {len(program)} instructions but instruction memory holds {config.imem_words}")
-    if config.mode == "decoupled":
-        return _decoupled_counts(program, config)
-    cycles, per_unit, executed = FETCH_CYCLES, {"mm": 0, "dma": 0, "vec": 0}, 0
-    for pc in range(config.imem_words + 1):
-        if pc == config.imem_words:
-            return Counters(cycles + ISSUE_CYCLES, per_unit["mm"], per_unit["dma"], per_unit["vec"], executed), \
-                Err.PC_OVERFLOW, pc
-        instr, err = _as_instr(program[pc]) if pc < len(program) else (None, Err.ILLEGAL)
-        if err == Err.NONE:
-            err = check(instr, config)
-        cycles += ISSUE_CYCLES
-        if err != Err.NONE:
-            return Counters(cycles, per_unit["mm"], per_unit["dma"], per_unit["vec"], executed), err, pc
-        executed += 1
-        if instr.op == Op.HALT:
-            return Counters(cycles, per_unit["mm"], per_unit["dma"], per_unit["vec"], executed), Err.NONE, pc
-        x = busy_cycles(instr, config)
-        cycles += x
-        per_unit[unit_of(instr.op)] += x
-
-
-def _decoupled_counts(program, config):
-    timer = DecoupledTimer(config)
+    timer = DecoupledTimer(config) if config.decoupled else InorderTimer(config)
     for pc in range(config.imem_words + 1):
         if pc == config.imem_words:
             return timer.stop(False), Err.PC_OVERFLOW, pc
@@ -182,4 +164,12 @@ def _decoupled_counts(program, config):
             return timer.stop(False), err, pc
         if instr.op == Op.HALT:
             return timer.stop(True), Err.NONE, pc
+        if execute is not None:
+            execute(instr)
         timer.issue(instr)
+
+
+def cycle_counts(program, config):
+    """(Counters, Err, pc) of a program, computed from the formulas alone, without executing it: in order
+    or, in decoupled mode, through ``DecoupledTimer``."""
+    return run_program(program, config)

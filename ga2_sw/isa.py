@@ -3,8 +3,11 @@
 from dataclasses import dataclass, fields as dc_fields
 from enum import IntEnum
 
-__all__ = ["Op", "Err", "Instr", "FIELDS", "encode", "decode", "check", "footprints",
-           "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS", "EncodingError"]
+from .numerics import MAX_SHIFT
+from .timing import RQ_DEPTH, SM_OVERHEAD, ST_OVERHEAD, STREAM_MM_OVERHEAD
+
+__all__ = ["Op", "Err", "Instr", "FIELDS", "SLOTS", "OPS", "OpSpec", "UNITS", "LANES", "unit_ops", "encode",
+           "decode", "check", "footprints", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS", "EncodingError"]
 
 INSTR_BITS = 128
 
@@ -28,7 +31,8 @@ class Err(IntEnum):
 
 
 # Bit slots: name -> (lsb, width, signed). One slot may carry different fields for different opcodes.
-_SLOTS = {
+# ga2_hdl.ports.InstrLayout is derived from this table and FIELDS.
+SLOTS = {
     "op":  (0, 4, False),
     "tb":  (4, 1, False),
     "dst": (8, 16, False),
@@ -56,8 +60,52 @@ FIELDS = {
 }
 
 
+@dataclass(frozen=True)
+class OpSpec:
+    """Everything the rest of the project needs to know of an opcode besides its fields: one row each.
+
+    The cycle model, the reference machine, the sequencer's dispatch, the assembler's messages, synth's unit
+    map and the random-program generators all read this table."""
+    unit: str | None        # the execution unit that runs it (a ga2_hdl.top.UNIT_CLASSES key); None for HALT
+    lane: str | None        # decoupled mode's lane, one instruction in flight each: "dma" or "compute"
+    counter: str | None     # the busy counter its busy time is charged to (a cycles.Counters field)
+    sp: tuple = ()          # (address field, "r" or "w") of each scratchpad range, in footprints() order
+    ext: tuple = ()         # the same for its external-memory ranges
+    busy: object = None     # (instr, config) -> the unit's busy time X in cycles (docs/ISA.md)
+
+
+def _mm_busy(i, config):
+    if config.decoupled:    # streaming: a whole k-slice per cycle, results written as their PEs finish
+        return i.K + STREAM_MM_OVERHEAD + i.M * i.N
+    return (i.K + 1) * (i.M + i.N) + i.M * i.N     # staged: one operand word per cycle, then a flush
+
+
+OPS = {
+    Op.LD:   OpSpec("dma", "dma", "dma", sp=(("dst", "w"),), ext=(("src", "r"),),
+                    busy=lambda i, config: i.len + config.ext_latency),
+    Op.ST:   OpSpec("dma", "dma", "dma", sp=(("src", "r"),), ext=(("dst", "w"),),
+                    busy=lambda i, config: i.len + ST_OVERHEAD),
+    Op.MM:   OpSpec("mm", "compute", "mm", sp=(("A", "r"), ("B", "r"), ("dst", "w")), busy=_mm_busy),
+    Op.RQ:   OpSpec("rq", "compute", "vec", sp=(("src", "r"), ("dst", "w")),
+                    busy=lambda i, config: i.len + RQ_DEPTH),
+    Op.SM:   OpSpec("sm", "compute", "vec", sp=(("src", "r"), ("dst", "w")),
+                    busy=lambda i, config: 3 * i.len + SM_OVERHEAD),
+    Op.HALT: OpSpec(None, None, None, busy=lambda i, config: 0),
+}
+assert set(OPS) == set(Op) == set(FIELDS)
+
+# The execution units in dispatch order (the sequencer's unit array), and decoupled mode's lanes.
+UNITS = tuple(dict.fromkeys(spec.unit for spec in OPS.values() if spec.unit))
+LANES = ("dma", "compute")
+
+
+def unit_ops(unit):
+    """The opcodes a unit executes."""
+    return tuple(op for op, spec in OPS.items() if spec.unit == unit)
+
+
 def _mask(slot):
-    lsb, width, _ = _SLOTS[slot]
+    lsb, width, _ = SLOTS[slot]
     return ((1 << width) - 1) << lsb
 
 
@@ -68,7 +116,7 @@ USED_BITS = {op: _mask("op") | sum(_mask(slot) for _, slot in FIELDS[op]) for op
 def field_range(op, name):
     """Encodable (lo, hi) of an assembly field."""
     slot = dict(FIELDS[op])[name]
-    _, width, signed = _SLOTS[slot]
+    _, width, signed = SLOTS[slot]
     return (-(1 << (width - 1)), (1 << (width - 1)) - 1) if signed else (0, (1 << width) - 1)
 
 
@@ -149,7 +197,7 @@ def encode(instr):
     """Instr -> 128-bit integer."""
     word = int(instr.op)
     for name, slot in FIELDS[instr.op]:
-        lsb, width, _ = _SLOTS[slot]
+        lsb, width, _ = SLOTS[slot]
         word |= (getattr(instr, name) & ((1 << width) - 1)) << lsb
     return word
 
@@ -167,7 +215,7 @@ def decode(word):
         return None, Err.ILLEGAL
     values = {}
     for name, slot in FIELDS[op]:
-        lsb, width, signed = _SLOTS[slot]
+        lsb, width, signed = SLOTS[slot]
         v = (word >> lsb) & ((1 << width) - 1)
         if signed and v >> (width - 1):
             v -= 1 << width
@@ -205,7 +253,7 @@ def check(instr, config):
     else:
         if i.len == 0:
             return Err.SHAPE
-        if i.op == Op.RQ and i.s > 47:
+        if i.op == Op.RQ and i.s > MAX_SHIFT:
             return Err.SHAPE
         if i.op == Op.SM and i.len > config.sm_max_len:
             return Err.SHAPE
@@ -235,7 +283,7 @@ def explain(instr, config):
         if i.len == 0:
             return "len must be at least 1"
         if i.op == Op.RQ:
-            return f"s={i.s} is outside 0..47"
+            return f"s={i.s} is outside 0..{MAX_SHIFT}"
         return f"len={i.len} is outside 1..{config.sm_max_len} (sm_max_len)"
     sp, ext = footprints(i)
     if err == Err.SP_RANGE:

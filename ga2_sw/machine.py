@@ -2,8 +2,9 @@
 
 from dataclasses import dataclass, field
 
-from .cycles import Counters, DecoupledTimer, busy_cycles, unit_of, FETCH_CYCLES, ISSUE_CYCLES, RQ_DEPTH, SP_WRITE_DELAY
-from .isa import Op, Err, Instr, decode, check, encode
+from .cycles import Counters, run_program
+from .isa import Op, Err
+from .timing import RQ_DEPTH, SP_WRITE_DELAY
 from .numerics import s8, s32, u32, requant, softmax_q16
 
 __all__ = ["Machine", "Result", "run"]
@@ -40,41 +41,12 @@ class Machine:
 
     def run(self, program, ext=None, sp=None):
         cfg = self.config
-        if len(program) > cfg.imem_words:
-            raise ValueError(f"Program has {len(program)} instructions but instruction memory holds {cfg.imem_words}")
         ext = _image(ext, cfg.ext_words, "External memory")
         sp = _image(sp, cfg.sp_words, "Scratchpad")
-        words = [encode(p) if isinstance(p, Instr) else p for p in program]
-        cycles, units, executed = FETCH_CYCLES, {"mm": 0, "dma": 0, "vec": 0}, 0
         # Decoupled, the scoreboard never lets two instructions with overlapping ranges run together, so the
-        # memories are those of program order; only the timing differs, and the issue model times it.
-        timer = DecoupledTimer(cfg) if cfg.decoupled else None
-
-        def result(err, pc):
-            if timer:
-                counters = timer.stop(halted=err == Err.NONE)
-            else:
-                counters = Counters(cycles, units["mm"], units["dma"], units["vec"], executed)
-            return Result(ext, sp, counters, err, pc)
-
-        for pc in range(cfg.imem_words + 1):
-            cycles += ISSUE_CYCLES
-            if pc == cfg.imem_words:
-                return result(Err.PC_OVERFLOW, pc)
-            instr, err = decode(words[pc]) if pc < len(words) else (None, Err.ILLEGAL)
-            if err == Err.NONE:
-                err = check(instr, cfg)
-            if err != Err.NONE:
-                return result(err, pc)
-            executed += 1
-            if instr.op == Op.HALT:
-                return result(Err.NONE, pc)
-            _execute(instr, sp, ext)
-            if timer:
-                timer.issue(instr)
-            x = busy_cycles(instr, cfg)
-            cycles += x
-            units[unit_of(instr.op)] += x
+        # memories are those of program order; only the timing differs, and the mode's timer times it.
+        counters, err, pc = run_program(program, cfg, execute=lambda instr: _execute(instr, sp, ext))
+        return Result(ext, sp, counters, err, pc)
 
 
 def _execute(i, sp, ext):

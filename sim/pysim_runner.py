@@ -56,27 +56,27 @@ def run_pysim(config, program, ext=None, sp=None, cycle_limit=2_000_000, vcd=Non
         # The program goes in through the host port, where each word is validated as it is written; the
         # scratchpad is loaded directly (no cycles).
         for addr, word in enumerate(words):
-            ctx.set(chip.imem_we, 1)
-            ctx.set(chip.imem_addr, addr)
-            ctx.set(chip.imem_data, word)
+            ctx.set(chip.host.imem_we, 1)
+            ctx.set(chip.host.imem_addr, addr)
+            ctx.set(chip.host.imem_data, word)
             await ctx.tick()
-        ctx.set(chip.imem_we, 0)
+        ctx.set(chip.host.imem_we, 0)
         for addr, word in enumerate(sp):
             ctx.set(chip.scratchpad.mem.data[addr], word)
-        ctx.set(chip.start, 1)
+        ctx.set(chip.host.start, 1)
         await ctx.tick()
-        ctx.set(chip.start, 0)
+        ctx.set(chip.host.start, 0)
         simulated = 1
-        while not ctx.get(chip.done):
+        while not ctx.get(chip.host.done):
             if simulated >= cycle_limit:
                 raise HangError(f"program did not halt within {cycle_limit:,} cycles "
-                                f"(pc={ctx.get(chip.pc)}, cycles counter={ctx.get(chip.cycles)})")
+                                f"(pc={ctx.get(chip.host.pc)}, cycles counter={ctx.get(chip.host.cycles)})")
             step = 64
             await ctx.tick().repeat(step)
             simulated += step
-        out["counters"] = Counters(ctx.get(chip.cycles), ctx.get(chip.mm_cycles), ctx.get(chip.dma_cycles),
-                                   ctx.get(chip.vec_cycles), ctx.get(chip.instructions))
-        out["error"], out["pc"] = Err(ctx.get(chip.error)), ctx.get(chip.pc)
+        out["counters"] = Counters(ctx.get(chip.host.cycles), ctx.get(chip.host.mm_cycles), ctx.get(chip.host.dma_cycles),
+                                   ctx.get(chip.host.vec_cycles), ctx.get(chip.host.instructions))
+        out["error"], out["pc"] = Err(ctx.get(chip.host.error)), ctx.get(chip.host.pc)
         out["ext"] = [ctx.get(harness.extmem.mem.data[i]) for i in range(config.ext_words)]
         out["sp"] = [ctx.get(chip.scratchpad.mem.data[i]) for i in range(config.sp_words)]
         out["sim_cycles"] = simulated

@@ -25,7 +25,7 @@ def assert_same(result, expect, what):
     assert result.sp == expect.sp, f"{what}: scratchpad differs"
 
 
-@pytest.mark.parametrize("config, index, p", CASES, ids=[f"{c.mode}-{p.name}" for c, _, p in CASES])
+@pytest.mark.parametrize("config, index, p", CASES, ids=[f"{c.mode.value}-{p.name}" for c, _, p in CASES])
 def test_chapter_program(config, index, p):
     counters, err, _ = cycle_counts(p.program, config)
     # A cycle limit near the model's count: a broken chip that never halts fails in seconds, not minutes.

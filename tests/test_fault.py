@@ -88,11 +88,11 @@ def words_of(program):
 async def load_program(ctx, chip, program):
     """Write a program through the host port, one instruction per cycle (as a host does)."""
     for addr, word in enumerate(words_of(program)):
-        ctx.set(chip.imem_we, 1)
-        ctx.set(chip.imem_addr, addr)
-        ctx.set(chip.imem_data, word)
+        ctx.set(chip.host.imem_we, 1)
+        ctx.set(chip.host.imem_addr, addr)
+        ctx.set(chip.host.imem_data, word)
         await ctx.tick()
-    ctx.set(chip.imem_we, 0)
+    ctx.set(chip.host.imem_we, 0)
 
 
 def poke_scratchpad(ctx, bench, sp):
@@ -108,9 +108,9 @@ async def ticks(ctx, n):
 
 
 async def start(ctx, chip):
-    ctx.set(chip.start, 1)
+    ctx.set(chip.host.start, 1)
     await ctx.tick()
-    ctx.set(chip.start, 0)
+    ctx.set(chip.host.start, 0)
 
 
 async def start_and_wait_running(ctx, chip, limit=16):
@@ -118,7 +118,7 @@ async def start_and_wait_running(ctx, chip, limit=16):
     while it is still validating the last words written."""
     await start(ctx, chip)
     for _ in range(limit):
-        if ctx.get(chip.running):
+        if ctx.get(chip.host.running):
             return
         await ctx.tick()
     raise AssertionError(f"the chip did not start running within {limit} cycles of start")
@@ -131,16 +131,16 @@ async def run_to_done(ctx, chip, cycle_limit=20_000):
     a few cycles after the last instruction-memory write), so wait for ``running`` first."""
     await start_and_wait_running(ctx, chip)
     for cycles in range(cycle_limit + 1):
-        if ctx.get(chip.done):
+        if ctx.get(chip.host.done):
             return cycles
         await ctx.tick()
     raise HangError(f"program did not halt within {cycle_limit:,} cycles "
-                    f"(pc={ctx.get(chip.pc)}, cycles counter={ctx.get(chip.cycles)})")
+                    f"(pc={ctx.get(chip.host.pc)}, cycles counter={ctx.get(chip.host.cycles)})")
 
 
 def counters(ctx, chip):
-    return Counters(ctx.get(chip.cycles), ctx.get(chip.mm_cycles), ctx.get(chip.dma_cycles),
-                    ctx.get(chip.vec_cycles), ctx.get(chip.instructions))
+    return Counters(ctx.get(chip.host.cycles), ctx.get(chip.host.mm_cycles), ctx.get(chip.host.dma_cycles),
+                    ctx.get(chip.host.vec_cycles), ctx.get(chip.host.instructions))
 
 
 def memories(ctx, bench):
@@ -154,16 +154,16 @@ def memories(ctx, bench):
 def snapshot(ctx, bench):
     chip = bench.chip
     sp, ext = memories(ctx, bench)
-    return Result(ext, sp, counters(ctx, chip), Err(ctx.get(chip.error)), ctx.get(chip.pc))
+    return Result(ext, sp, counters(ctx, chip), Err(ctx.get(chip.host.error)), ctx.get(chip.host.pc))
 
 
 async def read_sp_via_host(ctx, chip, addrs):
     """Read scratchpad words through the debug port (data one cycle after the address)."""
     out = []
     for a in addrs:
-        ctx.set(chip.dbg_sp_addr, a)
+        ctx.set(chip.debug.addr, a)
         await ctx.tick()
-        out.append(ctx.get(chip.dbg_sp_data))
+        out.append(ctx.get(chip.debug.data))
     return out
 
 
@@ -176,8 +176,8 @@ def assert_same(result, expect, what):
 
 
 def assert_idle_and_cleared(ctx, chip, what):
-    assert not ctx.get(chip.running) and not ctx.get(chip.done), f"{what}: not idle"
-    assert ctx.get(chip.error) == 0 and ctx.get(chip.pc) == 0, f"{what}: status not cleared"
+    assert not ctx.get(chip.host.running) and not ctx.get(chip.host.done), f"{what}: not idle"
+    assert ctx.get(chip.host.error) == 0 and ctx.get(chip.host.pc) == 0, f"{what}: status not cleared"
     assert counters(ctx, chip) == Counters(), f"{what}: counters not cleared"
     assert not ctx.get(chip.ext.re) and not ctx.get(chip.ext.we), f"{what}: external access while idle"
 
@@ -210,7 +210,7 @@ def test_reset_mid_program(reset_at):
         await load_program(ctx, chip, PROGRAM)
         await start_and_wait_running(ctx, chip)
         await ticks(ctx, reset_at)
-        out["running_before"] = ctx.get(chip.running)
+        out["running_before"] = ctx.get(chip.host.running)
         ctx.set(bench.cd.rst, 1)
         await ctx.tick()
         ctx.set(bench.cd.rst, 0)
@@ -245,7 +245,7 @@ def test_reset_leaves_a_prefix_of_the_program(reset_at, partial):
         await load_program(ctx, bench.chip, PROGRAM)
         await start_and_wait_running(ctx, bench.chip)
         await ticks(ctx, reset_at)
-        out["pc"] = ctx.get(bench.chip.pc)
+        out["pc"] = ctx.get(bench.chip.host.pc)
         ctx.set(bench.cd.rst, 1)
         await ctx.tick()
         ctx.set(bench.cd.rst, 0)
@@ -338,7 +338,7 @@ def test_back_to_back_programs(first, second):
         await run_to_done(ctx, chip)
         out["first"] = snapshot(ctx, bench)
         await ctx.tick().repeat(3)                     # the host takes its time; done and error hold
-        assert ctx.get(chip.done) and Err(ctx.get(chip.error)) == out["first"].error
+        assert ctx.get(chip.host.done) and Err(ctx.get(chip.host.error)) == out["first"].error
         await load_program(ctx, chip, second)           # no reset in between
         await run_to_done(ctx, chip)
         out["second"] = snapshot(ctx, bench)
@@ -433,7 +433,7 @@ def test_dead_external_memory_hangs_until_the_limit():
         with pytest.raises(HangError, match=r"did not halt within 300 cycles \(pc=0, cycles counter=301\)"):
             await run_to_done(ctx, chip, cycle_limit=300)
         out["counters"] = counters(ctx, chip)
-        out["running"] = ctx.get(chip.running)
+        out["running"] = ctx.get(chip.host.running)
         out["re"] = ctx.get(chip.ext.re)
         out["sp"] = [ctx.get(chip.scratchpad.mem.data[i]) for i in range(CONFIG.sp_words)]
 

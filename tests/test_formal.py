@@ -1,4 +1,4 @@
-"""Formal checks (ga2_hdl.formal) with SymbiYosys and Yices: every check must pass and every deliberately
+"""Formal checks (sim.formal) with SymbiYosys and Yices: every check must pass and every deliberately
 false twin must fail, naming the Assert that fails. Each sby run takes 1-25 s here (docs/VERIFICATION.md
 has the table); all of them run in the default test command. Skipped when the tools are missing."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from amaranth.hdl import Assert, ClockDomain, Elaboratable, Module, Signal
 
-from ga2_hdl import formal
+from sim import formal
 
 TOOLS, WHY_NOT = formal.tools_available()
 needs_tools = pytest.mark.skipif(not TOOLS, reason=WHY_NOT or "formal tools missing")
@@ -82,7 +82,7 @@ def test_constant_clock_is_refused():
 def test_parse_sby_output():
     log = ("SBY 1:00:00 [spec] engine_0: ##   0:00:00  Checking assertions in step 3..\n"
            "SBY 1:00:00 [spec] engine_0: ##   0:00:00  BMC failed!\n"
-           "SBY 1:00:00 [spec] engine_0: ##   0:00:00  Assert failed in top: /x/ga2_hdl/formal.py:123 ($check$1)\n"
+           "SBY 1:00:00 [spec] engine_0: ##   0:00:00  Assert failed in top: /x/sim/formal.py:123 ($check$1)\n"
            "SBY 1:00:00 [spec] DONE (FAIL, rc=2)\n")
     assert formal._parse(log) == ("FAIL", ["formal.py:123"], 3)
     assert formal._parse("SBY [spec] DONE (PASS, rc=0)\n") == ("PASS", [], None)
@@ -103,8 +103,8 @@ def test_cli_list_and_unknown(capsys):
 
 @needs_tools
 def test_module_entry_point():
-    """``python -m ga2_hdl.formal CHECK`` prints PASS and the time, and exits 0."""
-    proc = subprocess.run([sys.executable, "-m", "ga2_hdl.formal", "requant-expr", "requant-expr/wrapping-add"],
+    """``python -m sim.formal CHECK`` prints PASS and the time, and exits 0."""
+    proc = subprocess.run([sys.executable, "-m", "sim.formal", "requant-expr", "requant-expr/wrapping-add"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PASS    requant-expr" in proc.stdout

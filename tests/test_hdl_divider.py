@@ -7,7 +7,7 @@ import pytest
 from amaranth.back import verilog
 
 from ga2_hdl.divider import Divider
-from ga2_hdl.testing import run_bench
+from sim.testing import run_bench
 
 NUM_W, DEN_W, QUOT_W = 33, 27, 17
 LATENCY = 17

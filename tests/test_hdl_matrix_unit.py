@@ -9,7 +9,7 @@ from amaranth.back import verilog
 
 from ga2_sw.config import Config
 from ga2_hdl.matrix_unit import MatrixUnit
-from ga2_hdl.testing import UnitBench, run_bench, start_and_wait
+from sim.testing import UnitBench, run_bench, start_and_wait
 
 SP_WORDS = 512
 KMAX = 20
@@ -143,8 +143,8 @@ def run_cases(config, cases):
 
     async def scramble_instr(ctx):
         while running[0]:
-            if not ctx.get(unit.start):
-                ctx.set(unit.instr.as_value(), garbage.getrandbits(128))
+            if not ctx.get(unit.ctl.start):
+                ctx.set(unit.ctl.instr.as_value(), garbage.getrandbits(128))
             await ctx.tick()
 
     run_bench(bench, main, scramble_instr, vcd_name=f"mm_{config.rows}x{config.cols}")
@@ -213,14 +213,14 @@ def test_mm_schedule(rows, cols, shape):
     bench = UnitBench(unit, config, image)
 
     async def tb(ctx):
-        ctx.set(unit.instr.as_value(), encode_mm(**c))
-        ctx.set(unit.start, 1)
+        ctx.set(unit.ctl.instr.as_value(), encode_mm(**c))
+        ctx.set(unit.ctl.start, 1)
         await ctx.tick()
-        ctx.set(unit.start, 0)
-        ctx.set(unit.instr.as_value(), 0)
+        ctx.set(unit.ctl.start, 0)
+        ctx.set(unit.ctl.instr.as_value(), 0)
         got_reads, got_writes = {}, {}
         for cycle in range(1, X + 3):
-            busy, done = ctx.get(unit.busy), ctx.get(unit.done)
+            busy, done = ctx.get(unit.ctl.busy), ctx.get(unit.ctl.done)
             assert busy == (cycle <= X), cycle
             assert done == (cycle == X), cycle
             if ctx.get(unit.sp_rd.en):

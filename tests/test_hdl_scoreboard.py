@@ -7,7 +7,7 @@ from amaranth.back import verilog
 
 from ga2_hdl.checker import InstrChecker, CHECK_LATENCY
 from ga2_hdl.scoreboard import Scoreboard
-from ga2_hdl.testing import run_bench
+from sim.testing import run_bench
 from ga2_sw.config import Config
 from ga2_sw.cycles import accesses, conflict, lane_of
 from ga2_sw.isa import encode, Op

@@ -5,7 +5,7 @@ import random
 from amaranth.back import verilog
 
 from ga2_hdl.softmax import Softmax
-from ga2_hdl.testing import UnitBench, run_bench, start_and_wait
+from sim.testing import UnitBench, run_bench, start_and_wait
 from ga2_sw.config import Config
 from ga2_sw.isa import encode, sm
 from ga2_sw.numerics import softmax_q16
@@ -120,12 +120,12 @@ def test_port_schedule():
     trace = []
 
     async def testbench(ctx):
-        ctx.set(dut.instr.as_value(), encode(sm(dst, src, n)))
-        ctx.set(dut.start, 1)
+        ctx.set(dut.ctl.instr.as_value(), encode(sm(dst, src, n)))
+        ctx.set(dut.ctl.start, 1)
         await ctx.tick()
-        ctx.set(dut.start, 0)
+        ctx.set(dut.ctl.start, 0)
         for cycle in range(1, 3 * n + 23):
-            trace.append((cycle, ctx.get(dut.busy), ctx.get(dut.done),
+            trace.append((cycle, ctx.get(dut.ctl.busy), ctx.get(dut.ctl.done),
                           ctx.get(dut.sp_rd.en) and ctx.get(dut.sp_rd.addr),
                           ctx.get(dut.sp_wr.en) and ctx.get(dut.sp_wr.addr)))
             await ctx.tick()

@@ -14,7 +14,7 @@ from ga2_sw.config import Config
 from ga2_hdl.ports import WORD
 from ga2_hdl.scratchpad import SP_WRITE_DELAY
 from ga2_hdl.stream_matrix_unit import StreamMatrixUnit
-from ga2_hdl.testing import run_bench, start_and_wait
+from sim.testing import run_bench, start_and_wait
 
 SP_WORDS = 256
 KMAX = 20
@@ -172,8 +172,8 @@ def run_cases(config, cases, *, back_to_back=False):
 
     async def scramble_instr(ctx):
         while running[0]:
-            if not ctx.get(unit.start):
-                ctx.set(unit.instr.as_value(), garbage.getrandbits(128))
+            if not ctx.get(unit.ctl.start):
+                ctx.set(unit.ctl.instr.as_value(), garbage.getrandbits(128))
             await ctx.tick()
 
     run_bench(bench, main, scramble_instr, vcd_name=f"smm_{config.rows}x{config.cols}")
@@ -182,13 +182,13 @@ def run_cases(config, cases, *, back_to_back=False):
 async def start_until_done(ctx, unit, instr_value, limit=10000):
     """Like ``start_and_wait`` but returns right after the ``done`` cycle, so that the caller's next
     ``start`` falls in the cycle after ``done``."""
-    ctx.set(unit.instr.as_value(), instr_value)
-    ctx.set(unit.start, 1)
+    ctx.set(unit.ctl.instr.as_value(), instr_value)
+    ctx.set(unit.ctl.start, 1)
     await ctx.tick()
-    ctx.set(unit.start, 0)
+    ctx.set(unit.ctl.start, 0)
     for busy_cycles in range(1, limit):
-        assert ctx.get(unit.busy), busy_cycles
-        done = ctx.get(unit.done)
+        assert ctx.get(unit.ctl.busy), busy_cycles
+        done = ctx.get(unit.ctl.done)
         await ctx.tick()
         if done:
             return busy_cycles
@@ -266,14 +266,14 @@ def test_smm_schedule(rows, cols, shape):
     bench = StreamBench(unit, config, image)
 
     async def tb(ctx):
-        ctx.set(unit.instr.as_value(), encode_mm(**c))
-        ctx.set(unit.start, 1)
+        ctx.set(unit.ctl.instr.as_value(), encode_mm(**c))
+        ctx.set(unit.ctl.start, 1)
         await ctx.tick()
-        ctx.set(unit.start, 0)
-        ctx.set(unit.instr.as_value(), 0)
+        ctx.set(unit.ctl.start, 0)
+        ctx.set(unit.ctl.instr.as_value(), 0)
         got_reads, got_writes = {}, {}
         for cycle in range(1, X + 3):
-            busy, done = ctx.get(unit.busy), ctx.get(unit.done)
+            busy, done = ctx.get(unit.ctl.busy), ctx.get(unit.ctl.done)
             assert busy == (cycle <= X), cycle
             assert done == (cycle == X), cycle
             for name, ports in (("a", unit.a_rd), ("b", unit.b_rd)):

@@ -6,7 +6,7 @@ import pytest
 
 from ga2_hdl.pe import ProcessingElement
 from ga2_hdl.systolic import SystolicArray
-from ga2_hdl.testing import run_bench
+from sim.testing import run_bench
 
 
 def _wrap32(v):

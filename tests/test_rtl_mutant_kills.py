@@ -1,13 +1,13 @@
 # amaranth: UnusedElaboratable=no
 """Tests written to kill RTL mutants that the rest of the suite let through (``ga2 mutants --rtl``,
-``ga2_hdl/mutants.py``). Each test names the mutant(s) it kills; each checks documented behaviour against
+``sim/rtl_mutants.py``). Each test names the mutant(s) it kills; each checks documented behaviour against
 the reference (numpy, the reference machine), not the mutant itself. All pysim, a few seconds in all."""
 
 import numpy as np
 import pytest
 
 from ga2_hdl.systolic import SystolicArray
-from ga2_hdl.testing import run_bench
+from sim.testing import run_bench
 from ga2_sw.config import Config
 from ga2_sw.isa import Err, ld, st, mm, rq, sm, halt
 from ga2_sw.machine import run

@@ -1,4 +1,4 @@
-"""The RTL mutation tool (``ga2 mutants --rtl``, ``ga2_hdl/mutants.py``).
+"""The RTL mutation tool (``ga2 mutants --rtl``, ``sim/rtl_mutants.py``).
 
 Fast: every anchor occurs exactly once in the current tree (so the list stays valid as the RTL evolves),
 labels are unique, and a few cheap mutants run end to end against the pysim unit tests, next to an
@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from ga2_hdl.mutants import (RTL_MUTANTS, SELECTION, UNIT_TESTS, RtlMutant, check_anchors, mutate, run_mutant,
+from sim.rtl_mutants import (RTL_MUTANTS, SELECTION, UNIT_TESTS, RtlMutant, check_anchors, mutate, run_mutant,
                              run_mutants, selection_for, summarise)
 
 BY_LABEL = {m.label: m for m in RTL_MUTANTS}

@@ -71,7 +71,7 @@ def register(sub):
     p.add_argument("--json", metavar="FILE", help="write the results as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--rtl", action="store_true",
-                   help="mutation test of the RTL instead (ga2_hdl/mutants.py): each mutant breaks a copy of "
+                   help="mutation test of the RTL instead (sim/rtl_mutants.py): each mutant breaks a copy of "
                    "ga2_hdl and runs a fixed selection of the project's tests on it; --jobs defaults to 2 here")
     p.add_argument("--only", nargs="+", metavar="LABEL",
                    help="with --rtl: only the mutants whose label contains one of these texts")
@@ -187,7 +187,7 @@ def _accuracy(args):
 
 def _mutants(args):
     if args.rtl:
-        from ga2_hdl.mutants import main_rtl
+        from sim.rtl_mutants import main_rtl
         return main_rtl(args)
     if args.jobs is None:
         args.jobs = os.cpu_count() or 1

@@ -37,7 +37,7 @@ def decode_table(config, sim="model", seed=4242):
         match = (r.counters == expect.counters and r.ext == expect.ext and r.sp == expect.sp)
         macs, words = traffic(p.program)
         c = r.counters
-        rows.append({"name": p.name, "mode": config.mode, "batch": p.batch, "lengths": list(p.lengths), "cycles": c.cycles,
+        rows.append({"name": p.name, "mode": config.mode.value, "batch": p.batch, "lengths": list(p.lengths), "cycles": c.cycles,
                      "mm_cycles": c.mm, "dma_cycles": c.dma, "vec_cycles": c.vec, "instructions": c.instructions,
                      "macs": macs, "words": words, "memory_bound": words,
                      "of_memory_bound": round(words / c.cycles, 4), "matches_reference": match,
@@ -54,14 +54,14 @@ def _print(rows, config, sim, seconds):
         achieved = r["macs"] / r["cycles"]
         ceiling = min(peak, intensity)               # memory moves 1 word per cycle
         overlap = (f"{r['cycles'] / max(r['dma_cycles'], r['cycles'] - r['dma_cycles']):.2f}x"
-                   if config.mode == "inorder" else "--")
+                   if not config.decoupled else "--")
         body.append([r["name"], r["cycles"], f"{r['cycles'] / r['batch']:,.0f}", r["macs"], r["words"],
                      f"{intensity:.2f}", f"{achieved:.3f}", f"{ceiling:.2f}", f"{100 * achieved / ceiling:.1f}%",
                      f"{100 * r['words'] / r['cycles']:.1f}%", overlap,
                      "--" if r["chapter_cycles"] is None else f"{r['chapter_cycles']:,}",
                      "yes" if r["matches_reference"] else "NO"])
     print(f"decode steps on {sim} ({config.rows}x{config.cols} array, peak {peak} MAC/cycle, "
-          f"memory 1 word/cycle, {config.mode} mode)")
+          f"memory 1 word/cycle, {config.mode.value} mode)")
     print(table(["program", "cycles", "per token", "MACs", "words", "MAC/word", "achieved", "ceiling",
                  "of ceiling", "of mem bound", "if overlapped", "chapter", "= model"], body,
                 ["<"] + [">"] * 12))

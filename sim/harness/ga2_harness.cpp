@@ -46,8 +46,10 @@ typedef VerilatedVcdC TraceFile;
 #define GA2_HAS_TRACE 0
 #endif
 
-// Verilator escapes the double underscore of Amaranth's port names (`ext__addr`) as `___05F`.
+// Verilator escapes the double underscore of Amaranth's port names (`ext__addr`, `host__start`) as `___05F`.
 #define EXT_PORT(name) ext___05F##name
+#define HOST_PORT(name) host___05F##name
+#define DEBUG_PORT(name) debug___05F##name
 
 // With GA2_DIRECT_EVAL (set by sim/verilator.py when the generated model has it), a clock phase calls the
 // model's own evaluation function instead of eval(), skipping the per-call bookkeeping of the Verilator
@@ -229,8 +231,8 @@ public:
         }
         top_->clk = 0;
         top_->rst_req = 0;
-        top_->start = 0;
-        top_->imem_we = 0;
+        top_->HOST_PORT(start) = 0;
+        top_->HOST_PORT(imem_we) = 0;
         top_->eval();
     }
 
@@ -257,13 +259,13 @@ public:
         }
         // Instruction memory through the host port; words a previous job left beyond this program are cleared.
         unsigned n = static_cast<unsigned>(job.prog.size() / 4);
-        top_->imem_we = 1;
+        top_->HOST_PORT(imem_we) = 1;
         for (unsigned a = 0; a < std::max(n, imem_dirty_); ++a) {
-            top_->imem_addr = a;
-            for (int w = 0; w < 4; ++w) top_->imem_data[w] = a < n ? job.prog[4 * a + w] : 0;
+            top_->HOST_PORT(imem_addr) = a;
+            for (int w = 0; w < 4; ++w) top_->HOST_PORT(imem_data)[w] = a < n ? job.prog[4 * a + w] : 0;
             cycle();
         }
-        top_->imem_we = 0;
+        top_->HOST_PORT(imem_we) = 0;
         imem_dirty_ = n;
         // Scratchpad: the image, then zeros.
         std::memset(sp_mem_, 0, sizeof(uint32_t) * cfg_.sp_words);
@@ -271,28 +273,28 @@ public:
 
         auto t0 = std::chrono::steady_clock::now();
         const double c0 = cpu_now();
-        top_->start = 1;
+        top_->HOST_PORT(start) = 1;
         cycle();
-        top_->start = 0;
+        top_->HOST_PORT(start) = 0;
         unsigned long long simulated = 1, start_wait = 0;
         // docs: `done` is high from HALT until the next start. A chip that holds a start back (here: until its
         // instruction checker has finished the last write) may keep the previous run's `done` up for a few
         // cycles; wait for it to fall first, and report how long that took (start_wait, 0 when it falls in the
         // start cycle as documented).
-        while (top_->done && simulated < job.limit) {
+        while (top_->HOST_PORT(done) && simulated < job.limit) {
             cycle();
             ++simulated;
             ++start_wait;
         }
-        const bool started = !top_->done;        // false: the start never took effect within the limit
-        while (!top_->done) {
+        const bool started = !top_->HOST_PORT(done);        // false: the start never took effect within the limit
+        while (!top_->HOST_PORT(done)) {
             if (simulated >= job.limit) break;
             cycle();
             ++simulated;
         }
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         double cpu_seconds = cpu_now() - c0;
-        bool hang = !top_->done || !started;
+        bool hang = !top_->HOST_PORT(done) || !started;
         last_hung_ = hang;
 
         out.str("result "); out.num(job.id);
@@ -303,13 +305,13 @@ public:
         out.str(t);
         std::snprintf(t, sizeof t, " cpu_seconds %.9f", cpu_seconds);
         out.str(t);
-        out.str(" cycles "); out.num(top_->cycles);
-        out.str(" mm "); out.num(top_->mm_cycles);
-        out.str(" dma "); out.num(top_->dma_cycles);
-        out.str(" vec "); out.num(top_->vec_cycles);
-        out.str(" instr "); out.num(top_->instructions);
-        out.str(" error "); out.num(top_->error);
-        out.str(" pc "); out.num(top_->pc);
+        out.str(" cycles "); out.num(top_->HOST_PORT(cycles));
+        out.str(" mm "); out.num(top_->HOST_PORT(mm_cycles));
+        out.str(" dma "); out.num(top_->HOST_PORT(dma_cycles));
+        out.str(" vec "); out.num(top_->HOST_PORT(vec_cycles));
+        out.str(" instr "); out.num(top_->HOST_PORT(instructions));
+        out.str(" error "); out.num(top_->HOST_PORT(error));
+        out.str(" pc "); out.num(top_->HOST_PORT(pc));
         out.str(" ext_oob "); out.num(oob_);
         out.str(" start_wait "); out.num(start_wait);
 
@@ -319,9 +321,9 @@ public:
             // Through the debug port (data one cycle after the address), checked against the memory itself.
             sp.resize(cfg_.sp_words);
             for (unsigned a = 0; a < cfg_.sp_words; ++a) {
-                top_->dbg_sp_addr = a;
+                top_->DEBUG_PORT(addr) = a;
                 cycle();
-                sp[a] = top_->dbg_sp_data;
+                sp[a] = top_->DEBUG_PORT(data);
                 if (sp[a] != sp_mem_[a]) ++port_mismatch;
             }
         }

@@ -9,7 +9,7 @@
 // configuration); the job file's header must agree with them.
 //
 // The scratchpad has no host write port, so the testbench writes dut.scratchpad.mem directly between runs;
-// it reads the scratchpad back through dbg_sp_addr/dbg_sp_data.
+// it reads the scratchpad back through the debug port (debug__addr/debug__data).
 
 module ga2_tb;
     parameter EXT_WORDS = 8192;
@@ -40,10 +40,11 @@ module ga2_tb;
     reg ext_rvalid = 1'b0;
 
     ga2 dut (
-        .clk(clk), .rst(rst), .start(start), .running(running), .done(done), .error(error), .pc(pc),
-        .cycles(cycles), .mm_cycles(mm_cycles), .dma_cycles(dma_cycles), .vec_cycles(vec_cycles),
-        .instructions(instructions), .imem_we(imem_we), .imem_addr(imem_addr), .imem_data(imem_data),
-        .dbg_sp_addr(dbg_sp_addr), .dbg_sp_data(dbg_sp_data),
+        .clk(clk), .rst(rst), .host__start(start), .host__running(running), .host__done(done),
+        .host__error(error), .host__pc(pc), .host__cycles(cycles), .host__mm_cycles(mm_cycles),
+        .host__dma_cycles(dma_cycles), .host__vec_cycles(vec_cycles), .host__instructions(instructions),
+        .host__imem_we(imem_we), .host__imem_addr(imem_addr), .host__imem_data(imem_data),
+        .debug__addr(dbg_sp_addr), .debug__data(dbg_sp_data),
         .ext__addr(ext_addr), .ext__re(ext_re), .ext__we(ext_we), .ext__wdata(ext_wdata),
         .ext__rdata(ext_rdata), .ext__rvalid(ext_rvalid)
     );

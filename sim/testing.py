@@ -6,7 +6,8 @@ from amaranth.hdl import Elaboratable, Module
 from amaranth.lib.wiring import connect
 from amaranth.sim import Simulator
 
-from .scratchpad import Scratchpad, SP_WRITE_DELAY
+from ga2_hdl.scratchpad import Scratchpad
+from ga2_sw.timing import SP_WRITE_DELAY
 
 __all__ = ["UnitBench", "run_bench", "start_and_wait"]
 
@@ -16,14 +17,15 @@ class UnitBench(Elaboratable):
 
     def __init__(self, unit, config, sp_init=()):
         self.unit = unit
-        self.sp = Scratchpad(config, init=sp_init)
+        self.sp = Scratchpad(config, init=sp_init, reads={f"rd{n}": 1 for n in range(len(unit.read_ports))})
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.unit = self.unit
         m.submodules.sp = self.sp
-        connect(m, self.unit.sp_rd, self.sp.rd)
-        connect(m, self.unit.sp_wr, self.sp.wr[0])
+        for n, port in enumerate(self.unit.read_ports):
+            connect(m, port, self.sp.read_group(f"rd{n}")[0])
+        connect(m, self.unit.sp_wr, self.sp.write_group("shared")[0])
         return m
 
 
@@ -44,20 +46,21 @@ async def start_and_wait(ctx, unit, instr_value, limit=100000):
     """Pulse ``start`` with the instruction (an int, the 128-bit word) and return the number of cycles
     ``busy`` was high, checking that ``done`` rises exactly in the last busy cycle. Returns once the unit's
     last write has reached the scratchpad."""
-    ctx.set(unit.instr.as_value(), instr_value)
-    ctx.set(unit.start, 1)
+    ctl = unit.ctl
+    ctx.set(ctl.instr.as_value(), instr_value)
+    ctx.set(ctl.start, 1)
     await ctx.tick()
-    ctx.set(unit.start, 0)
+    ctx.set(ctl.start, 0)
     busy_cycles = 0
     for _ in range(limit):
-        busy, done = ctx.get(unit.busy), ctx.get(unit.done)
+        busy, done = ctx.get(ctl.busy), ctx.get(ctl.done)
         if not busy:
             assert not done, "done is high while busy is low"
             break
         busy_cycles += 1
         await ctx.tick()
         if done:
-            assert not ctx.get(unit.busy), "busy stays high after done"
+            assert not ctx.get(ctl.busy), "busy stays high after done"
             break
     else:
         raise AssertionError(f"unit still busy after {limit} cycles")

@@ -9,13 +9,13 @@ spec to RTLIL, writes it and a ``.sby`` file into a temporary directory and runs
 Every check has a deliberately false twin (``MUTANTS``): a realistic RTL bug or a wrong claim that sby must
 report as failing, so that a check that passes is known to be able to fail.
 
-Command line (``python -m ga2_hdl.formal``)::
+Command line (``python -m sim.formal``)::
 
-    python -m ga2_hdl.formal list              # the checks, their mode and depth
-    python -m ga2_hdl.formal all               # every check; exit status 1 if any does not pass
-    python -m ga2_hdl.formal requant-expr pe   # some checks
-    python -m ga2_hdl.formal mutants           # every false twin, each must FAIL
-    python -m ga2_hdl.formal dma --keep out/   # keep the sby work directory (traces: out/dma/engine_0/)
+    python -m sim.formal list              # the checks, their mode and depth
+    python -m sim.formal all               # every check; exit status 1 if any does not pass
+    python -m sim.formal requant-expr pe   # some checks
+    python -m sim.formal mutants           # every false twin, each must FAIL
+    python -m sim.formal dma --keep out/   # keep the sby work directory (traces: out/dma/engine_0/)
 
 See docs/VERIFICATION.md for what each check proves and what it does not.
 """
@@ -40,10 +40,11 @@ from ga2_sw.config import Config
 from ga2_sw.cycles import RQ_DEPTH
 from ga2_sw.isa import Op
 
-from .dma import DMA
-from .pe import ProcessingElement
-from .requantiser import Requantiser, rounding_term, round_shift, saturate, half_shift, round_half_saturate
-from .sequencer import Sequencer, UNITS
+from ga2_hdl.dma import DMA
+from ga2_hdl.pe import ProcessingElement
+from ga2_hdl.requantiser import Requantiser, rounding_term, round_shift, saturate, half_shift, round_half_saturate
+from ga2_hdl.sequencer import Sequencer
+from ga2_sw.isa import UNITS
 
 __all__ = ["FormalResult", "Check", "CHECKS", "MUTANTS", "KNOWN_BUGS", "EXTRA", "tools_available", "run_sby",
            "run_check", "main", "RequantExprSpec", "RequantMulSpec", "RequantUnitSpec", "PESpec", "DMASpec", "SeqCheckSpec",
@@ -317,9 +318,9 @@ class RequantUnitSpec(Elaboratable):
         cycle = Signal(8)
         m.d.sync += cycle.eq(Mux(cycle == 255, 255, cycle + 1))
         m.d.comb += [
-            dut.start.eq(cycle == 0),
-            dut.instr.op.eq(Op.RQ), dut.instr.dst.eq(dst), dut.instr.src.eq(src), dut.instr.len.eq(n),
-            dut.instr.k.eq(mul), dut.instr.M.eq(s),
+            dut.ctl.start.eq(cycle == 0),
+            dut.ctl.instr.op.eq(Op.RQ), dut.ctl.instr.dst.eq(dst), dut.ctl.instr.src.eq(src), dut.ctl.instr.len.eq(n),
+            dut.ctl.instr.m.eq(mul), dut.ctl.instr.s.eq(s),
         ]
         # The scratchpad answers every read with a free word of a_bits (sign-extended).
         word = AnySeq(signed(self._a_bits))
@@ -354,8 +355,8 @@ class RequantUnitSpec(Elaboratable):
         # Timing: busy in cycles 1 .. n+D, done in cycle n+D only, write i in cycle D+1+i.
         d = RQ_DEPTH
         m.d.comb += [
-            Assert(dut.busy == ((cycle >= 1) & (cycle <= n + d))),
-            Assert(dut.done == (cycle == n + d)),
+            Assert(dut.ctl.busy == ((cycle >= 1) & (cycle <= n + d))),
+            Assert(dut.ctl.done == (cycle == n + d)),
             Assert(dut.sp_wr.en == ((cycle >= d + 1) & (cycle < d + 1 + n))),
         ]
         return m
@@ -445,9 +446,9 @@ class DMASpec(Elaboratable):
         else:
             m.d.comb += start.eq(cycle == 0)
         m.d.comb += [
-            dma.start.eq(start),
-            dma.instr.op.eq(op), dma.instr.dst.eq(dst), dma.instr.src.eq(src), dma.instr.len.eq(ln),
-            dma.instr.k.eq(AnySeq(16)), dma.instr.M.eq(AnySeq(8)),     # fields the DMA must ignore
+            dma.ctl.start.eq(start),
+            dma.ctl.instr.op.eq(op), dma.ctl.instr.dst.eq(dst), dma.ctl.instr.src.eq(src), dma.ctl.instr.len.eq(ln),
+            dma.ctl.instr.K.eq(AnySeq(16)), dma.ctl.instr.M.eq(AnySeq(8)),     # fields the DMA must ignore
             dma.ext.rdata.eq(0), dma.sp_rd.data.eq(0),
         ]
         if self._rvalid == "any":
@@ -464,7 +465,7 @@ class DMASpec(Elaboratable):
         sp_of_dst = op == Op.LD
         sp_words, ext_words = cfg.sp_words, cfg.ext_words
         with m.If(start):
-            m.d.comb += Assume(~dma.busy)
+            m.d.comb += Assume(~dma.ctl.busy)
             m.d.comb += Assume(Cat(op == o for o in self._ops).any())
             m.d.comb += Assume(ln >= 1)
             m.d.comb += Assume(dst + ln <= Mux(sp_of_dst, sp_words, ext_words))
@@ -477,7 +478,7 @@ class DMASpec(Elaboratable):
         with m.If(start):
             m.d.sync += [is_ld.eq(op == Op.LD), s_dst.eq(dst), s_src.eq(src), s_len.eq(ln), active.eq(1),
                          rd_count.eq(0), wr_count.eq(0)]
-        with m.Elif(dma.done):
+        with m.Elif(dma.ctl.done):
             m.d.sync += active.eq(0)
 
         limit = s_len - self._slack
@@ -493,10 +494,10 @@ class DMASpec(Elaboratable):
             m.d.sync += wr_count.eq(wr_count + 1)
         m.d.comb += [
             # Nothing happens while idle; busy and the shadow agree.
-            Assert(dma.busy == active),
+            Assert(dma.ctl.busy == active),
             Assert(~reading | active),
             Assert(~writing | active),
-            Assert(~dma.done | active),
+            Assert(~dma.ctl.done | active),
             # LD: external reads and scratchpad writes only; ST: scratchpad reads and external writes only.
             Assert(~(dma.ext.re | dma.sp_wr.en) | is_ld),
             Assert(~(dma.ext.we | dma.sp_rd.en) | ~is_ld),
@@ -506,13 +507,13 @@ class DMASpec(Elaboratable):
             Assert(~dma.sp_rd.en | in_range(dma.sp_rd.addr, s_src, rd_count)),
             Assert(~dma.ext.we | in_range(dma.ext.addr, s_dst, wr_count)),
             # done comes with the last of exactly len writes.
-            Assert(~dma.done | (writing & (wr_count == s_len - 1))),
+            Assert(~dma.ctl.done | (writing & (wr_count == s_len - 1))),
         ]
         if not self._sequence and self._rvalid == "latency" and self._reset == "never":
             # The busy time of docs/ISA.md: X = len + ext_latency (LD), len + 1 (ST), from cycle 1.
             x = Mux(is_ld, s_len + cfg.ext_latency, s_len + 1)
-            m.d.comb += [Assert(dma.busy == ((cycle >= 1) & (cycle <= x))),
-                         Assert(dma.done == ((cycle >= 1) & (cycle == x)))]
+            m.d.comb += [Assert(dma.ctl.busy == ((cycle >= 1) & (cycle <= x))),
+                         Assert(dma.ctl.done == ((cycle >= 1) & (cycle == x)))]
         return m
 
 
@@ -605,6 +606,11 @@ def _expected_error(m, word, cfg, order="isa"):
 
 
 _UNIT_OF = {Op.LD: "dma", Op.ST: "dma", Op.MM: "mm", Op.RQ: "rq", Op.SM: "sm"}
+def _unit_port(seq, name):
+    """The sequencer's handshake port with the unit called ``name`` (ga2_sw.isa.UNITS order)."""
+    return seq.units[UNITS.index(name)]
+
+
 SEQ_CONFIG = Config(rows=2, cols=3, sp_words=64, ext_words=128, imem_words=2, sm_max_len=16)
 
 
@@ -616,11 +622,11 @@ def _abstract_units(m, seq):
         busy = Signal(name=f"{unit}_busy_model")
         done = Signal(name=f"{unit}_done_model")
         m.d.comb += done.eq(busy & AnySeq(1))
-        with m.If(getattr(seq, f"{unit}_start")):
+        with m.If(_unit_port(seq, unit).start):
             m.d.sync += busy.eq(1)
         with m.Elif(done):
             m.d.sync += busy.eq(0)
-        m.d.comb += [getattr(seq, f"{unit}_busy").eq(busy), getattr(seq, f"{unit}_done").eq(done)]
+        m.d.comb += [_unit_port(seq, unit).busy.eq(busy), _unit_port(seq, unit).done.eq(done)]
         busy_of[unit], done_of[unit] = busy, done
     return busy_of, done_of
 
@@ -637,21 +643,21 @@ class _SeqHarness:
         m.d.sync += cycle.eq(Mux(cycle == 255, 255, cycle + 1))
         for a, w in enumerate(words):
             with m.If(cycle == a):
-                m.d.comb += [seq.imem_we.eq(1), seq.imem_addr.eq(a), seq.imem_data.eq(w)]
+                m.d.comb += [seq.host.imem_we.eq(1), seq.host.imem_addr.eq(a), seq.host.imem_data.eq(w)]
         self.start = start = Signal()
         if restart:
             m.d.comb += start.eq((cycle == cfg.imem_words) | ((cycle > cfg.imem_words) & AnySeq(1)))
             with m.If(cycle > cfg.imem_words):
-                m.d.comb += Assume(~start | ~seq.running)
+                m.d.comb += Assume(~start | ~seq.host.running)
         else:
             m.d.comb += start.eq(cycle == cfg.imem_words)
-        m.d.comb += seq.start.eq(start)
+        m.d.comb += seq.host.start.eq(start)
         self.busy, self.done = _abstract_units(m, seq)
         self.any_start = Signal()
         self.any_busy = Signal()
         self.any_done = Signal()
         m.d.comb += [
-            self.any_start.eq(Cat(getattr(seq, f"{u}_start") for u in UNITS).any()),
+            self.any_start.eq(Cat(_unit_port(seq, u).start for u in UNITS).any()),
             self.any_busy.eq(Cat(self.busy.values()).any()),
             self.any_done.eq(Cat(self.done.values()).any()),
         ]
@@ -685,21 +691,21 @@ class SeqCheckSpec(Elaboratable):
             m.d.comb += [
                 Assert(expect == 0),
                 Assert(op != Op.HALT),
-                Assert(seq.instr.as_value() == word),
+                Assert(seq.units[0].instr.as_value() == word),
             ]
             for unit in UNITS:
                 ops = [o for o, u in _UNIT_OF.items() if u == unit]
-                m.d.comb += Assert(getattr(seq, f"{unit}_start") == Cat(op == o for o in ops).any())
+                m.d.comb += Assert(_unit_port(seq, unit).start == Cat(op == o for o in ops).any())
         # By the deadline (start in cycle imem_words; the sequencer may hold it while it validates the last
         # words written, then FETCH, DECODE, CHECK) the word has been dispatched or has halted the machine.
         with m.If(h.cycle == self._deadline):
-            m.d.comb += Assert(started | seq.done)
-        with m.If(seq.done & (seq.pc == 0)):
-            m.d.comb += [Assert(~started), Assert(seq.error == expect)]
+            m.d.comb += Assert(started | seq.host.done)
+        with m.If(seq.host.done & (seq.host.pc == 0)):
+            m.d.comb += [Assert(~started), Assert(seq.host.error == expect)]
             with m.If(expect == 0):
-                m.d.comb += [Assert(op == Op.HALT), Assert(seq.instructions == 1)]
+                m.d.comb += [Assert(op == Op.HALT), Assert(seq.host.instructions == 1)]
             with m.Else():
-                m.d.comb += Assert(seq.instructions == 0)
+                m.d.comb += Assert(seq.host.instructions == 0)
         return m
 
 
@@ -736,25 +742,25 @@ class SeqErrorSpec(Elaboratable):
             with m.Elif(h.any_done):
                 m.d.sync += [since_done.eq(0), finished.eq(finished + 1)]
 
-        starts = Cat(getattr(seq, f"{u}_start") for u in UNITS)
+        starts = Cat(_unit_port(seq, u).start for u in UNITS)
         word_at_pc = Signal(128)
         for a, w in enumerate(h.words):
-            with m.If(seq.pc == a):
+            with m.If(seq.host.pc == a):
                 m.d.comb += word_at_pc.eq(w)
         m.d.comb += [
             Assert((starts & (starts - 1)) == 0),             # at most one start per cycle
-            Assert(~h.any_start | (~h.any_busy & seq.running)),
-            Assert(~(seq.done & seq.running)),
+            Assert(~h.any_start | (~h.any_busy & seq.host.running)),
+            Assert(~(seq.host.done & seq.host.running)),
         ]
         if self._claim == "never-starts":
             m.d.comb += Assert(~h.any_start)
-        with m.If(seq.done & (h.cycle > cfg.imem_words)):
-            with m.If(seq.error != 0):
-                m.d.comb += [Assert(~since_done), Assert(seq.instructions == finished)]
-                with m.If(seq.pc == cfg.imem_words):
-                    m.d.comb += Assert(seq.error == 5)
+        with m.If(seq.host.done & (h.cycle > cfg.imem_words)):
+            with m.If(seq.host.error != 0):
+                m.d.comb += [Assert(~since_done), Assert(seq.host.instructions == finished)]
+                with m.If(seq.host.pc == cfg.imem_words):
+                    m.d.comb += Assert(seq.host.error == 5)
             with m.Else():
-                m.d.comb += [Assert(word_at_pc == int(Op.HALT)), Assert(seq.instructions == finished + 1)]
+                m.d.comb += [Assert(word_at_pc == int(Op.HALT)), Assert(seq.host.instructions == finished + 1)]
         return m
 
 
@@ -813,16 +819,16 @@ class SeqHazardSpec(Elaboratable):
         dma_busy = h.busy["dma"]
         compute_busy = Signal()
         m.d.comb += compute_busy.eq(h.busy["mm"] | h.busy["rq"] | h.busy["sm"])
-        dma_start = seq.dma_start
-        compute_start = seq.mm_start | seq.rq_start | seq.sm_start
+        dma_start = _unit_port(seq, "dma").start
+        compute_start = _unit_port(seq, "mm").start | _unit_port(seq, "rq").start | _unit_port(seq, "sm").start
         # Which word is in flight on each lane, by its address (pc holds it in the cycle of its start): the
         # ranges and conflicts are then computed once, from the constant words, not from a moving register.
         n = cfg.imem_words
         flying = {"dma": Signal(range(n), name="dma_pc"), "compute": Signal(range(n), name="compute_pc")}
         with m.If(dma_start):
-            m.d.sync += flying["dma"].eq(seq.pc)
+            m.d.sync += flying["dma"].eq(seq.host.pc)
         with m.If(compute_start):
-            m.d.sync += flying["compute"].eq(seq.pc)
+            m.d.sync += flying["compute"].eq(seq.host.pc)
         for w in h.words:
             f = {k: w[lsb:lsb + width] for k, (lsb, width) in _ISA_FIELDS.items()}
             if self._matrix:
@@ -845,17 +851,17 @@ class SeqHazardSpec(Elaboratable):
             out = Signal(name=f"conflict_{other}")
             for i in range(n):
                 for j in range(n):
-                    with m.If((seq.pc == i) & (flying[other] == j)):
+                    with m.If((seq.host.pc == i) & (flying[other] == j)):
                         m.d.comb += out.eq(clash[i, j])
             return out
 
-        starts = Cat(getattr(seq, f"{u}_start") for u in UNITS)
+        starts = Cat(_unit_port(seq, u).start for u in UNITS)
         m.d.comb += [
             Assert((starts & (starts - 1)) == 0),
-            Assert(~h.any_start | seq.running),
+            Assert(~h.any_start | seq.host.running),
             Assert(~dma_start | ~dma_busy),
             Assert(~compute_start | ~compute_busy),
-            Assert(~(seq.done & h.any_busy)),
+            Assert(~(seq.host.done & h.any_busy)),
         ]
         with m.If(dma_start & compute_busy):
             m.d.comb += Assert(~conflict("compute"))
@@ -881,7 +887,7 @@ class ChipErrorSpec(Elaboratable):
         self._config, self._claim, self._deadline = config, claim, deadline
 
     def elaborate(self, platform):
-        from .top import GA2
+        from ga2_hdl.top import GA2
         m = Module()
         _sync_domain(m, "never")
         cfg = self._config
@@ -892,16 +898,16 @@ class ChipErrorSpec(Elaboratable):
         with m.If(cycle != 15):
             m.d.sync += cycle.eq(cycle + 1)
         m.d.comb += [
-            chip.imem_we.eq(cycle == 0), chip.imem_addr.eq(0), chip.imem_data.eq(word),
-            chip.start.eq(cycle == 1),
+            chip.host.imem_we.eq(cycle == 0), chip.host.imem_addr.eq(0), chip.host.imem_data.eq(word),
+            chip.host.start.eq(cycle == 1),
             chip.ext.rvalid.eq(AnySeq(1)), chip.ext.rdata.eq(AnySeq(32)),
-            chip.dbg_sp_addr.eq(AnySeq(len(chip.dbg_sp_addr))),
+            chip.debug.addr.eq(AnySeq(len(chip.debug.addr))),
         ]
         expect, op = _expected_error(m, word, cfg)
         sp_we = chip.scratchpad.write_requested
         activity = Signal()
         m.d.comb += activity.eq(sp_we | chip.ext.we | chip.ext.re |
-                                Cat(getattr(seq, f"{u}_start") for u in UNITS).any())
+                                Cat(_unit_port(seq, u).start for u in UNITS).any())
         ever = Signal()
         with m.If(activity):
             m.d.sync += ever.eq(1)
@@ -909,14 +915,14 @@ class ChipErrorSpec(Elaboratable):
             m.d.comb += Assert(~sp_we & ~chip.ext.we)
         # The zeroed word at pc 1 faults too, after a legal word at pc 0 has run: only a fault at pc 0 is
         # the one under test.
-        with m.If((chip.error != 0) & (chip.pc == 0)):
-            m.d.comb += [Assert(~ever), Assert(~activity), Assert(chip.error == expect)]
+        with m.If((chip.host.error != 0) & (chip.host.pc == 0)):
+            m.d.comb += [Assert(~ever), Assert(~activity), Assert(chip.host.error == expect)]
         # Write in cycle 0, start in cycle 1 (possibly held while the word is validated), FETCH, DECODE,
         # CHECK: by the deadline the chip has halted at pc 0 with the ISA.md code when the document rejects
         # the word (or it is HALT), and has dispatched it otherwise.
         with m.If(cycle == self._deadline):
             with m.If((expect != 0) | (op == Op.HALT)):
-                m.d.comb += [Assert(chip.done), Assert(chip.pc == 0), Assert(chip.error == expect), Assert(~ever)]
+                m.d.comb += [Assert(chip.host.done), Assert(chip.host.pc == 0), Assert(chip.host.error == expect), Assert(~ever)]
             with m.Else():
                 m.d.comb += Assert(ever)
         return m
@@ -949,27 +955,27 @@ class SeqReloadSpec(Elaboratable):
         m.d.sync += cycle.eq(Mux(cycle == 255, 255, cycle + 1))
         t_start = 8
         with m.If(cycle == 0):
-            m.d.comb += [seq.imem_we.eq(1), seq.imem_addr.eq(0), seq.imem_data.eq(w0)]
+            m.d.comb += [seq.host.imem_we.eq(1), seq.host.imem_addr.eq(0), seq.host.imem_data.eq(w0)]
         with m.If(cycle == 3):
-            m.d.comb += [seq.imem_we.eq(1), seq.imem_addr.eq(0), seq.imem_data.eq(w1)]
-        m.d.comb += seq.start.eq(cycle == t_start)
+            m.d.comb += [seq.host.imem_we.eq(1), seq.host.imem_addr.eq(0), seq.host.imem_data.eq(w1)]
+        m.d.comb += seq.host.start.eq(cycle == t_start)
         if self._resets:
             m.d.comb += dut_rst.eq(AnySeq(1) & (cycle < t_start))
         # Units: busy from their start until a free done.
         any_start = Signal()
         _abstract_units(m, seq)
-        m.d.comb += any_start.eq(Cat(getattr(seq, f"{u}_start") for u in UNITS).any())
+        m.d.comb += any_start.eq(Cat(_unit_port(seq, u).start for u in UNITS).any())
 
         expect, op = _expected_error(m, w1, cfg)
         started = Signal()
         with m.If(any_start):
             m.d.sync += started.eq(1)
         with m.If(any_start & ~started):
-            m.d.comb += [Assert(expect == 0), Assert(op != Op.HALT), Assert(seq.instr.as_value() == w1)]
-        with m.If(seq.done & (seq.pc == 0) & (cycle > t_start)):
-            m.d.comb += [Assert(~started), Assert(seq.error == expect)]
+            m.d.comb += [Assert(expect == 0), Assert(op != Op.HALT), Assert(seq.units[0].instr.as_value() == w1)]
+        with m.If(seq.host.done & (seq.host.pc == 0) & (cycle > t_start)):
+            m.d.comb += [Assert(~started), Assert(seq.host.error == expect)]
         with m.If(cycle == self._deadline):
-            m.d.comb += Assert(started | seq.done)
+            m.d.comb += Assert(started | seq.host.done)
         return m
 
 
@@ -1085,7 +1091,7 @@ def run_check(name, *, depth=None, keep=None, timeout=900):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m ga2_hdl.formal", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m sim.formal", description=__doc__.split("\n\n")[0])
     parser.add_argument("checks", nargs="*", default=["all"],
                         help="check names, 'all' (every check), 'mutants' (every false twin), 'known' (checks "
                              "that fail on known RTL bugs) or 'list'")
