@@ -14,7 +14,7 @@ from .isa import OPS, Op, Err, decode, check, footprints, Instr
 from .timing import (FETCH_CYCLES, ISSUE_CYCLES, RQ_DEPTH, SP_WRITE_DELAY, DIVIDER_LATENCY, SM_OVERHEAD,
                      STREAM_MM_OVERHEAD)
 
-__all__ = ["Counters", "busy_cycles", "unit_of", "lane_of", "accesses", "conflict", "cycle_counts", "run_program",
+__all__ = ["Counters", "busy_cycles", "unit_of", "lane_of", "accesses", "conflict", "ranges_conflict", "EXT_SPACE", "cycle_counts", "run_program",
            "DecoupledTimer", "InorderTimer", "ISSUE_CYCLES", "FETCH_CYCLES", "RQ_DEPTH", "SM_OVERHEAD",
            "DIVIDER_LATENCY", "STREAM_MM_OVERHEAD", "SP_WRITE_DELAY"]
 
@@ -50,21 +50,41 @@ def lane_of(op):
     return OPS[op].lane
 
 
-def accesses(instr):
-    """The scratchpad ranges an instruction touches as (lo, hi, reads, writes), hi inclusive.
+# The external memory's ranges in ``accesses(..., external=True)``: word a of the external memory is address
+# EXT_SPACE + a, past every scratchpad address, so one overlap test serves both memories and a scratchpad
+# range never meets an external one.
+EXT_SPACE = 1 << 64
+
+
+def accesses(instr, external=False):
+    """The ranges an instruction touches as (lo, hi, reads, writes), hi inclusive: its scratchpad ranges
+    (``isa.OPS[op].sp``, in ``footprints`` order) and, with ``external``, its external-memory ranges after
+    them (``.ext``), shifted by ``EXT_SPACE``.
 
     An MM's operand ranges are the bounding ranges of its strided reads: the scoreboard compares these,
     so an MM may wait for a write between its rows that it never reads (a false hazard costs time, never
     correctness)."""
-    sp, _ = footprints(instr)
-    return [(lo, hi, k == "r", k == "w") for (lo, hi), (_, k) in zip(sp, OPS[instr.op].sp)]
+    sp, ext = footprints(instr)
+    spec = OPS[instr.op]
+    out = [(lo, hi, k == "r", k == "w") for (lo, hi), (_, k) in zip(sp, spec.sp)]
+    if external:
+        out += [(EXT_SPACE + lo, EXT_SPACE + hi, k == "r", k == "w") for (lo, hi), (_, k) in zip(ext, spec.ext)]
+    return out
 
 
-def conflict(x, y):
-    """True when two instructions may not be in flight together: a write of one overlaps a range of the
-    other (RAW, WAR and WAW alike). External ranges need no check: only the DMA lane touches them."""
+def ranges_conflict(xs, ys):
+    """True when a write in one list of ``accesses`` overlaps any range of the other (RAW, WAR and WAW)."""
     return any((xw and (yr or yw) or xr and yw) and xlo <= yhi and ylo <= xhi
-               for xlo, xhi, xr, xw in accesses(x) for ylo, yhi, yr, yw in accesses(y))
+               for xlo, xhi, xr, xw in xs for ylo, yhi, yr, yw in ys)
+
+
+def conflict(x, y, external=False):
+    """True when two instructions touch a common word and at least one of them writes it (RAW, WAR and WAW
+    alike). Scratchpad only by default: that is the scoreboard's rule for two instructions in flight
+    together (only the DMA lane touches external memory, so two of them are never in flight at once);
+    with ``external`` also external memory, the rule for keeping two instructions in program order
+    (``schedule.dependences``)."""
+    return ranges_conflict(accesses(x, external), accesses(y, external))
 
 
 class DecoupledTimer:

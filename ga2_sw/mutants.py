@@ -2,38 +2,29 @@
 
 Each mutant is one text substitution in a COPY of the ``ga2_sw`` package (in ``decode.py``, the batched
 builder, or ``layout.py``, its memory layout). The copy's own ``check_batching`` then runs in a separate
-Python process, once with the full check and once without the ragged batch. A mutant is *caught* when the
-check reports a problem or the program faults; it *survives* when the check passes.
+Python process, once with the full check and once without the ragged batch: ``ga2_sw.mutation`` (the
+project's one mutation framework) applies, runs and judges, with its ``BatchInvariance`` oracle; its module
+docstring says what caught, timeout, survived, equivalent and broken mean. Here a mutant is *caught* when
+the check reports a problem or the program faults; it *survives* when the check passes.
 
 The first 16 mutants are the chapter's (all caught by the full check, 13 without the ragged batch: the
 three that confuse one sequence's length with another's need sequences of different lengths in one step).
 The rest are this project's own; the ones expected to survive carry the reason in ``why_survives``."""
 
-import concurrent.futures
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
-import time
 from dataclasses import dataclass
 
-from .config import Config
+from . import mutation
+from .mutation import Outcome, PACKAGE_DIR, BatchInvariance
 
 __all__ = ["Mutant", "Outcome", "CHAPTER_MUTANTS", "OWN_MUTANTS", "ALL_MUTANTS", "NO_RAGGED_SURVIVORS",
            "mutate", "run_mutant", "run_mutants", "summarise"]
 
-PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-
 
 @dataclass(frozen=True)
-class Mutant:
-    label: str
-    file: str                   # "decode.py" or "layout.py"
-    old: str                    # must occur exactly once in the file
-    new: str
-    own: bool = False
-    why_survives: str = ""      # for a mutant expected to survive: why (equivalent, or a hole of the check)
+class Mutant(mutation.Mutant):
+    """A mutant of the batched builder: ``file`` is "decode.py" or "layout.py" of the ga2_sw package."""
+    own: bool = False           # this project's own (else the chapter's)
 
 
 def _c(label, old, new, file="decode.py"):
@@ -111,100 +102,31 @@ OWN_MUTANTS = (
 ALL_MUTANTS = CHAPTER_MUTANTS + OWN_MUTANTS
 
 
-@dataclass(frozen=True)
-class Outcome:
-    status: str                 # "caught", "fault" (caught by a crash), "survived", "bad anchor", "broken", "timeout"
-    detail: str = ""
-    seconds: float = 0.0
-
-    @property
-    def caught(self):
-        return self.status in ("caught", "fault")
-
-
 def mutate(mutant, package_dir=PACKAGE_DIR):
     """The mutated text of the mutant's file; ValueError when its anchor does not occur exactly once."""
-    with open(os.path.join(package_dir, mutant.file)) as f:
-        text = f.read()
-    n = text.count(mutant.old)
-    if n != 1:
-        raise ValueError(f"bad anchor: {mutant.old!r} occurs {n} times in {mutant.file}, not once")
-    return text.replace(mutant.old, mutant.new)
-
-
-# Runs inside the mutated copy: the check in pieces (ragged batch first, then one batch size and length at
-# a time), stopping at the first problem. Together the pieces are exactly check_batching's full run.
-_CHILD = r"""
-import os, sys
-try:
-    import ga2_sw, ga2_sw.decode, ga2_sw.layout
-except Exception as exc:
-    print(f"the mutated package does not import: {type(exc).__name__}: {exc}"); sys.exit(4)
-assert os.path.dirname(os.path.abspath(ga2_sw.__file__)) == os.path.abspath("ga2_sw"), ga2_sw.__file__
-import json
-from ga2_sw.check import check_batching, DEFAULT_LENGTHS
-from ga2_sw.config import Config
-config, ragged = Config.from_dict(json.loads(sys.argv[1])), sys.argv[2] == "1"
-pieces = [dict(batches=[], ragged=True)] if ragged else []
-pieces += [dict(batches=[n], lengths=[L], ragged=False) for L in DEFAULT_LENGTHS for n in range(1, config.rows + 1)]
-for kw in pieces:
-    problems = check_batching(config, **kw)
-    if problems:
-        print(problems[0]); sys.exit(3)
-"""
+    return mutation.mutate(mutant, package_dir)
 
 
 def run_mutant(mutant, ragged=True, config=None, timeout=900, package_dir=PACKAGE_DIR):
     """Apply one mutant (None: none, the baseline) to a copy of the package and run the check on it in a
-    subprocess."""
-    config = config or Config()
-    start = time.perf_counter()
-    try:
-        text = mutate(mutant, package_dir) if mutant else None
-    except ValueError as exc:
-        return Outcome("bad anchor", str(exc))
-    with tempfile.TemporaryDirectory(prefix="ga2_mutant_") as tmp:
-        copy = os.path.join(tmp, "ga2_sw")
-        shutil.copytree(package_dir, copy, ignore=shutil.ignore_patterns("__pycache__"))
-        if mutant:
-            with open(os.path.join(copy, mutant.file), "w") as f:
-                f.write(text)
-        try:
-            r = subprocess.run([sys.executable, "-c", _CHILD, config.to_json(), "1" if ragged else "0"],
-                               cwd=tmp, capture_output=True, text=True, timeout=timeout,
-                               env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
-        except subprocess.TimeoutExpired:
-            return Outcome("timeout", f"no verdict after {timeout} s", time.perf_counter() - start)
-    seconds = time.perf_counter() - start
-    last = (r.stdout.strip().splitlines() or r.stderr.strip().splitlines() or [""])[-1]
-    if r.returncode == 0:
-        return Outcome("survived", "", seconds)
-    if r.returncode == 3:
-        return Outcome("caught", last, seconds)
-    if r.returncode == 4:
-        return Outcome("broken", last, seconds)
-    err = r.stderr.strip().splitlines()
-    return Outcome("fault", err[-1] if err else f"exit status {r.returncode}", seconds)
+    subprocess (``mutation.BatchInvariance``): an Outcome."""
+    return mutation.check(mutant, BatchInvariance(config, ragged, package_dir, timeout))
 
 
-def run_mutants(mutants=ALL_MUTANTS, config=None, jobs=None, on_done=None, baseline=False):
+def run_mutants(mutants=ALL_MUTANTS, config=None, jobs=None, baseline=False, progress=False):
     """Both columns for every mutant, in parallel: a list of (mutant, full Outcome, no-ragged Outcome).
 
     With ``baseline``, the unmutated package's full check runs alongside, as a first row (None, outcome,
     outcome): every verdict means something only when it passes."""
-    jobs = jobs or os.cpu_count() or 1
+    oracles = {ragged: BatchInvariance(config, ragged) for ragged in (True, False)}
     tasks = [(m, ragged) for ragged in (True, False) for m in mutants]
     # the checks expected to pass run the whole check: start them first so the short ones fill the gaps
     tasks.sort(key=lambda t: not (t[0].why_survives or (not t[1] and t[0].label in NO_RAGGED_SURVIVORS)))
     if baseline:
         tasks.insert(0, (None, True))
-    results = {}
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_mutant, m, ragged, config): (m, ragged) for m, ragged in tasks}
-        for fut in concurrent.futures.as_completed(futures):
-            results[futures[fut]] = fut.result()
-            if on_done:
-                on_done(*futures[fut], results[futures[fut]])
+    outcomes = mutation.run([(m, oracles[ragged]) for m, ragged in tasks], jobs or os.cpu_count() or 1,
+                            progress=progress, unit="check")
+    results = dict(zip(tasks, outcomes))
     rows = [(m, results[(m, True)], results[(m, False)]) for m in mutants]
     return ([(None, results[(None, True)], results[(None, True)])] if baseline else []) + rows
 
@@ -225,7 +147,7 @@ def summarise(rows):
     surviving = {m.label for m, _, n in chapter if not n.caught}
     for m, f, n in rows:
         for column, o in (("full check", f), ("no ragged batch", n)):
-            if o.status in ("bad anchor", "broken", "timeout"):
+            if o.broken:
                 problems.append(f"{m.label} ({column}): {o.status}: {o.detail}")
     for m, f, n in chapter:
         if not f.caught:

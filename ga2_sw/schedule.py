@@ -9,33 +9,17 @@ itself (``cycles.DecoupledTimer``): the ready instruction that can start first g
 that could start equally early the one heading the longest chain of dependent work.
 """
 
-from .cycles import DecoupledTimer, accesses, busy_cycles, lane_of
-from .isa import Op, footprints
+from .cycles import DecoupledTimer, accesses, busy_cycles, lane_of, ranges_conflict
+from .isa import Op
 
 __all__ = ["dependences", "reorder"]
 
 
-def _ranges(instr):
-    """All ranges of an instruction as (space, lo, hi, reads, writes): scratchpad and external."""
-    out = [("sp", lo, hi, r, w) for lo, hi, r, w in accesses(instr)]
-    _, ext = footprints(instr)
-    for lo, hi in ext:
-        out.append(("ext", lo, hi, instr.op == Op.LD, instr.op == Op.ST))
-    return out
-
-
-def _overlap(x, y):
-    return any(sx == sy and (xw or yw) and xlo <= yhi and ylo <= xhi
-               for sx, xlo, xhi, _, xw in x for sy, ylo, yhi, _, yw in y)
-
-
 def dependences(program):
-    """For each instruction, the indices of the earlier ones it must stay behind."""
-    ranges = [_ranges(i) for i in program]
-    deps = []
-    for j, y in enumerate(ranges):
-        deps.append([i for i in range(j) if _overlap(ranges[i], y)])
-    return deps
+    """For each instruction, the indices of the earlier ones it must stay behind: those it ``conflicts``
+    with in either memory (``cycles.conflict(x, y, external=True)``, the ranges computed once each)."""
+    ranges = [accesses(i, external=True) for i in program]
+    return [[i for i in range(j) if ranges_conflict(ranges[i], y)] for j, y in enumerate(ranges)]
 
 
 def reorder(program, config):

@@ -7,8 +7,11 @@ reported as a *bad anchor*, never applied somewhere else). The copy then runs a 
 project's tests in a subprocess (``python -m pytest -x -q -p no:cacheprovider``) with a timeout. A mutant is
 *caught* when a test fails (the first failing test id is the verdict's detail), *timeout* when the run does
 not finish in time (also a kill: a hang is an observable difference, but it is reported separately), and
-*survived* when every test passes. Mutants that no program can tell from the original carry the reason in
-``why_survives``.
+*survived* when every test passes, *broken* (counted apart, never a kill) when pytest stops without a
+failing test (the mutated tree cannot be collected). Mutants that no program can tell from the original
+carry the reason in ``why_survives`` (their verdict is *equivalent*). Copying, applying, running and judging
+are the project's one mutation framework's (``ga2_sw.mutation``, its ``PytestFiles`` oracle, which also
+serves ``ga2 mutants``); this module holds the RTL's mutants, the test selection and the report.
 
 The selection (``SELECTION``) is the same for every mutant; only its order changes: the mutated unit's own
 pysim test file runs first, because it fails fastest, then the other unit tests, the kill tests written for
@@ -21,15 +24,15 @@ also reached by simulation here, at a fraction of the cost.
 Each copy gets its own Verilator cache (``GA2_CACHE`` inside the copy): a mutant's Verilog differs from the
 original's, so a shared cache could not hit anyway, and the user's cache is not filled with mutant builds."""
 
-import concurrent.futures
 import os
-import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
+
+from ga2_sw import mutation
+from ga2_sw.mutation import Outcome, PytestFiles
 
 __all__ = ["RtlMutant", "Outcome", "RTL_MUTANTS", "SELECTION", "UNIT_TESTS", "mutate", "check_anchors", "main_rtl",
            "run_mutant", "run_mutants", "summarise", "snapshot", "REPO_DIR"]
@@ -63,23 +66,16 @@ SELECTION = (
     "tests/test_differential.py",
 )
 
-# What run_mutant's copy leaves out: version control, caches, build products.
-_IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info", "build",
-                                 "out", ".cache", "*.vcd", "*.fst")
-
 
 @dataclass(frozen=True)
-class RtlMutant:
-    label: str
-    unit: str                   # pe, systolic, matrix_unit, dma, requantiser, softmax, divider, sequencer, checker
-    file: str                   # path relative to the repository, e.g. "ga2_hdl/pe.py"
-    old: str                    # must occur exactly once in the file
-    new: str
-    why_survives: str = ""      # for an equivalent mutant: why no program can tell the difference
+class RtlMutant(mutation.Mutant):
+    """A mutant of the RTL: ``file`` relative to the repository, e.g. "ga2_hdl/pe.py"; ``why_survives`` for an
+    equivalent mutant: why no program can tell the difference."""
+    unit: str = ""              # pe, systolic, matrix_unit, dma, requantiser, softmax, divider, sequencer, checker
 
 
 def _m(label, unit, old, new, why_survives="", file=None):
-    return RtlMutant(label, unit, file or f"ga2_hdl/{unit}.py", old, new, why_survives)
+    return RtlMutant(label, file or f"ga2_hdl/{unit}.py", old, new, why_survives, unit)
 
 
 _SKEW_CLEAR = ("            with m.If(self.clear):\n                m.d.sync += reg.eq(0)\n"
@@ -266,43 +262,15 @@ RTL_MUTANTS = (
 )
 
 
-@dataclass(frozen=True)
-class Outcome:
-    status: str                 # "caught", "timeout", "survived", "bad anchor", "broken" (does not elaborate/import)
-    detail: str = ""            # first failing test id (caught), the anchor problem, ...
-    seconds: float = 0.0
-    log_tail: str = ""          # the last lines of pytest's output
-
-    @property
-    def caught(self):
-        return self.status in ("caught", "timeout", "broken")
-
-
 def mutate(mutant, repo=REPO_DIR):
     """The mutated text of the mutant's file; ValueError when its anchor does not occur exactly once."""
-    with open(os.path.join(repo, mutant.file)) as f:
-        text = f.read()
-    n = text.count(mutant.old)
-    if n != 1:
-        raise ValueError(f"bad anchor: {mutant.old!r} occurs {n} times in {mutant.file}, not once")
-    return text.replace(mutant.old, mutant.new)
+    return mutation.mutate(mutant, repo)
 
 
 def check_anchors(mutants=RTL_MUTANTS, repo=REPO_DIR):
     """``(label, problem)`` for every mutant whose anchor does not occur exactly once, or whose
     substitution does nothing; also duplicate labels."""
-    problems, seen = [], set()
-    for m in mutants:
-        if m.label in seen:
-            problems.append((m.label, "duplicate label"))
-        seen.add(m.label)
-        if m.old == m.new:
-            problems.append((m.label, "the substitution changes nothing"))
-        try:
-            mutate(m, repo)
-        except (ValueError, OSError) as exc:
-            problems.append((m.label, str(exc)))
-    return problems
+    return mutation.check_anchors(mutants, repo)
 
 
 def selection_for(mutant, selection=SELECTION):
@@ -312,96 +280,32 @@ def selection_for(mutant, selection=SELECTION):
     return files + [f for f in selection if f != first]
 
 
-_FAILED = re.compile(r"^(FAILED|ERROR) (.+?)(?: - .*)?$")
-
-
-def _first_failure(output):
-    for line in output.splitlines():
-        hit = _FAILED.match(line)
-        if hit:
-            return hit.group(1), hit.group(2)
-    return None, None
+def oracle(repo=REPO_DIR, selection=SELECTION, timeout=900, extra_args=()):
+    """The RTL's oracle: ``selection`` (the mutated unit's tests first) run by pytest in a copy of ``repo``."""
+    return PytestFiles(repo, lambda m: selection_for(m, selection), timeout, extra_args)
 
 
 def run_mutant(mutant, repo=REPO_DIR, selection=SELECTION, timeout=900, extra_args=()):
     """Apply one mutant (None: the unmutated tree, the baseline) to a copy of the repository and run the
     selection there; the Outcome."""
-    start = time.perf_counter()
-    try:
-        text = mutate(mutant, repo) if mutant else None
-    except (ValueError, OSError) as exc:
-        return Outcome("bad anchor", str(exc))
-    with tempfile.TemporaryDirectory(prefix="ga2_rtl_mutant_") as tmp:
-        copy = os.path.join(tmp, "repo")
-        shutil.copytree(repo, copy, ignore=_IGNORE)
-        if mutant:
-            with open(os.path.join(copy, mutant.file), "w") as f:
-                f.write(text)
-        files = [f for f in selection_for(mutant, selection) if os.path.exists(os.path.join(copy, f))]
-        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-rfE", "--tb=short",
-               # The project's own -W error::DeprecationWarning, minus one warning that is not the project's:
-               # on a Hypothesis failure, its report imports libcst -> mypy_extensions, whose deprecation
-               # warning then turns the failure into a pytest INTERNALERROR without the failing test's id.
-               "-o", "addopts=-W error::DeprecationWarning",
-               "-W", "ignore:mypy_extensions.TypedDict is deprecated:DeprecationWarning", *extra_args, *files]
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", GA2_CACHE=os.path.join(tmp, "ga2-cache"))
-        env.pop("PYTEST_XDIST_WORKER", None)
-        env.pop("PYTEST_ADDOPTS", None)
-        # A process group of its own, so that a timeout kills pytest AND the Verilator harnesses it started.
-        proc = subprocess.Popen(cmd, cwd=copy, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, start_new_session=True)
-        try:
-            out, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with _suppress():
-                os.killpg(proc.pid, 9)
-            proc.communicate()
-            return Outcome("timeout", f"no verdict after {timeout} s", time.perf_counter() - start)
-    seconds = time.perf_counter() - start
-    if proc.returncode == 0:
-        return Outcome("survived", "", seconds, "\n".join(out.strip().splitlines()[-3:]))
-    kind, test = _first_failure(out)
-    lines = [line for line in out.strip().splitlines() if line.strip()]
-    tail = "\n".join(lines[-25:])
-    if test is None:
-        last = lines[-1] if lines else ""
-        if re.search(r"\b\d+ failed\b", last):
-            # A test failed but its id is not in the summary (pytest reported an internal error after it).
-            failed = [line for line in lines if " FAILED" in line or line.startswith("FAILED")]
-            return Outcome("caught", (failed[0] if failed else f"a test failed (id not reported): {last}"),
-                           seconds, tail)
-        return Outcome("broken", f"pytest exit status {proc.returncode}: {last}", seconds, tail)
-    if kind == "ERROR" and "collect" in out.lower() and "::" not in test:
-        return Outcome("broken", f"collection error in {test}", seconds)
-    return Outcome("caught", test, seconds, tail)
+    return mutation.check(mutant, oracle(repo, selection, timeout, extra_args))
 
 
-class _suppress:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return exc[0] is not None and issubclass(exc[0], OSError)
-
-
-def run_mutants(mutants=RTL_MUTANTS, jobs=2, on_done=None, baseline=True, timeout=900, repo=REPO_DIR,
-                selection=SELECTION):
+def run_mutants(mutants=RTL_MUTANTS, jobs=2, report=None, baseline=True, timeout=900, repo=REPO_DIR,
+                selection=SELECTION, progress=False):
     """Every mutant in parallel (``jobs`` at a time): a list of (mutant, Outcome), the baseline first as
-    (None, Outcome) when asked for (every verdict means something only when the baseline passes)."""
+    (None, Outcome) when asked for (every verdict means something only when the baseline passes).
+    ``report(mutant, outcome)`` may return a line to print as each finishes (``mutation.run``)."""
     tasks = ([None] if baseline else []) + list(mutants)
-    results = {}
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {pool.submit(run_mutant, m, repo, selection, timeout): i for i, m in enumerate(tasks)}
-        for fut in concurrent.futures.as_completed(futures):
-            i = futures[fut]
-            results[i] = fut.result()
-            if on_done:
-                on_done(tasks[i], results[i])
-    return [(tasks[i], results[i]) for i in range(len(tasks))]
+    judge = oracle(repo, selection, timeout)
+    outcomes = mutation.run([(m, judge) for m in tasks], jobs, progress=progress,
+                            report=report and (lambda m, _, o: report(m, o)))
+    return list(zip(tasks, outcomes))
 
 
 def summarise(rows):
-    """Counts and verdicts of a run, ready for JSON."""
+    """Counts and verdicts of a run, ready for JSON. Broken mutants (bad anchors, trees that cannot be
+    built) are counted apart: ``valid`` and the fractions leave them out."""
     base = None
     if rows and rows[0][0] is None:
         base, rows = rows[0][1], rows[1:]
@@ -409,13 +313,14 @@ def summarise(rows):
     if base is not None and base.status != "survived":
         problems.append(f"the UNMUTATED tree fails the selection ({base.status}: {base.detail}): no verdict "
                         f"below means anything")
-    valid = [(m, o) for m, o in rows if o.status != "bad anchor"]
+    valid = [(m, o) for m, o in rows if not o.broken]
     caught = sum(o.caught for _, o in valid)
-    equivalent = [m.label for m, o in valid if not o.caught and m.why_survives]
+    equivalent = [m.label for m, o in valid if mutation.verdict(m, o) == mutation.EQUIVALENT]
     holes = [m.label for m, o in valid if not o.caught and not m.why_survives]
     for m, o in rows:
-        if o.status == "bad anchor":
-            problems.append(f"{m.label}: {o.detail}")
+        if o.broken:
+            problems.append(f"{m.label}: {o.detail}" if o.status == mutation.BAD_ANCHOR else
+                            f"{m.label}: broken: {o.detail}")
         if o.caught and m.why_survives:
             problems.append(f"{m.label}: explained as equivalent but caught ({o.detail})")
     for label in holes:
@@ -426,7 +331,8 @@ def summarise(rows):
         "total": len(rows), "valid": len(valid), "caught": caught,
         "timeouts": sum(o.status == "timeout" for _, o in valid),
         "survived": len(valid) - caught, "equivalent": equivalent, "unexplained_survivors": holes,
-        "bad_anchors": [m.label for m, o in rows if o.status == "bad anchor"],
+        "bad_anchors": [m.label for m, o in rows if o.status == mutation.BAD_ANCHOR],
+        "broken": [m.label for m, o in rows if o.broken],
         "caught_fraction": round(caught / len(valid), 3) if valid else None,
         "mutants": [{"label": m.label, "unit": m.unit, "file": m.file, "status": o.status,
                      "caught": o.caught, "detail": o.detail, "seconds": round(o.seconds, 1),
@@ -447,14 +353,15 @@ def snapshot(repo=REPO_DIR, dest=None, head=False):
     committed tree (``git archive HEAD``) plus this tool's own untracked files; else the working tree."""
     dest = dest or tempfile.mkdtemp(prefix="ga2_rtl_snapshot_")
     if not head:
-        shutil.copytree(repo, dest, ignore=_IGNORE, dirs_exist_ok=True)
+        shutil.copytree(repo, dest, ignore=PytestFiles.ignore, dirs_exist_ok=True)
         return dest
     archive = subprocess.run(["git", "archive", "--format=tar", "HEAD"], cwd=repo, capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", dest], input=archive.stdout, check=True)
     untracked = subprocess.run(["git", "ls-files", "--others", "--exclude-standard"], cwd=repo, capture_output=True,
                                text=True, check=True).stdout.split()
     for rel in untracked:
-        if rel in ("sim/rtl_mutants.py", "tests/test_rtl_mutants.py", "tests/test_rtl_mutant_kills.py"):
+        if rel in ("ga2_sw/mutation.py", "sim/rtl_mutants.py", "tests/test_rtl_mutants.py",
+                   "tests/test_rtl_mutant_kills.py"):
             os.makedirs(os.path.dirname(os.path.join(dest, rel)), exist_ok=True)
             shutil.copy2(os.path.join(repo, rel), os.path.join(dest, rel))
     return dest
@@ -467,8 +374,8 @@ def _table(headers, rows):
 
 
 def main_rtl(args):
-    """``ga2 mutants --rtl``: run, print the table and totals, write JSON; exit 1 on any problem (a bad
-    anchor, a failing baseline, an unexplained survivor)."""
+    """``ga2 mutants --rtl``: run, print the table and totals, write JSON; exit 1 on any problem (a broken
+    mutant or bad anchor, a failing baseline, an unexplained survivor)."""
     import json
     jobs = 2 if args.jobs is None else args.jobs
     if jobs < 1:
@@ -482,12 +389,12 @@ def main_rtl(args):
     start = time.perf_counter()
     done = [0]
 
-    def tick(m, o):
+    def report(m, o):
         done[0] += 1
         if not args.no_progress:
             name = "(baseline: unmutated)" if m is None else m.label
             text = ("passes" if o.status == "survived" else "FAILS: " + verdict_text(o)) if m is None else verdict_text(o)
-            print(f"[{done[0]}/{len(chosen) + (not args.no_baseline)}] {o.seconds:6.1f} s  {name}: {text}", flush=True)
+            return f"[{done[0]}/{len(chosen) + (not args.no_baseline)}] {o.seconds:6.1f} s  {name}: {text}"
 
     source = getattr(args, "source", "worktree") or "worktree"
     if source in ("worktree", "head"):
@@ -497,8 +404,8 @@ def main_rtl(args):
     else:
         tree = source
     try:
-        rows = run_mutants(chosen, jobs=jobs, on_done=tick, baseline=not args.no_baseline, timeout=args.timeout,
-                           repo=tree)
+        rows = run_mutants(chosen, jobs=jobs, report=report, baseline=not args.no_baseline, timeout=args.timeout,
+                           repo=tree, progress=not args.no_progress)
     finally:
         if tree != source:
             shutil.rmtree(tree, ignore_errors=True)
@@ -509,14 +416,14 @@ def main_rtl(args):
               f"({rows[0][1].seconds:.0f} s)")
         rows = rows[1:]
     print(_table(["mutant", "unit", "caught by", "s"],
-                 [(m.label, m.unit, verdict_text(o) + (" (equivalent)" if not o.caught and m.why_survives else ""),
+                 [(m.label, m.unit, verdict_text(o) + (" (equivalent)" if mutation.verdict(m, o) == mutation.EQUIVALENT else ""),
                    f"{o.seconds:.0f}") for m, o in rows]))
     print()
     print(f"{s['caught']} of {s['valid']} caught ({100 * (s['caught_fraction'] or 0):.1f}%), {s['timeouts']} of "
           f"them by a timeout; {s['survived']} survived ({len(s['equivalent'])} explained as equivalent); "
-          f"{len(s['bad_anchors'])} bad anchors; {elapsed:.0f} s wall with {jobs} jobs")
+          f"{len(s['broken'])} broken ({len(s['bad_anchors'])} bad anchors); {elapsed:.0f} s wall with {jobs} jobs")
     for m, o in rows:
-        if not o.caught and o.status != "bad anchor":
+        if not o.caught and not o.broken:
             print(f"- survivor '{m.label}': " + (m.why_survives or "NOT EXPLAINED"))
     for p in s["problems"]:
         print(f"PROBLEM: {p}")

@@ -192,6 +192,7 @@ def _mutants(args):
     if args.jobs is None:
         args.jobs = os.cpu_count() or 1
     from .. import mutants as M
+    from ..mutation import FAULT
     config = config_from_args(args)
     Layout(config)                              # a configuration the decode layout cannot hold: fail now
     if args.jobs < 1:
@@ -199,15 +200,16 @@ def _mutants(args):
     chosen = M.CHAPTER_MUTANTS if args.chapter_only else M.ALL_MUTANTS
     print("Each mutant deliberately breaks a copy of the batched builder; 'caught' is the expected verdict.")
     start = time.perf_counter()
-    with _bar(2 * len(chosen) + 1, args.no_progress, "check") as bar:
-        rows = M.run_mutants(chosen, config, args.jobs, on_done=lambda *_: bar.update(1), baseline=True)
+    rows = M.run_mutants(chosen, config, args.jobs, baseline=True, progress=not args.no_progress)
     elapsed = time.perf_counter() - start
     s = M.summarise(rows)
     print(f"unmutated builder: {'passes the check' if rows[0][1].status == 'survived' else 'FAILS the check'}")
     rows = rows[1:]
 
     def verdict(o):
-        return {"caught": "caught", "fault": "caught (fault)", "survived": "NOT CAUGHT"}.get(o.status, o.status.upper())
+        if o.status == "caught":
+            return "caught (fault)" if o.detail.startswith(FAULT) else "caught"
+        return {"timeout": "caught (timeout)", "survived": "NOT CAUGHT"}.get(o.status, o.status.upper())
     print(table(["mutant", "full check", "no ragged batch"],
                 [(m.label + (" (own)" if m.own else ""), verdict(f), verdict(n)) for m, f, n in rows],
                 aligns=["<", "<", "<"]))
