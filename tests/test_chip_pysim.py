@@ -8,7 +8,9 @@ from ga2_sw.cycles import cycle_counts
 from ga2_sw.isa import Err, ld, st, mm, rq, sm, halt, encode
 from ga2_sw.machine import run
 from ga2_sw.workloads import decode_table_programs
-from sim.pysim_runner import run_pysim, HangError
+from sim.jobs import HangError
+from sim.pysim_runner import run_pysim
+from sim.testing import assert_same
 
 CONFIG = Config()
 DECOUPLED = Config(mode="decoupled")
@@ -17,20 +19,12 @@ CHAPTER = [3827, 5777, 7727, 9677, 6452]
 CASES = [(cfg, n, p) for cfg in (CONFIG, DECOUPLED) for n, p in enumerate(decode_table_programs(cfg))]
 
 
-def assert_same(result, expect, what):
-    assert result.error == expect.error, f"{what}: error {result.error.name} != {expect.error.name}"
-    assert result.pc == expect.pc, f"{what}: pc"
-    assert result.counters == expect.counters, f"{what}: counters {result.counters} != {expect.counters}"
-    assert result.ext == expect.ext, f"{what}: external memory differs"
-    assert result.sp == expect.sp, f"{what}: scratchpad differs"
-
-
 @pytest.mark.parametrize("config, index, p", CASES, ids=[f"{c.mode.value}-{p.name}" for c, _, p in CASES])
 def test_chapter_program(config, index, p):
     counters, err, _ = cycle_counts(p.program, config)
     # A cycle limit near the model's count: a broken chip that never halts fails in seconds, not minutes.
     r = run_pysim(config, p.program, p.ext, cycle_limit=2 * counters.cycles + 100)
-    assert_same(r, run(p.program, config, p.ext), p.name)
+    assert_same(run(p.program, config, p.ext), r, p.name)
     assert err == Err.NONE and r.counters == counters
     assert r.counters.cycles <= CHAPTER[index]
     # Independent of the machine: every sequence's output equals the plain-Python integer reference.
@@ -49,7 +43,7 @@ def test_decode_sequence_of_steps():
         prog = dec.program(CONFIG, [0, 1], [t, t], P)
         r = run_pysim(CONFIG, prog, ext_chip)
         expect = run(prog, CONFIG, ext_ref)
-        assert_same(r, expect, f"step {t}")
+        assert_same(expect, r, f"step {t}")
         ext_chip, ext_ref = r.ext, expect.ext
         for b in (0, 1):
             assert dec.outputs(CONFIG, r.ext, b) == dec.int_reference(w, b, t)
@@ -69,7 +63,7 @@ def test_other_array_sizes(config, batch, length):
         ext = run(dec.program(config, seqs, [t] * batch, P), config, ext).ext
     prog = dec.program(config, seqs, [length] * batch, P)
     r = run_pysim(config, prog, ext)
-    assert_same(r, run(prog, config, ext), f"{config.rows}x{config.cols}")
+    assert_same(run(prog, config, ext), r, f"{config.rows}x{config.cols}")
     assert r.counters == cycle_counts(prog, config)[0]
     for b in seqs:
         assert dec.outputs(config, r.ext, b) == dec.int_reference(w, b, length)
@@ -93,7 +87,7 @@ def test_fault_halts_and_writes_nothing(bad, code):
     prog = [encode(i) for i in PREFIX] + [bad, encode(ld(0, 0, 200)), encode(halt())]
     r = run_pysim(SMALL, prog, EXT)
     expect = run(prog, SMALL, EXT)
-    assert_same(r, expect, "faulting program")
+    assert_same(expect, r, "faulting program")
     assert r.error == code
     if code != Err.NONE:
         assert r.pc == len(PREFIX)
@@ -115,6 +109,6 @@ def test_dma_latencies(latency):
     config = Config(sp_words=256, ext_words=256, imem_words=16, ext_latency=latency)
     prog = [ld(3, 17, 50), st(3, 200, 50), ld(100, 199, 52), st(120, 0, 1), ld(255, 255, 1), halt()]
     r = run_pysim(config, prog, EXT)
-    assert_same(r, run(prog, config, EXT), f"latency {latency}")
+    assert_same(run(prog, config, EXT), r, f"latency {latency}")
     assert r.counters.dma == (50 + latency) + 51 + (52 + latency) + 2 + (1 + latency)
     assert r.sp[3:53] == EXT[17:67] and r.ext[200:250] == EXT[17:67]

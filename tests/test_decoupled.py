@@ -16,7 +16,7 @@ from ga2_sw.isa import Err
 from ga2_sw.machine import Machine
 from ga2_sw.schedule import dependences, reorder
 from ga2_sw.workloads import decode_table_programs
-from sim.commands import FUZZ_CONFIG, random_program, random_words
+from sim.random_programs import FUZZ_CONFIG, random_program, random_words
 from sim.pysim_runner import run_pysim
 
 INORDER = Config()

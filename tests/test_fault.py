@@ -9,7 +9,7 @@
   pysim and in the reference machine, which can never hang; a chip that cannot finish (an external memory
   that never answers) is stopped at the harness's cycle limit with ``HangError``.
 
-The bench here (``ChipBench`` and the async helpers) drives the chip the way a host does: through
+The bench (``sim.testing.ChipBench``, also the pysim backend's) drives the chip the way a host does: through
 ``imem_we``/``start``/``done`` and the ``dbg_sp`` port, with an explicit ``sync`` domain whose reset the
 testbench can assert.
 """
@@ -17,19 +17,19 @@ testbench can assert.
 import pytest
 from hypothesis import given, settings, strategies as hst
 
-from amaranth.hdl import ClockDomain, Elaboratable, Module
+from amaranth.hdl import Module
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, connect
-from amaranth.sim import Simulator
+from amaranth.lib.wiring import In
 
 from ga2_hdl.ports import ExtSignature, ext_addr_width
-from ga2_hdl.top import GA2
+from ga2_sw.asm import to_words
 from ga2_sw.config import Config
 from ga2_sw.cycles import Counters, cycle_counts
-from ga2_sw.isa import Err, encode, halt, ld, mm, rq, sm, st
-from ga2_sw.machine import Result, run
-from sim.extmem import ExtMemoryModel
-from sim.pysim_runner import HangError, run_pysim
+from ga2_sw.isa import Err, halt, ld, mm, rq, sm, st
+from ga2_sw.machine import run
+from sim.jobs import HangError
+from sim.pysim_runner import run_pysim
+from sim.testing import ChipBench, assert_same
 
 CONFIG = Config(sp_words=256, ext_words=256, imem_words=16, sm_max_len=16)
 EXT = [(i * 2654435761 + 12345) & 0xFFFFFFFF for i in range(CONFIG.ext_words)]
@@ -43,7 +43,7 @@ PROGRAM_2 = [ld(50, 200, 20), rq(160, 100, 9, -777, 5), mm(180, 50, 60, 3, 4, 2,
              st(160, 0, 40), halt()]
 
 
-# -- bench and async helpers ------------------------------------------------------------------------
+# -- bench helpers -----------------------------------------------------------------------------------------
 
 class DeadExtMemory(wiring.Component):
     """An external memory that never answers a read (``rvalid`` stays low) and drops writes."""
@@ -55,51 +55,8 @@ class DeadExtMemory(wiring.Component):
         return Module()
 
 
-class ChipBench(Elaboratable):
-    """GA2 with an external memory, in an explicit ``sync`` domain so that a testbench can drive its
-    reset (``ctx.set(bench.cd.rst, 1)``; the implicit domain's ``ResetSignal`` cannot be assigned)."""
-
-    def __init__(self, config, ext=(), dead_ext=False):
-        self.config = config
-        self.cd = ClockDomain("sync")
-        self.chip = GA2(config)
-        self.extmem = DeadExtMemory(config) if dead_ext else ExtMemoryModel(config, init=list(ext))
-
-    def elaborate(self, platform):
-        m = Module()
-        m.domains.sync = self.cd
-        m.submodules.chip = self.chip
-        m.submodules.extmem = self.extmem
-        connect(m, self.chip.ext, self.extmem.port)
-        return m
-
-
-def simulate(bench, testbench):
-    sim = Simulator(bench)
-    sim.add_clock(1e-8)
-    sim.add_testbench(testbench)
-    sim.run()
-
-
 def words_of(program):
-    return [encode(i) if not isinstance(i, int) else i for i in program]
-
-
-async def load_program(ctx, chip, program):
-    """Write a program through the host port, one instruction per cycle (as a host does)."""
-    for addr, word in enumerate(words_of(program)):
-        ctx.set(chip.host.imem_we, 1)
-        ctx.set(chip.host.imem_addr, addr)
-        ctx.set(chip.host.imem_data, word)
-        await ctx.tick()
-    ctx.set(chip.host.imem_we, 0)
-
-
-def poke_scratchpad(ctx, bench, sp):
-    """Set scratchpad contents directly (no cycles spent). Programs are always loaded through the host port:
-    the sequencer validates each word as it is written, so poking the instruction memory would bypass that."""
-    for addr, word in enumerate(sp):
-        ctx.set(bench.chip.scratchpad.mem.data[addr], word)
+    return to_words(program)
 
 
 async def ticks(ctx, n):
@@ -107,82 +64,16 @@ async def ticks(ctx, n):
         await ctx.tick().repeat(n)
 
 
-async def start(ctx, chip):
-    ctx.set(chip.host.start, 1)
-    await ctx.tick()
-    ctx.set(chip.host.start, 0)
-
-
-async def start_and_wait_running(ctx, chip, limit=16):
-    """Pulse start and return in the first cycle the chip runs (FETCH); the sequencer may hold a start
-    while it is still validating the last words written."""
-    await start(ctx, chip)
-    for _ in range(limit):
-        if ctx.get(chip.host.running):
-            return
-        await ctx.tick()
-    raise AssertionError(f"the chip did not start running within {limit} cycles of start")
-
-
-async def run_to_done(ctx, chip, cycle_limit=20_000):
-    """Start the program and wait for done; raise HangError after ``cycle_limit`` running cycles.
-
-    ``done`` of the previous program stays high until the sequencer takes the start (which it may hold for
-    a few cycles after the last instruction-memory write), so wait for ``running`` first."""
-    await start_and_wait_running(ctx, chip)
-    for cycles in range(cycle_limit + 1):
-        if ctx.get(chip.host.done):
-            return cycles
-        await ctx.tick()
-    raise HangError(f"program did not halt within {cycle_limit:,} cycles "
-                    f"(pc={ctx.get(chip.host.pc)}, cycles counter={ctx.get(chip.host.cycles)})")
-
-
-def counters(ctx, chip):
-    return Counters(ctx.get(chip.host.cycles), ctx.get(chip.host.mm_cycles), ctx.get(chip.host.dma_cycles),
-                    ctx.get(chip.host.vec_cycles), ctx.get(chip.host.instructions))
-
-
-def memories(ctx, bench):
-    """(scratchpad, external memory) contents, read directly."""
-    cfg = bench.config
-    sp = [ctx.get(bench.chip.scratchpad.mem.data[i]) for i in range(cfg.sp_words)]
-    ext = [ctx.get(bench.extmem.mem.data[i]) for i in range(cfg.ext_words)]
-    return sp, ext
-
-
-def snapshot(ctx, bench):
+def assert_idle_and_cleared(ctx, bench, what):
     chip = bench.chip
-    sp, ext = memories(ctx, bench)
-    return Result(ext, sp, counters(ctx, chip), Err(ctx.get(chip.host.error)), ctx.get(chip.host.pc))
-
-
-async def read_sp_via_host(ctx, chip, addrs):
-    """Read scratchpad words through the debug port (data one cycle after the address)."""
-    out = []
-    for a in addrs:
-        ctx.set(chip.debug.addr, a)
-        await ctx.tick()
-        out.append(ctx.get(chip.debug.data))
-    return out
-
-
-def assert_same(result, expect, what):
-    assert result.error == expect.error, f"{what}: error {result.error.name} != {expect.error.name}"
-    assert result.pc == expect.pc, f"{what}: pc {result.pc} != {expect.pc}"
-    assert result.counters == expect.counters, f"{what}: counters {result.counters} != {expect.counters}"
-    assert result.sp == expect.sp, f"{what}: scratchpad differs"
-    assert result.ext == expect.ext, f"{what}: external memory differs"
-
-
-def assert_idle_and_cleared(ctx, chip, what):
     assert not ctx.get(chip.host.running) and not ctx.get(chip.host.done), f"{what}: not idle"
     assert ctx.get(chip.host.error) == 0 and ctx.get(chip.host.pc) == 0, f"{what}: status not cleared"
-    assert counters(ctx, chip) == Counters(), f"{what}: counters not cleared"
+    assert bench.counters(ctx) == Counters(), f"{what}: counters not cleared"
     assert not ctx.get(chip.ext.re) and not ctx.get(chip.ext.we), f"{what}: external access while idle"
 
 
 TOTAL = cycle_counts(PROGRAM, CONFIG)[0].cycles
+LIMIT = 20_000          # cycles a program here may run before the bench calls it a hang
 
 
 def test_program_timeline():
@@ -206,27 +97,27 @@ def test_reset_mid_program(reset_at):
     out = {}
 
     async def testbench(ctx):
-        poke_scratchpad(ctx, bench, SP)
-        await load_program(ctx, chip, PROGRAM)
-        await start_and_wait_running(ctx, chip)
+        bench.poke_scratchpad(ctx, SP)
+        await bench.load_program(ctx, PROGRAM)
+        await bench.start_and_wait_running(ctx)
         await ticks(ctx, reset_at)
         out["running_before"] = ctx.get(chip.host.running)
         ctx.set(bench.cd.rst, 1)
         await ctx.tick()
         ctx.set(bench.cd.rst, 0)
-        assert_idle_and_cleared(ctx, chip, f"after a reset at cycle {reset_at}")
+        assert_idle_and_cleared(ctx, bench, f"after a reset at cycle {reset_at}")
         await ctx.tick().repeat(5)                   # reads in flight must not land after the reset
-        assert_idle_and_cleared(ctx, chip, f"5 cycles after a reset at cycle {reset_at}")
-        out["left"] = memories(ctx, bench)
-        await run_to_done(ctx, chip)                  # the same program, still in instruction memory
-        out["after"] = snapshot(ctx, bench)
-        out["host_sp"] = await read_sp_via_host(ctx, chip, range(96, 150))
+        assert_idle_and_cleared(ctx, bench, f"5 cycles after a reset at cycle {reset_at}")
+        out["left"] = bench.memories(ctx)
+        await bench.run_to_done(ctx, LIMIT)                  # the same program, still in instruction memory
+        out["after"] = bench.result(ctx)
+        out["host_sp"] = await bench.read_sp_via_host(ctx, range(96, 150))
 
-    simulate(bench, testbench)
+    bench.simulate(testbench)
     assert out["running_before"] == (reset_at < TOTAL)
     sp_left, ext_left = out["left"]
     expect = run(PROGRAM, CONFIG, ext_left, sp_left)
-    assert_same(out["after"], expect, f"program after a reset at cycle {reset_at}")
+    assert_same(expect, out["after"], f"program after a reset at cycle {reset_at}")
     assert out["after"].counters == cycle_counts(PROGRAM, CONFIG)[0]
     assert out["host_sp"] == expect.sp[96:150]
 
@@ -241,17 +132,17 @@ def test_reset_leaves_a_prefix_of_the_program(reset_at, partial):
     out = {}
 
     async def testbench(ctx):
-        poke_scratchpad(ctx, bench, SP)
-        await load_program(ctx, bench.chip, PROGRAM)
-        await start_and_wait_running(ctx, bench.chip)
+        bench.poke_scratchpad(ctx, SP)
+        await bench.load_program(ctx, PROGRAM)
+        await bench.start_and_wait_running(ctx)
         await ticks(ctx, reset_at)
         out["pc"] = ctx.get(bench.chip.host.pc)
         ctx.set(bench.cd.rst, 1)
         await ctx.tick()
         ctx.set(bench.cd.rst, 0)
-        out["left"] = memories(ctx, bench)
+        out["left"] = bench.memories(ctx)
 
-    simulate(bench, testbench)
+    bench.simulate(testbench)
     assert out["pc"] == 1                              # the MM was executing
     before = run(PROGRAM[:1] + [halt()], CONFIG, EXT, SP)
     after = run(PROGRAM[:2] + [halt()], CONFIG, EXT, SP)
@@ -271,24 +162,24 @@ def test_reset_anywhere_then_any_program(reset_at, second):
     out = {}
 
     async def testbench(ctx):
-        poke_scratchpad(ctx, bench, SP)
-        await load_program(ctx, bench.chip, PROGRAM)
-        await start_and_wait_running(ctx, bench.chip)
+        bench.poke_scratchpad(ctx, SP)
+        await bench.load_program(ctx, PROGRAM)
+        await bench.start_and_wait_running(ctx)
         await ticks(ctx, reset_at)
         ctx.set(bench.cd.rst, 1)
         await ctx.tick()
         ctx.set(bench.cd.rst, 0)
-        assert_idle_and_cleared(ctx, bench.chip, f"after a reset at cycle {reset_at}")
+        assert_idle_and_cleared(ctx, bench, f"after a reset at cycle {reset_at}")
         if second == "other":
-            await load_program(ctx, bench.chip, PROGRAM_2)
-        out["left"] = memories(ctx, bench)
-        await run_to_done(ctx, bench.chip)
-        out["after"] = snapshot(ctx, bench)
+            await bench.load_program(ctx, PROGRAM_2)
+        out["left"] = bench.memories(ctx)
+        await bench.run_to_done(ctx, LIMIT)
+        out["after"] = bench.result(ctx)
 
-    simulate(bench, testbench)
+    bench.simulate(testbench)
     sp_left, ext_left = out["left"]
     image = words_of(prog) + words_of(PROGRAM)[len(prog):]
-    assert_same(out["after"], run(image, CONFIG, ext_left, sp_left), f"{second} program after a reset")
+    assert_same(run(image, CONFIG, ext_left, sp_left), out["after"], f"{second} program after a reset")
 
 
 def test_reset_during_program_load():
@@ -299,21 +190,21 @@ def test_reset_during_program_load():
     out = {}
 
     async def testbench(ctx):
-        poke_scratchpad(ctx, bench, SP)
-        await load_program(ctx, bench.chip, [good, halt()])
+        bench.poke_scratchpad(ctx, SP)
+        await bench.load_program(ctx, [good, halt()])
         await ticks(ctx, 4)                              # good's code is in the error memory
-        await load_program(ctx, bench.chip, [bad])
+        await bench.load_program(ctx, [bad])
         ctx.set(bench.cd.rst, 1)                          # while bad's code is in the checker pipeline
         await ctx.tick()
         ctx.set(bench.cd.rst, 0)
         await ticks(ctx, 4)
-        await run_to_done(ctx, bench.chip)
-        out["after"] = snapshot(ctx, bench)
+        await bench.run_to_done(ctx, LIMIT)
+        out["after"] = bench.result(ctx)
 
-    simulate(bench, testbench)
+    bench.simulate(testbench)
     expect = run([bad, halt()], CONFIG, EXT, SP)
     assert expect.error == Err.SP_RANGE
-    assert_same(out["after"], expect, "a word loaded just before a reset")
+    assert_same(expect, out["after"], "a word loaded just before a reset")
 
 
 # -- back-to-back programs ---------------------------------------------------------------------------------
@@ -333,24 +224,24 @@ def test_back_to_back_programs(first, second):
     out = {}
 
     async def testbench(ctx):
-        poke_scratchpad(ctx, bench, SP)
-        await load_program(ctx, chip, first)
-        await run_to_done(ctx, chip)
-        out["first"] = snapshot(ctx, bench)
+        bench.poke_scratchpad(ctx, SP)
+        await bench.load_program(ctx, first)
+        await bench.run_to_done(ctx, LIMIT)
+        out["first"] = bench.result(ctx)
         await ctx.tick().repeat(3)                     # the host takes its time; done and error hold
         assert ctx.get(chip.host.done) and Err(ctx.get(chip.host.error)) == out["first"].error
-        await load_program(ctx, chip, second)           # no reset in between
-        await run_to_done(ctx, chip)
-        out["second"] = snapshot(ctx, bench)
+        await bench.load_program(ctx, second)           # no reset in between
+        await bench.run_to_done(ctx, LIMIT)
+        out["second"] = bench.result(ctx)
 
-    simulate(bench, testbench)
+    bench.simulate(testbench)
     r1 = run(first, CONFIG, EXT, SP)
-    assert_same(out["first"], r1, "first program")
+    assert_same(r1, out["first"], "first program")
     # The second program starts from the first one's memories and from nothing else: its counters are
     # its own (cycle_counts), not a continuation; a fault of the first one is forgotten.
     image = words_of(second) + words_of(first)[len(second):]      # stale words past the second's HALT
     r2 = run(image, CONFIG, r1.ext, r1.sp)
-    assert_same(out["second"], r2, "second program")
+    assert_same(r2, out["second"], "second program")
     assert out["second"].counters == cycle_counts(second, CONFIG)[0]
     assert r2.counters == run(second, CONFIG, r1.ext, r1.sp).counters
 
@@ -364,16 +255,16 @@ def test_stale_instruction_memory_is_state():
     out = {}
 
     async def testbench(ctx):
-        await load_program(ctx, bench.chip, first)
-        await run_to_done(ctx, bench.chip)
-        await load_program(ctx, bench.chip, second)
-        await run_to_done(ctx, bench.chip)
-        out["second"] = snapshot(ctx, bench)
+        await bench.load_program(ctx, first)
+        await bench.run_to_done(ctx, LIMIT)
+        await bench.load_program(ctx, second)
+        await bench.run_to_done(ctx, LIMIT)
+        out["second"] = bench.result(ctx)
 
-    simulate(bench, testbench)
+    bench.simulate(testbench)
     r1 = run(first, CONFIG, EXT)
     expect = run(words_of(second) + words_of(first)[1:], CONFIG, r1.ext, r1.sp)
-    assert_same(out["second"], expect, "second program over stale words")
+    assert_same(expect, out["second"], "second program over stale words")
     assert expect.ok and expect.counters.instructions == 4
     # Given only its own words (zero-filled instruction memory), the same program faults instead.
     assert run(second, CONFIG, r1.ext, r1.sp).error == Err.ILLEGAL
@@ -387,7 +278,7 @@ def test_missing_halt_faults_like_the_machine():
     prog = PROGRAM[:-1]
     r = run_pysim(CONFIG, prog, EXT, SP)
     expect = run(prog, CONFIG, EXT, SP)
-    assert_same(r, expect, "program without HALT")
+    assert_same(expect, r, "program without HALT")
     assert r.error == Err.ILLEGAL and r.pc == len(prog)
     assert r.counters.instructions == len(prog)
     assert cycle_counts(prog, CONFIG)[:2] == (r.counters, Err.ILLEGAL)
@@ -398,7 +289,7 @@ def test_full_instruction_memory_without_halt_overflows():
     prog = [ld(0, 0, 4), st(0, 4, 4), ld(8, 4, 4)]
     r = run_pysim(config, prog, EXT)
     expect = run(prog, config, EXT)
-    assert_same(r, expect, "full instruction memory")
+    assert_same(expect, r, "full instruction memory")
     assert r.error == Err.PC_OVERFLOW and r.pc == config.imem_words and r.counters.instructions == 3
 
 
@@ -423,22 +314,23 @@ def test_dead_external_memory_hangs_until_the_limit():
     """A real hang: an external memory that never answers leaves LD waiting for its data. The chip stays
     busy in the LD (pc 0, DMA busy every cycle after the issue cycles) and the harness's cycle limit ends
     the run with HangError; nothing is written."""
-    bench = ChipBench(CONFIG, dead_ext=True)
+    bench = ChipBench(CONFIG, extmem=DeadExtMemory(CONFIG))
     chip = bench.chip
     out = {}
 
     async def testbench(ctx):
-        poke_scratchpad(ctx, bench, SP)
-        await load_program(ctx, chip, PROGRAM)
-        with pytest.raises(HangError, match=r"did not halt within 300 cycles \(pc=0, cycles counter=301\)"):
-            await run_to_done(ctx, chip, cycle_limit=300)
-        out["counters"] = counters(ctx, chip)
+        bench.poke_scratchpad(ctx, SP)
+        await bench.load_program(ctx, PROGRAM)
+        with pytest.raises(HangError, match=r"did not halt within 300 cycles \(pc=0, cycles counter=300\)"):
+            await bench.run_to_done(ctx, 300)
+        out["counters"] = bench.counters(ctx)
         out["running"] = ctx.get(chip.host.running)
         out["re"] = ctx.get(chip.ext.re)
         out["sp"] = [ctx.get(chip.scratchpad.mem.data[i]) for i in range(CONFIG.sp_words)]
 
-    simulate(bench, testbench)
+    bench.simulate(testbench)
     assert out["running"] and not out["re"]            # all 40 reads issued long ago; waiting for data
-    # The counter counts the 301 running cycles seen (FETCH included); DMA busy from the 4th on.
-    assert out["counters"] == Counters(cycles=301, mm=0, dma=301 - 3, vec=0, instructions=0)
+    # The bench counts the running cycles from the first (FETCH) and stops at the limit, where the chip's cycles
+    # counter shows the same 300; DMA busy from the 4th on.
+    assert out["counters"] == Counters(cycles=300, mm=0, dma=300 - 3, vec=0, instructions=0)
     assert out["sp"] == SP

@@ -5,11 +5,10 @@ import random
 
 import numpy as np
 import pytest
-from amaranth.back import verilog
 
 from ga2_sw.config import Config
 from ga2_hdl.matrix_unit import MatrixUnit
-from sim.testing import UnitBench, run_bench, start_and_wait
+from sim.testing import UnitBench, run_bench, start_and_wait, unit_verilog, verilog_ports
 
 SP_WORDS = 512
 KMAX = 20
@@ -237,8 +236,10 @@ def test_mm_schedule(rows, cols, shape):
 
 
 def test_mm_verilog():
-    verilog.convert(MatrixUnit(Config()), name="mm")
-    verilog.convert(MatrixUnit(Config(rows=2, cols=3, sp_words=SP_WORDS)), name="mm")
+    """Module `mm` with the unit ports, address widths from the scratchpad size, deterministic, lint clean."""
+    for config, addr_bits in ((Config(), 12), (Config(rows=2, cols=3, sp_words=SP_WORDS), 9)):
+        ports, _ = verilog_ports(unit_verilog(lambda: MatrixUnit(config), "mm"), "mm")
+        assert ports["sp_rd__addr"] == ports["sp_wr__addr"] == ("output", addr_bits)
 
 
 def test_mm_wrong_config():

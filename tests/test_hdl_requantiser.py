@@ -2,10 +2,8 @@
 
 import random
 
-from amaranth.back import verilog
-
 from ga2_hdl.requantiser import Requantiser
-from sim.testing import UnitBench, run_bench, start_and_wait
+from sim.testing import UnitBench, run_bench, start_and_wait, unit_verilog, verilog_ports
 from ga2_sw.config import Config
 from ga2_sw.isa import encode, rq
 from ga2_sw.numerics import requant, s32, u32
@@ -166,4 +164,7 @@ def test_port_schedule():
 
 
 def test_verilog():
-    verilog.convert(Requantiser(Config()), name="rq")
+    """Module `rq` with the unit ports (128-bit instruction, scratchpad ports), deterministic, lint clean."""
+    text = unit_verilog(lambda: Requantiser(Config()), "rq")
+    ports, _ = verilog_ports(text, "rq")
+    assert ports["ctl__instr"] == ("input", 128) and ports["sp_wr__data"] == ("output", 32)

@@ -3,15 +3,13 @@ rule (``ga2_sw.cycles.accesses`` / ``conflict``, plain Python on the instruction
 
 import random
 
-from amaranth.back import verilog
-
 from ga2_hdl.checker import InstrChecker, CHECK_LATENCY
 from ga2_hdl.scoreboard import Scoreboard
-from sim.testing import run_bench
+from sim.testing import run_bench, unit_verilog, verilog_ports
 from ga2_sw.config import Config
 from ga2_sw.cycles import accesses, conflict, lane_of
 from ga2_sw.isa import encode, Op
-from sim.commands import random_valid_instr
+from sim.random_programs import random_valid_instr
 
 CONFIG = Config(sp_words=256, ext_words=256, mode="decoupled")
 CRAMPED = CONFIG.replace(sp_words=64, ext_words=64)
@@ -119,4 +117,7 @@ def test_checker_computes_the_ranges_of_accesses():
 
 
 def test_verilog():
-    verilog.convert(Scoreboard(CONFIG), name="sb")
+    """Module `sb` with the scoreboard's ports, deterministic, lint clean (sim.testing.unit_verilog)."""
+    text = unit_verilog(lambda: Scoreboard(CONFIG), "sb")
+    ports, _ = verilog_ports(text, "sb")
+    assert ports["hazard"] == ("output", 1) and ports["issue"] == ("input", 1)

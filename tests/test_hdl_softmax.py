@@ -2,10 +2,8 @@
 
 import random
 
-from amaranth.back import verilog
-
 from ga2_hdl.softmax import Softmax
-from sim.testing import UnitBench, run_bench, start_and_wait
+from sim.testing import UnitBench, run_bench, start_and_wait, unit_verilog, verilog_ports
 from ga2_sw.config import Config
 from ga2_sw.isa import encode, sm
 from ga2_sw.numerics import softmax_q16
@@ -139,4 +137,7 @@ def test_port_schedule():
 
 
 def test_verilog():
-    verilog.convert(Softmax(Config()), name="sm")
+    """Module `sm` with the unit ports (128-bit instruction, scratchpad ports), deterministic, lint clean."""
+    text = unit_verilog(lambda: Softmax(Config()), "sm")
+    ports, _ = verilog_ports(text, "sm")
+    assert ports["ctl__instr"] == ("input", 128) and ports["sp_rd__data"] == ("input", 32)

@@ -6,7 +6,6 @@ import random
 
 import numpy as np
 import pytest
-from amaranth.back import verilog
 from amaranth.hdl import Elaboratable, Module, Signal
 from amaranth.lib import memory
 
@@ -14,7 +13,7 @@ from ga2_sw.config import Config
 from ga2_hdl.ports import WORD
 from ga2_hdl.scratchpad import SP_WRITE_DELAY
 from ga2_hdl.stream_matrix_unit import StreamMatrixUnit
-from sim.testing import run_bench, start_and_wait
+from sim.testing import run_bench, start_and_wait, unit_verilog, verilog_ports
 
 SP_WORDS = 256
 KMAX = 20
@@ -292,8 +291,11 @@ def test_smm_schedule(rows, cols, shape):
 
 
 def test_smm_verilog():
-    verilog.convert(StreamMatrixUnit(Config()), name="smm")
-    verilog.convert(StreamMatrixUnit(Config(rows=2, cols=3, sp_words=SP_WORDS)), name="smm")
+    """Module `smm` with one A read port per row and one B read port per column, deterministic, lint clean."""
+    for config in (Config(), Config(rows=2, cols=3, sp_words=SP_WORDS)):
+        ports, _ = verilog_ports(unit_verilog(lambda: StreamMatrixUnit(config), "smm"), "smm")
+        assert {p.split("__")[1] for p in ports if p.startswith("a_rd__")} == {str(r) for r in range(config.rows)}
+        assert {p.split("__")[1] for p in ports if p.startswith("b_rd__")} == {str(c) for c in range(config.cols)}
 
 
 def test_smm_wrong_config():

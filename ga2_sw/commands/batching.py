@@ -34,10 +34,11 @@ def _lengths(text, config):
 
 
 def register(sub):
+    from sim.backends import backend_names
     p = sub.add_parser("check-batching", help="batch invariance of the batched decode builder (and its "
                        "integer reference), on the model or a simulator")
     p.add_argument("--sim", default="model", metavar="NAME",
-                   help="what runs the programs (sim.runners; default %(default)s)")
+                   help=f"what runs the programs: {', '.join(backend_names())} (sim.backends; default %(default)s)")
     p.add_argument("--no-ragged", action="store_true", help="leave out the ragged batch")
     p.add_argument("--seeds", default=",".join(map(str, DEFAULT_SEEDS)), metavar="S,S",
                    help="workload seeds (default %(default)s)")
@@ -103,10 +104,10 @@ def count_programs(config, batches, lengths, seeds, ragged):
 
 
 def _check_batching(args):
-    from sim.runners import get_runner
+    from sim.backends import get_backend
     config = config_from_args(args)
     Layout(config)
-    runner = get_runner(args.sim, config)
+    runner = get_backend(args.sim).runner(config)
     seeds, lengths = _int_list(args.seeds), _lengths(args.lengths, config)
     batches = _int_list(args.batches) if args.batches else tuple(range(1, config.rows + 1))
     bad = [b for b in batches if not 1 <= b <= config.rows]
@@ -123,9 +124,12 @@ def _check_batching(args):
         nonlocal programs
         programs += n
         bar.update(n)
-    with _bar(count_programs(config, batches, lengths, seeds, ragged), args.no_progress, "prog") as bar:
-        problems = check_batching(config, batches=batches, lengths=lengths, seeds=seeds, ragged=ragged,
-                                  runner=runner, progress=tick)
+    try:
+        with _bar(count_programs(config, batches, lengths, seeds, ragged), args.no_progress, "prog") as bar:
+            problems = check_batching(config, batches=batches, lengths=lengths, seeds=seeds, ragged=ragged,
+                                      runner=runner, progress=tick)
+    finally:
+        getattr(runner, "close", lambda: None)()
     elapsed = time.perf_counter() - start
     if problems:
         print(f"problems ({len(problems)}):")

@@ -21,20 +21,20 @@ def _chapter_key(p):
 
 
 def decode_table(config, sim="model", seed=4242):
-    """Rows of the decode table, one per program, from simulator ``sim``; every row is also checked
-    against the reference machine (memory and counters) when ``sim`` is not the model itself."""
-    from sim.backends import run_jobs
+    """Rows of the decode table, one per program, from simulator ``sim`` (a ``sim.backends`` name); every row
+    is also checked against the reference machine (memories, counters, error and pc)."""
+    from sim.backends import get_backend
+    from sim.compare import compare_results
     programs = decode_table_programs(config, seed)
     t0 = time.perf_counter()
-    results = run_jobs(sim, config, [(p.program, p.ext) for p in programs])
+    results = get_backend(sim).run_many(config, [(p.program, p.ext) for p in programs])
     seconds = time.perf_counter() - t0
     ref = Machine(config)
     rows = []
     for p, r in zip(programs, results):
         if not r.ok:
             raise RuntimeError(f"{p.name}: {sim} faulted with {r.error.name} at pc {r.pc}")
-        expect = ref.run(p.program, p.ext)
-        match = (r.counters == expect.counters and r.ext == expect.ext and r.sp == expect.sp)
+        match = not compare_results(ref.run(p.program, p.ext), r)
         macs, words = traffic(p.program)
         c = r.counters
         rows.append({"name": p.name, "mode": config.mode.value, "batch": p.batch, "lengths": list(p.lengths), "cycles": c.cycles,
@@ -137,10 +137,10 @@ def plot_modes(path, by_mode, config, seed=4242):
 
 def _run(args):
     from ..cli import config_from_args
-    from sim.backends import unavailable_reason
+    from sim.backends import get_backend
     config = config_from_args(args)
     sim = args.sim
-    reason = unavailable_reason(sim)
+    reason = get_backend(sim).unavailable_reason()
     if sim == "verilator" and reason and not args.no_fallback:
         print(f"note: Verilator cannot run here ({reason}); running the same programs on pysim instead, "
               f"about a thousand times slower", file=sys.stderr)
@@ -167,9 +167,9 @@ def _run(args):
 
 def register(sub):
     from ..cli import add_config_arguments
-    from sim.backends import SIMULATORS
+    from sim.backends import backend_names
     p = sub.add_parser("decode-table", help="cycles, traffic and roofline of the chapter's decode steps")
-    p.add_argument("--sim", choices=SIMULATORS, default="model", help="simulator (default %(default)s)")
+    p.add_argument("--sim", choices=backend_names(), default="model", help="simulator (default %(default)s)")
     p.add_argument("--seed", type=int, default=4242, help="workload seed (default %(default)s)")
     p.add_argument("--json", metavar="FILE", help="write the rows as JSON")
     p.add_argument("--plot", metavar="FILE.png", help="draw both modes and the decoupled lanes into a PNG")

@@ -1,5 +1,5 @@
-"""``ga2 asm``, ``ga2 disasm`` and ``ga2 run``: the assembler, the disassembler and the reference machine on
-files (formats in docs/FILES.md)."""
+"""``ga2 asm``, ``ga2 disasm`` and ``ga2 run``: the assembler, the disassembler, and a program file run on the
+reference machine or any simulator of ``sim.backends`` (formats in docs/FILES.md)."""
 
 import json
 import os
@@ -7,12 +7,12 @@ import sys
 
 from .. import asm, isa
 from ..cli import add_config_arguments, config_from_args
-from ..machine import Machine
 
 __all__ = ["register", "load_program"]
 
 
 def register(sub):
+    from sim.backends import DEFAULT_CYCLE_LIMIT, backend_names
     p = sub.add_parser("asm", help="assemble FILE.s into a program image, validated against the configuration")
     p.add_argument("source", metavar="FILE.s")
     p.add_argument("-o", "--output", required=True, metavar="FILE.hex", help="program image to write")
@@ -24,14 +24,15 @@ def register(sub):
     p.add_argument("--addresses", action="store_true", help="end each line with its address as a comment")
     p.set_defaults(func=_disasm)
 
-    p = sub.add_parser("run", help="run a program (assembly or image) on the reference machine")
+    p = sub.add_parser("run", help="run a program (assembly or image) on the reference machine or a simulator")
     p.add_argument("program", metavar="FILE.s|FILE.hex")
     p.add_argument("--ext", metavar="MEM.hex", help="initial external memory image (default: all zero)")
     p.add_argument("--ext-out", metavar="OUT.hex", help="write the external memory after the run")
     p.add_argument("--json", metavar="FILE", help="write the counters, error and pc as JSON")
-    p.add_argument("--sim", default="model", help="model (default), pysim, verilator or icarus")
+    p.add_argument("--sim", default="model", metavar="NAME",
+                   help=f"simulator: {', '.join(backend_names())} (default %(default)s)")
     p.add_argument("--vcd", metavar="FILE.vcd", help="with --sim pysim: write a waveform of the run")
-    p.add_argument("--cycle-limit", type=int, default=5_000_000, metavar="N",
+    p.add_argument("--cycle-limit", type=int, default=DEFAULT_CYCLE_LIMIT, metavar="N",
                    help="stop a simulation that has not halted after N cycles (default %(default)s)")
     add_config_arguments(p)
     p.set_defaults(func=_run)
@@ -82,24 +83,21 @@ def _disasm(args):
 
 
 def _run(args):
+    from sim.backends import get_backend
+    from sim.jobs import HangError
     config = config_from_args(args)
+    backend = get_backend(args.sim)
     program = load_program(args.program)
     ext = asm.load_mem(args.ext, config.ext_words) if args.ext else None
     if args.vcd and args.sim != "pysim":
-        raise ValueError("--vcd needs --sim pysim (Verilator writes traces with `ga2 bench-sim --trace`)")
-    if args.sim == "model":
-        r = Machine(config).run(program, ext)
-    elif args.sim == "pysim":
-        from sim.pysim_runner import run_pysim, HangError
-        try:
-            r = run_pysim(config, program, ext, cycle_limit=args.cycle_limit, vcd=args.vcd)
-        except HangError as exc:
-            raise ValueError(str(exc)) from None
-        if args.vcd:
-            print(f"waveform: {args.vcd}")
-    else:
-        from sim.backends import run_jobs
-        r, = run_jobs(args.sim, config, [(program, ext)], cycle_limit=args.cycle_limit)
+        raise ValueError("--vcd needs --sim pysim")
+    options = {"vcd": args.vcd} if args.vcd else {}
+    try:
+        r = backend.run(config, program, ext, cycle_limit=args.cycle_limit, **options)
+    except HangError as exc:
+        raise ValueError(str(exc)) from None
+    if args.vcd:
+        print(f"waveform: {args.vcd}")
     c = r.counters
     print(f"cycles {c.cycles}  mm {c.mm}  dma {c.dma}  vec {c.vec}  instructions {c.instructions}")
     line = f"error {r.error.name}  pc {r.pc}"

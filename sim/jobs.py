@@ -1,0 +1,214 @@
+"""What every simulator backend shares: the job, the default cycle limit, the errors, and the two harness
+backends' (Verilator, Icarus) job-file format and result parsing (docs/SIMULATORS.md, "Job files").
+
+A ``Job`` is one program run: the program (``Instr`` objects or 128-bit words), the external-memory and
+scratchpad images, the cycle limit, and what to bring back. ``as_job`` accepts a ``Job``, a
+``(program, ext, sp, cycle_limit)`` tuple (any prefix of it) or a dict. ``check_job`` validates a job against
+a configuration like the reference machine does.
+
+The Verilator harness and the Icarus testbench read the same job files (``write_jobs``) and print the same
+result blocks (``parse_results``), so both backends use the code here; their build caches use ``sim.cache``."""
+
+import array
+import sys
+from dataclasses import dataclass
+
+from ga2_sw.asm import to_words
+from ga2_sw.cycles import Counters
+from ga2_sw.isa import Err, INSTR_BITS
+from ga2_sw.machine import Result
+
+__all__ = ["DEFAULT_CYCLE_LIMIT", "HangError", "SimulatorError", "Job", "as_job", "check_job", "hang_message",
+           "write_header", "write_job", "write_jobs", "parse_result_block", "make_result", "parse_results",
+           "FORMAT_VERSION"]
+
+# The cycle limit of every simulator when the caller gives none: far above any program of this project
+# (a decode step is 2-10 k cycles), and a hung pysim run still ends in minutes.
+DEFAULT_CYCLE_LIMIT = 5_000_000
+
+FORMAT_VERSION = 1
+
+
+class HangError(RuntimeError):
+    """The program did not halt within the cycle limit."""
+
+
+class SimulatorError(RuntimeError):
+    """The simulator could not be built or its harness failed."""
+
+
+def hang_message(limit, pc, cycles):
+    """The one wording of a hang, on every simulator."""
+    return f"program did not halt within {limit:,} cycles (pc={pc}, cycles counter={cycles})"
+
+
+@dataclass
+class Job:
+    """One program run: the program (Instr objects or 128-bit words), the external-memory and scratchpad
+    images (the rest of each memory is zero), the cycle limit, and what to bring back."""
+    program: list
+    ext: list = None
+    sp: list = None
+    cycle_limit: int = DEFAULT_CYCLE_LIMIT
+    reset: bool = True
+    dump_ext: bool = True
+    dump_sp: bool = True
+
+
+def as_job(item, cycle_limit=None):
+    """A ``Job`` from a Job, a dict or a ``(program, ext, sp, cycle_limit)`` tuple (or a prefix of it; a bare
+    program is a job too). ``cycle_limit`` is the limit of a job that does not name one."""
+    if isinstance(item, Job):
+        return item
+    extra = {} if cycle_limit is None else {"cycle_limit": cycle_limit}
+    if isinstance(item, dict):
+        return Job(**{**extra, **item})
+    if isinstance(item, (tuple, list)) and item and isinstance(item[0], (list, tuple)):
+        job = Job(*item)
+        if len(item) < 4 and cycle_limit is not None:
+            job.cycle_limit = cycle_limit
+        return job
+    return Job(list(item), **extra)
+
+
+def check_job(job, config):
+    """Validate ``job`` against ``config`` (ValueError naming the problem); the program's words."""
+    words = to_words(job.program)
+    if len(words) > config.imem_words:
+        raise ValueError(f"Program has {len(words)} instructions but instruction memory holds {config.imem_words}")
+    for n, w in enumerate(words):
+        if not isinstance(w, int) or not 0 <= w < (1 << INSTR_BITS):
+            raise ValueError(f"Program word {n} must be a {INSTR_BITS}-bit unsigned integer, not {w!r}")
+    for image, size, what in ((job.ext, config.ext_words, "External memory"), (job.sp, config.sp_words, "Scratchpad")):
+        image = image or []
+        if len(image) > size:
+            raise ValueError(f"{what} image has {len(image)} words but the memory holds {size}")
+        for n, w in enumerate(image):
+            if not isinstance(w, int) or not 0 <= w <= 0xFFFFFFFF:
+                raise ValueError(f"{what} image word {n} must be a 32-bit unsigned integer, not {w!r}")
+    if not isinstance(job.cycle_limit, int) or job.cycle_limit < 1:
+        raise ValueError(f"Cycle limit must be a positive integer, not {job.cycle_limit!r}")
+    return words
+
+
+# -- job files (docs/SIMULATORS.md) ------------------------------------------------------------------------
+
+def _trim(image):
+    image = list(image or [])
+    n = len(image)
+    while n and image[n - 1] == 0:
+        n -= 1
+    return image[:n]
+
+
+def write_header(config):
+    return (f"ga2jobs {FORMAT_VERSION} ext_words {config.ext_words} sp_words {config.sp_words} "
+            f"imem_words {config.imem_words} ext_latency {config.ext_latency}\n")
+
+
+def write_job(index, job, config):
+    """One job of a job file (docs/SIMULATORS.md)."""
+    words = check_job(job, config)
+    ext, sp = _trim(job.ext), _trim(job.sp)
+    dump = (1 if job.dump_ext else 0) | (2 if job.dump_sp else 0)
+    parts = [f"job {index} limit {job.cycle_limit} reset {int(bool(job.reset))} dump {dump}\n",
+             f"prog {len(words)}\n"]
+    parts += [f"{w:032x}\n" for w in words]
+    parts.append(f"ext {len(ext)}\n")
+    parts.append(" ".join(f"{w:x}" for w in ext) + ("\n" if ext else ""))
+    parts.append(f"sp {len(sp)}\n")
+    parts.append(" ".join(f"{w:x}" for w in sp) + ("\n" if sp else ""))
+    parts.append("end\n")
+    return "".join(parts)
+
+
+def write_jobs(jobs, config):
+    """A whole job file for ``jobs`` (Job objects)."""
+    return write_header(config) + "".join(write_job(i, j, config) for i, j in enumerate(jobs))
+
+
+# -- result files ------------------------------------------------------------------------------------------
+
+_WORDS_PER_LINE = 16
+
+
+def _hex_words(lines, n):
+    """Words printed as 8 hex digits each, 16 to a line -> list of ints (fast path through bytes.fromhex)."""
+    text = "".join(lines).replace(" ", "")
+    try:
+        if len(text) != 8 * n:
+            raise ValueError
+        arr = array.array("I", bytes.fromhex(text))
+        if sys.byteorder == "little":
+            arr.byteswap()
+        return arr.tolist()
+    except ValueError:
+        tokens = " ".join(lines).split()
+        try:
+            words = [int(t, 16) for t in tokens]
+        except ValueError:
+            bad = next(t for t in tokens if not all(c in "0123456789abcdefABCDEF" for c in t))
+            raise SimulatorError(f"Harness output holds a non-binary word {bad!r} (X or Z in the design?)") from None
+        if len(words) != n:
+            raise SimulatorError(f"Harness output: expected {n} words, got {len(words)}")
+        return words
+
+
+def parse_result_block(lines, pos):
+    """Parse one ``result ... end`` block starting at lines[pos]; return (index, fields dict, ext, sp, pos)."""
+    head = lines[pos].split()
+    if not head or head[0] != "result":
+        raise SimulatorError(f"Malformed harness output: expected 'result', got {lines[pos][:80]!r}")
+    index = int(head[1])
+    kv = dict(zip(head[2::2], head[3::2]))
+    pos += 1
+    mems = {}
+    for name in ("ext", "sp"):
+        hdr = lines[pos].split()
+        if hdr[0] != name:
+            raise SimulatorError(f"Malformed harness output: expected {name!r}, got {lines[pos][:80]!r}")
+        n = int(hdr[1])
+        pos += 1
+        nlines = (n + _WORDS_PER_LINE - 1) // _WORDS_PER_LINE
+        mems[name] = _hex_words(lines[pos:pos + nlines], n) if n else None
+        pos += nlines
+    if lines[pos].strip() != "end":
+        raise SimulatorError(f"Malformed harness output: expected 'end', got {lines[pos][:80]!r}")
+    return index, kv, mems["ext"], mems["sp"], pos + 1
+
+
+def make_result(kv, ext, sp, limit, on_hang):
+    """A ``Result`` from one result block's fields; ``HangError`` for a hung run unless ``on_hang="return"``."""
+    counters = Counters(int(kv["cycles"]), int(kv["mm"]), int(kv["dma"]), int(kv["vec"]), int(kv["instr"]))
+    try:
+        error = Err(int(kv["error"]))
+    except ValueError:
+        error = int(kv["error"])                   # a code the ISA does not define: keep it visible
+    pc = int(kv["pc"])
+    if kv["status"] == "hang" and on_hang == "raise":
+        raise HangError(hang_message(limit, pc, counters.cycles))
+    result = Result(ext, sp, counters, error, pc)
+    result.sim_cycles = int(kv["sim_cycles"])
+    result.seconds = float(kv["seconds"])
+    result.cpu_seconds = float(kv.get("cpu_seconds", kv["seconds"]))
+    result.hang = kv["status"] == "hang"
+    result.ext_oob = int(kv.get("ext_oob", 0))
+    result.sp_port_mismatch = int(kv.get("sp_port_mismatch", 0))
+    result.start_wait = int(kv.get("start_wait", 0))
+    return result
+
+
+def parse_results(text, jobs, on_hang="raise"):
+    """The harness's result file -> list of Result (one per job, in order)."""
+    lines = text.splitlines()
+    if not lines or lines[0].split()[:1] != ["ga2results"]:
+        raise SimulatorError(f"Malformed harness output (no 'ga2results' header): {text[:200]!r}")
+    results, pos = [], 1
+    while pos < len(lines) and lines[pos].startswith("result"):
+        index, kv, ext, sp, pos = parse_result_block(lines, pos)
+        if index != len(results):
+            raise SimulatorError(f"Harness results out of order: got job {index}, expected {len(results)}")
+        results.append(make_result(kv, ext, sp, jobs[index].cycle_limit, on_hang))
+    if len(results) != len(jobs):
+        raise SimulatorError(f"Harness returned {len(results)} results for {len(jobs)} jobs")
+    return results
