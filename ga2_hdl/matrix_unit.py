@@ -85,25 +85,27 @@ class MatrixUnit(Unit):
                     m.d.comb += self.ctl.done.eq(1)
                     m.next = "IDLE"
         m.d.comb += self.ctl.busy.eq(~fsm.ongoing("IDLE"))
+        starting, writing = fsm.ongoing("IDLE") & self.ctl.start, fsm.ongoing("WRITE")
 
-        starting = fsm.ongoing("IDLE") & self.ctl.start
         fields = Signal(MatrixFields)
         with m.If(starting):
             m.d.sync += latch_fields(fields, self.ctl.instr)
         # The array is cleared in cycle 1 from a register rather than in cycle 0 from `start`: `start` comes from
-        # the sequencer's decode logic, and the clear fans out to every register of the array.
+        # the sequencer's decode logic, and the clear fans out to every register of the array. Neither feeder
+        # steps the array before cycle 3.
         clearing = Signal()
         m.d.sync += clearing.eq(starting)
         m.d.comb += [
             feeder.ctl.start.eq(starting), feeder.ctl.instr.eq(self.ctl.instr), feeder.ctl.fields.eq(fields),
             feeder.ctl.clear.eq(clearing), array.clear.eq(clearing),
             array.a.eq(feeder.ctl.a), array.b.eq(feeder.ctl.b),
-            # The steps the feeder leaves to the write phase (see FeederSignature).
-            array.step.eq(feeder.ctl.step | fsm.ongoing("WRITE")),
+            # The array keeps stepping while the results are written: a feeder may leave its last flush steps
+            # to the write phase (FeederSignature); later steps feed zeros and leave finished sums alone.
+            array.step.eq(feeder.ctl.step | writing),
             writer.start.eq(starting), writer.dst.eq(self.ctl.instr.dst), writer.fields.eq(fields),
-            writer.en.eq(fsm.ongoing("WRITE")),
-            writer.acc.eq(array.acc),
+            writer.en.eq(writing), writer.acc.eq(array.acc),
         ]
+        # In order with M = N = 1, PE(0,0) is written in the cycle of its last accumulate: write acc + prod.
         with m.If(feeder.ctl.pe00_late):
             m.d.comb += writer.acc[0].eq(array.acc00_next)
         return m

@@ -124,7 +124,7 @@ RTL_MUTANTS = (
     _m("mm: flush one step short", "matrix_unit",
        "with m.If(flush_cnt == mn_last):", "with m.If(flush_cnt == mn_last - 1):", file="ga2_hdl/staged_feeder.py"),
     _m("mm: array does not step in the write cycles (in order the first is the last flush step)", "matrix_unit",
-       'array.step.eq(feeder.ctl.step | fsm.ongoing("WRITE")),', "array.step.eq(feeder.ctl.step),"),
+       "array.step.eq(feeder.ctl.step | writing),", "array.step.eq(feeder.ctl.step),"),
     _m("mm: M = N = 1 writes acc instead of acc + prod", "matrix_unit",
        "ctl.pe00_late.eq(single)", "ctl.pe00_late.eq(0)", file="ga2_hdl/staged_feeder.py"),
     _m("mm: A hold registers not zeroed after the last slice", "matrix_unit",
