@@ -14,14 +14,13 @@ from .requantiser import Requantiser
 from .scratchpad import Scratchpad
 from .sequencer import Sequencer
 from .softmax import Softmax
-from .stream_matrix_unit import StreamMatrixUnit
 
 __all__ = ["GA2", "UNIT_CLASSES"]
 
-# The execution unit of each name in ga2_sw.isa.UNITS: a class (or factory) taking the Config.
+# The execution unit of each name in ga2_sw.isa.UNITS: a class taking the Config.
 UNIT_CLASSES = {
     "dma": DMA,
-    "mm": lambda config: (StreamMatrixUnit if config.decoupled else MatrixUnit)(config),
+    "mm": MatrixUnit,
     "rq": Requantiser,
     "sm": Softmax,
 }

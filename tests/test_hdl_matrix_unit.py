@@ -1,5 +1,8 @@
 # amaranth: UnusedElaboratable=no
-"""The matrix unit (MM) against an independent numpy reference, its exact busy time and its schedule."""
+"""The matrix unit (MM) against an independent numpy reference: its exact busy time and its schedule, cycle by
+cycle, with either operand feeder. In order (``test_mm_*``) the staged feeder reads one operand word per cycle;
+decoupled (``test_smm_*``) the streaming feeder reads a whole k-slice per cycle through a port per array row and
+column."""
 
 import random
 
@@ -10,10 +13,13 @@ from ga2_sw.config import Config
 from ga2_hdl.matrix_unit import MatrixUnit
 from sim.testing import UnitBench, run_bench, start_and_wait, unit_verilog, verilog_ports
 
-SP_WORDS = 512
+STAGED = dict(mode="inorder", sp_words=512)
+STREAM = dict(mode="decoupled", sp_words=256)
 KMAX = 20
 EXTREME_BYTES = [0x80, 0x7F, 0x80, 0x7F, 0x00, 0x01, 0xFF]     # mostly -128 and 127
 
+
+# -- shared: the instruction, the reference, the harness ------------------------------------------------------
 
 def encode_mm(*, dst, A, B, M, K, N, tb, lda, ldb, ldc, **_):
     """The 128-bit MM word, field positions straight from the encoding table of docs/ISA.md."""
@@ -21,8 +27,9 @@ def encode_mm(*, dst, A, B, M, K, N, tb, lda, ldb, ldc, **_):
             | lda << 88 | ldb << 100 | ldc << 112)
 
 
-def busy_time(M, K, N):
-    return (K + 1) * (M + N) + M * N
+def busy_time(config, M, K, N):
+    """docs/ISA.md: staged ``(K + 1)(M + N) + MN``; streaming ``K + 3 + MN``."""
+    return K + 3 + M * N if config.decoupled else (K + 1) * (M + N) + M * N
 
 
 def footprints(c):
@@ -34,7 +41,8 @@ def footprints(c):
 
 
 def reference(image, c):
-    """The memory after MM: operands gathered with numpy indexing, int64 matmul, int32 words written."""
+    """The memory after MM, from the OLD image: operands gathered with numpy indexing, int64 matmul, int32
+    words written."""
     words = np.array(image, dtype=np.int64)
     s8 = ((words & 0xFF) ^ 0x80) - 0x80
     i = np.arange(c["M"])[:, None]
@@ -54,20 +62,154 @@ def reference(image, c):
     return [int(w) for w in out]
 
 
-def _place(rng, sizes):
+def random_image(rng, config):
+    """Garbage everywhere, including the upper 24 bits of every operand word."""
+    return [int(w) for w in rng.integers(0, 1 << 32, config.sp_words, dtype=np.uint64)]
+
+
+def run_cases(config, cases, *, back_to_back=False):
+    """Run MM cases on one unit and scratchpad; check the whole memory and the busy time of every case, and
+    return the busy times.
+
+    Without ``back_to_back`` the memory is reloaded with each case's image before it starts. With it, each case
+    starts in the cycle after the previous one's ``done`` and runs on the memory the previous one left (its
+    reference image is computed from that). A second testbench puts garbage on ``instr`` whenever ``start`` is
+    low, so the unit must latch."""
+    unit = MatrixUnit(config)
+    bench = UnitBench(unit, config, cases[0][1])
+    garbage = random.Random(1234)
+    running = [True]
+    busy_seen = []
+
+    async def main(ctx):
+        try:
+            image = cases[0][1]
+            for n, (c, case_image) in enumerate(cases):
+                if n and not back_to_back:
+                    image = case_image
+                    for addr, word in enumerate(image):
+                        ctx.set(bench.sp.mem.data[addr], word)
+                want = reference(image, c)
+                if back_to_back and n + 1 < len(cases):
+                    # start_and_wait's trailing tick would put a cycle between done and the next start.
+                    busy = await start_until_done(ctx, unit, encode_mm(**c))
+                else:
+                    busy = await start_and_wait(ctx, unit, encode_mm(**c))
+                busy_seen.append(busy)
+                assert busy == busy_time(config, c["M"], c["K"], c["N"]), (n, c, busy)
+                if back_to_back and n + 1 < len(cases):
+                    image = want          # checked after the last case (writes land one cycle late)
+                    continue
+                got = [ctx.get(bench.sp.mem.data[addr]) for addr in range(config.sp_words)]
+                if got != want:
+                    bad = [(a, got[a], want[a]) for a in range(config.sp_words) if got[a] != want[a]]
+                    raise AssertionError(f"case {n} {c}: {len(bad)} wrong words, first {bad[:4]}")
+        finally:
+            running[0] = False
+
+    async def scramble_instr(ctx):
+        while running[0]:
+            if not ctx.get(unit.ctl.start):
+                ctx.set(unit.ctl.instr.as_value(), garbage.getrandbits(128))
+            await ctx.tick()
+
+    run_bench(bench, main, scramble_instr, vcd_name=f"mm_{config.mode.value}_{config.rows}x{config.cols}")
+    return busy_seen
+
+
+async def start_until_done(ctx, unit, instr_value, limit=10000):
+    """Like ``start_and_wait`` but returns right after the ``done`` cycle, so that the caller's next ``start``
+    falls in the cycle after ``done``."""
+    ctx.set(unit.ctl.instr.as_value(), instr_value)
+    ctx.set(unit.ctl.start, 1)
+    await ctx.tick()
+    ctx.set(unit.ctl.start, 0)
+    for busy_cycles in range(1, limit):
+        assert ctx.get(unit.ctl.busy), busy_cycles
+        done = ctx.get(unit.ctl.done)
+        await ctx.tick()
+        if done:
+            return busy_cycles
+    raise AssertionError(f"unit still busy after {limit} cycles")
+
+
+def check_schedule(config, c, reads, writes):
+    """Cycle by cycle, with ``start`` in cycle 0: ``busy`` in cycles 1 .. X only and ``done`` in cycle X only;
+    the reads ``{(cycle, port): address}``, where ``port`` indexes ``unit.read_ports``; the writes
+    ``{cycle: address}``; and the memory afterwards."""
+    X = busy_time(config, c["M"], c["K"], c["N"])
+    assert max(writes) == X
+    image = random_image(np.random.default_rng(9), config)
+    unit = MatrixUnit(config)
+    bench = UnitBench(unit, config, image)
+
+    async def tb(ctx):
+        ctx.set(unit.ctl.instr.as_value(), encode_mm(**c))
+        ctx.set(unit.ctl.start, 1)
+        await ctx.tick()
+        ctx.set(unit.ctl.start, 0)
+        ctx.set(unit.ctl.instr.as_value(), 0)
+        got_reads, got_writes = {}, {}
+        for cycle in range(1, X + 3):
+            busy, done = ctx.get(unit.ctl.busy), ctx.get(unit.ctl.done)
+            assert busy == (cycle <= X), cycle
+            assert done == (cycle == X), cycle
+            for n, port in enumerate(unit.read_ports):
+                if ctx.get(port.en):
+                    got_reads[(cycle, n)] = ctx.get(port.addr)
+            if ctx.get(unit.sp_wr.en):
+                got_writes[cycle] = ctx.get(unit.sp_wr.addr)
+            await ctx.tick()
+        assert got_reads == reads
+        assert got_writes == writes
+        got = [ctx.get(bench.sp.mem.data[a]) for a in range(config.sp_words)]
+        assert got == reference(image, c)
+
+    run_bench(bench, tb, vcd_name=f"mm_{config.mode.value}_schedule")
+
+
+def a_address(c, i, k):
+    return c["A"] + i * c["lda"] + k
+
+
+def b_address(c, k, j):
+    return c["B"] + (j * c["ldb"] + k if c["tb"] else k * c["ldb"] + j)
+
+
+def write_schedule(c, first):
+    """Result (i, j) is written in cycle ``first + i*N + j``."""
+    return {first + i * c["N"] + j: c["dst"] + i * c["ldc"] + j for i in range(c["M"]) for j in range(c["N"])}
+
+
+def test_read_ports():
+    """One read port in order; decoupled one per array row (``a_rd``), then one per array column (``b_rd``)."""
+    staged = MatrixUnit(Config(rows=2, cols=3, mode="inorder"))
+    assert staged.read_ports == [staged.sp_rd]
+    stream = MatrixUnit(Config(rows=2, cols=3, mode="decoupled"))
+    assert stream.read_ports == [*stream.a_rd, *stream.b_rd] and len(stream.read_ports) == 5
+
+
+def test_mm_wrong_config():
+    with pytest.raises(TypeError, match=r"^Config must be a ga2_sw.config.Config, not "):
+        MatrixUnit({"rows": 4})
+
+
+# -- in order: the staged feeder ----------------------------------------------------------------------------
+
+def _place(rng, sizes, sp_words):
     """Non-overlapping start addresses for regions of the given sizes, in random order and spacing."""
-    gap = (SP_WORDS - sum(sizes.values())) // (len(sizes) + 1)
+    gap = (sp_words - sum(sizes.values())) // (len(sizes) + 1)
     assert gap >= 0
     starts, pos = {}, 0
     for name in rng.permutation(sorted(sizes)):
         pos += int(rng.integers(0, gap + 1))
         starts[str(name)] = pos
         pos += sizes[name]
-    assert pos <= SP_WORDS
+    assert pos <= sp_words
     return starts
 
 
-def random_case(rng, config, kind):
+def random_staged_case(rng, config, kind):
     M = int(rng.integers(1, config.rows + 1))
     N = int(rng.integers(1, config.cols + 1))
     K = int(rng.integers(1, KMAX + 1))
@@ -87,19 +229,18 @@ def random_case(rng, config, kind):
         # B is A itself (tb = 1: C = A . A^T) and the destination overwrites the start of A.
         c.update(tb=1, ldb=lda, N=min(N, M))
         sizes = {name: size for name, (_, size) in footprints(c).items()}
-        starts = _place(rng, {"A": max(sizes["A"], sizes["dst"])})
+        starts = _place(rng, {"A": max(sizes["A"], sizes["dst"])}, config.sp_words)
         c["A"] = c["B"] = c["dst"] = starts["A"]
     elif kind == "dst_on_A":
         # The destination starts inside A: all reads happen before the first write.
-        starts = _place(rng, {"A": sizes["A"] + sizes["dst"], "B": sizes["B"]})
+        starts = _place(rng, {"A": sizes["A"] + sizes["dst"], "B": sizes["B"]}, config.sp_words)
         c["A"], c["B"] = starts["A"], starts["B"]
         c["dst"] = c["A"] + int(rng.integers(0, sizes["A"]))
     else:
-        starts = _place(rng, sizes)
+        starts = _place(rng, sizes, config.sp_words)
         c.update(starts)
 
-    # Garbage everywhere, including the upper 24 bits of every operand word.
-    image = [int(w) for w in rng.integers(0, 1 << 32, SP_WORDS, dtype=np.uint64)]
+    image = random_image(rng, config)
     if kind in ("extreme", "all_min", "big"):
         for name in ("A", "B"):
             start, size = footprints(c)[name]
@@ -109,71 +250,34 @@ def random_case(rng, config, kind):
     return c, image
 
 
-KINDS = ["plain", "plain", "extreme", "stride_overlap", "dst_on_A", "shared_operand", "plain", "all_min",
-         "big"]
-
-
-def run_cases(config, cases):
-    """Run MM cases back to back on one unit and scratchpad; check memory and busy time of every case.
-
-    A second testbench puts garbage on ``instr`` whenever ``start`` is low, so the unit must latch."""
-    unit = MatrixUnit(config)
-    bench = UnitBench(unit, config, cases[0][1])
-    garbage = random.Random(1234)
-    running = [True]
-    busy_seen = []
-
-    async def main(ctx):
-        try:
-            for n, (c, image) in enumerate(cases):
-                if n:
-                    for addr, word in enumerate(image):
-                        ctx.set(bench.sp.mem.data[addr], word)
-                busy = await start_and_wait(ctx, unit, encode_mm(**c))
-                busy_seen.append(busy)
-                assert busy == busy_time(c["M"], c["K"], c["N"]), (c, busy)
-                got = [ctx.get(bench.sp.mem.data[addr]) for addr in range(SP_WORDS)]
-                want = reference(image, c)
-                if got != want:
-                    bad = [(a, got[a], want[a]) for a in range(SP_WORDS) if got[a] != want[a]]
-                    raise AssertionError(f"case {n} {c}: {len(bad)} wrong words, first {bad[:4]}")
-        finally:
-            running[0] = False
-
-    async def scramble_instr(ctx):
-        while running[0]:
-            if not ctx.get(unit.ctl.start):
-                ctx.set(unit.ctl.instr.as_value(), garbage.getrandbits(128))
-            await ctx.tick()
-
-    run_bench(bench, main, scramble_instr, vcd_name=f"mm_{config.rows}x{config.cols}")
-    return busy_seen
+STAGED_KINDS = ["plain", "plain", "extreme", "stride_overlap", "dst_on_A", "shared_operand", "plain", "all_min",
+                "big"]
 
 
 @pytest.mark.parametrize("rows, cols, count", [(4, 4, 150), (2, 3, 120), (1, 1, 90)])
 def test_mm_random(rows, cols, count):
-    config = Config(rows=rows, cols=cols, sp_words=SP_WORDS)
+    config = Config(rows=rows, cols=cols, **STAGED)
     rng = np.random.default_rng(rows * 10 + cols)
-    cases = [random_case(rng, config, KINDS[n % len(KINDS)]) for n in range(count)]
+    cases = [random_staged_case(rng, config, STAGED_KINDS[n % len(STAGED_KINDS)]) for n in range(count)]
     run_cases(config, cases)
 
 
 def test_mm_all_minus_128():
-    config = Config(rows=2, cols=3, sp_words=SP_WORDS)
+    config = Config(rows=2, cols=3, **STAGED)
     M, K, N = 2, 20, 3
     c = {"M": M, "K": K, "N": N, "tb": 0, "lda": K, "ldb": N, "ldc": N, "A": 0, "B": 100, "dst": 200}
-    image = [0xABCDEF80] * SP_WORDS
+    image = [0xABCDEF80] * config.sp_words
     run_cases(config, [(c, image)])
     assert reference(image, c)[200:206] == [K * 16384] * 6
 
 
 def test_mm_long_k_1x1():
     # K beyond the random range, on the cheap 1x1 array: X = (K+1)*2 + 1.
-    config = Config(rows=1, cols=1, sp_words=SP_WORDS)
+    config = Config(rows=1, cols=1, **STAGED)
     rng = np.random.default_rng(5)
     cases = []
     for K, tb in ((200, 0), (131, 1)):
-        image = [int(w) for w in rng.integers(0, 1 << 32, SP_WORDS, dtype=np.uint64)]
+        image = random_image(rng, config)
         cases.append(({"M": 1, "K": K, "N": 1, "tb": tb, "lda": K, "ldb": 1 if not tb else 7,
                        "ldc": 1, "A": 0, "B": 250, "dst": 500}, image))
     assert run_cases(config, cases) == [403, 265]
@@ -186,62 +290,142 @@ def test_mm_long_k_1x1():
     (1, 1, dict(M=1, K=3, N=1, tb=1, lda=3, ldb=3, ldc=1, A=5, B=9, dst=5)),
 ])
 def test_mm_schedule(rows, cols, shape):
-    """Cycle by cycle: which word is read and written when, and busy/done, as docs/ISA.md's timing
-    explanation and the unit's docstring describe."""
-    config = Config(rows=rows, cols=cols, sp_words=SP_WORDS)
+    """As docs/ISA.md's timing explanation and StagedFeeder's docstring describe: element ``e`` of slice ``k``
+    (A's column k, then Bop's row k) read on the one port in cycle ``1 + k*(M+N) + e``, the results written
+    from cycle ``(K+1)*(M+N) + 1`` on."""
     c = dict(shape)
     M, K, N = c["M"], c["K"], c["N"]
-    X = busy_time(M, K, N)
-    reads, writes = {}, {}
+    reads = {}
     for k in range(K):
         for e in range(M + N):
-            if e < M:
-                addr = c["A"] + e * c["lda"] + k
-            else:
-                j = e - M
-                addr = c["B"] + (j * c["ldb"] + k if c["tb"] else k * c["ldb"] + j)
-            reads[1 + k * (M + N) + e] = addr
-    for i in range(M):
-        for j in range(N):
-            writes[(K + 1) * (M + N) + 1 + i * N + j] = c["dst"] + i * c["ldc"] + j
-    assert max(writes) == X
-
-    rng = np.random.default_rng(9)
-    image = [int(w) for w in rng.integers(0, 1 << 32, SP_WORDS, dtype=np.uint64)]
-    unit = MatrixUnit(config)
-    bench = UnitBench(unit, config, image)
-
-    async def tb(ctx):
-        ctx.set(unit.ctl.instr.as_value(), encode_mm(**c))
-        ctx.set(unit.ctl.start, 1)
-        await ctx.tick()
-        ctx.set(unit.ctl.start, 0)
-        ctx.set(unit.ctl.instr.as_value(), 0)
-        got_reads, got_writes = {}, {}
-        for cycle in range(1, X + 3):
-            busy, done = ctx.get(unit.ctl.busy), ctx.get(unit.ctl.done)
-            assert busy == (cycle <= X), cycle
-            assert done == (cycle == X), cycle
-            if ctx.get(unit.sp_rd.en):
-                got_reads[cycle] = ctx.get(unit.sp_rd.addr)
-            if ctx.get(unit.sp_wr.en):
-                got_writes[cycle] = ctx.get(unit.sp_wr.addr)
-            await ctx.tick()
-        assert got_reads == reads
-        assert got_writes == writes
-        got = [ctx.get(bench.sp.mem.data[a]) for a in range(SP_WORDS)]
-        assert got == reference(image, c)
-
-    run_bench(bench, tb, vcd_name="mm_schedule")
+            addr = a_address(c, e, k) if e < M else b_address(c, k, e - M)
+            reads[(1 + k * (M + N) + e, 0)] = addr
+    check_schedule(Config(rows=rows, cols=cols, **STAGED), c, reads, write_schedule(c, (K + 1) * (M + N) + 1))
 
 
 def test_mm_verilog():
     """Module `mm` with the unit ports, address widths from the scratchpad size, deterministic, lint clean."""
-    for config, addr_bits in ((Config(), 12), (Config(rows=2, cols=3, sp_words=SP_WORDS), 9)):
+    for config in (Config(), Config(rows=2, cols=3, **STAGED)):
         ports, _ = verilog_ports(unit_verilog(lambda: MatrixUnit(config), "mm"), "mm")
+        addr_bits = (config.sp_words - 1).bit_length()
         assert ports["sp_rd__addr"] == ports["sp_wr__addr"] == ("output", addr_bits)
 
 
-def test_mm_wrong_config():
-    with pytest.raises(TypeError, match=r"^Config must be a ga2_sw.config.Config, not "):
-        MatrixUnit({"rows": 4})
+# -- decoupled: the streaming feeder ------------------------------------------------------------------------
+
+def random_stream_case(rng, config, kind):
+    """A random MM and memory image. ``kind``: "plain" (disjoint regions), "extreme" (operands mostly
+    -128/127), "dst_on_A" / "dst_on_B" (the destination starts inside that operand)."""
+    sp_words = config.sp_words
+    M = int(rng.integers(1, config.rows + 1))
+    N = int(rng.integers(1, config.cols + 1))
+    K = int(rng.integers(1, KMAX + 1))
+    tb = int(rng.integers(0, 2))
+    c = {"M": M, "K": K, "N": N, "tb": tb,
+         "lda": K + int(rng.integers(0, 4)),
+         "ldb": (K if tb else N) + int(rng.integers(0, 4)),
+         "ldc": N + int(rng.integers(0, 4))}
+    c.update(A=0, B=0, dst=0)
+    size = {name: n for name, (_, n) in footprints(c).items()}
+    if kind in ("dst_on_A", "dst_on_B"):
+        op, other = ("A", "B") if kind == "dst_on_A" else ("B", "A")
+        region = size[op] + size["dst"]
+        slack = sp_words - region - size[other]
+        assert slack >= 0
+        gap = int(rng.integers(0, slack + 1))
+        if rng.integers(0, 2):                        # the overlapped operand first, then the other
+            c[op], c[other] = gap, gap + region
+        else:
+            c[other], c[op] = gap, gap + size[other]
+        c["dst"] = c[op] + int(rng.integers(0, size[op]))
+    else:
+        names = [str(n) for n in rng.permutation(["A", "B", "dst"])]
+        gap = (sp_words - sum(size.values())) // 4
+        assert gap >= 0
+        pos = 0
+        for name in names:
+            pos += int(rng.integers(0, gap + 1))
+            c[name] = pos
+            pos += size[name]
+    for name, (start, n) in footprints(c).items():
+        assert 0 <= start and start + n <= sp_words, (name, c)
+
+    image = random_image(rng, config)
+    if kind == "extreme":
+        for name in ("A", "B"):
+            start, n = footprints(c)[name]
+            for w in range(start, start + n):
+                image[w] = (image[w] & ~0xFF) | int(rng.choice(EXTREME_BYTES))
+    return c, image
+
+
+STREAM_KINDS = ["plain", "extreme", "dst_on_A", "plain", "dst_on_B"]
+
+
+@pytest.mark.parametrize("rows, cols, count", [(4, 4, 50), (2, 3, 50)])
+def test_smm_random(rows, cols, count):
+    config = Config(rows=rows, cols=cols, **STREAM)
+    rng = np.random.default_rng(100 + rows * 10 + cols)
+    cases = [random_stream_case(rng, config, STREAM_KINDS[n % len(STREAM_KINDS)]) for n in range(count)]
+    kinds = {STREAM_KINDS[n % len(STREAM_KINDS)] for n in range(count)}
+    assert {"dst_on_A", "dst_on_B"} <= kinds
+    run_cases(config, cases)
+
+
+def test_smm_dst_overlaps_operands():
+    """Destination on top of A, then on top of B (transposed), then A = B = dst: results from the OLD
+    values."""
+    config = Config(rows=4, cols=4, **STREAM)
+    image = random_image(np.random.default_rng(7), config)
+    shapes = [
+        dict(M=4, K=5, N=4, tb=0, lda=5, ldb=4, ldc=4, A=10, B=60, dst=11),
+        dict(M=3, K=6, N=4, tb=1, lda=6, ldb=6, ldc=4, A=10, B=60, dst=62),
+        dict(M=4, K=4, N=4, tb=1, lda=4, ldb=4, ldc=4, A=30, B=30, dst=30),     # C = A . A^T in place
+    ]
+    for c in shapes:
+        spans = {name: set(range(start, start + n)) for name, (start, n) in footprints(c).items()}
+        assert spans["dst"] & (spans["A"] | spans["B"]), c
+        run_cases(config, [(c, image)])
+
+
+def test_smm_back_to_back():
+    """Each start in the cycle after the previous done; the later MMs read what the earlier ones wrote."""
+    config = Config(rows=2, cols=3, **STREAM)
+    image = random_image(np.random.default_rng(3), config)
+    cases = [
+        (dict(M=2, K=7, N=3, tb=0, lda=7, ldb=3, ldc=3, A=0, B=20, dst=100), image),
+        (dict(M=1, K=3, N=2, tb=1, lda=3, ldb=3, ldc=2, A=100, B=101, dst=150), None),   # reads the first
+        (dict(M=2, K=1, N=1, tb=0, lda=1, ldb=1, ldc=1, A=150, B=151, dst=150), None),   # dst on A
+        (dict(M=2, K=20, N=3, tb=1, lda=20, ldb=21, ldc=5, A=0, B=40, dst=200), None),
+    ]
+    run_cases(config, cases, back_to_back=True)
+
+
+@pytest.mark.parametrize("rows, cols, shape", [
+    (4, 4, dict(M=4, K=3, N=4, tb=0, lda=5, ldb=6, ldc=7, A=10, B=60, dst=200)),
+    (4, 4, dict(M=3, K=2, N=2, tb=1, lda=2, ldb=3, ldc=2, A=10, B=60, dst=200)),
+    (2, 3, dict(M=1, K=1, N=1, tb=0, lda=1, ldb=1, ldc=1, A=0, B=20, dst=40)),
+    (2, 3, dict(M=2, K=4, N=2, tb=1, lda=4, ldb=5, ldc=3, A=0, B=20, dst=40)),
+])
+def test_smm_schedule(rows, cols, shape):
+    """As StreamFeeder's docstring describes: slice ``k`` read in cycle ``1 + k``, ``A[i][k]`` on row port ``i``
+    (``i < M``) and ``Bop(k, j)`` on column port ``j`` (``j < N``), the other ports disabled; the results
+    written from cycle ``K + 4`` on."""
+    c = dict(shape)
+    K = c["K"]
+    reads = {}
+    for k in range(K):
+        for i in range(c["M"]):
+            reads[(1 + k, i)] = a_address(c, i, k)
+        for j in range(c["N"]):
+            reads[(1 + k, rows + j)] = b_address(c, k, j)
+    check_schedule(Config(rows=rows, cols=cols, **STREAM), c, reads, write_schedule(c, K + 4))
+
+
+def test_smm_verilog():
+    """Decoupled: module `mm` with one A read port per row and one B read port per column, deterministic,
+    lint clean."""
+    for config in (Config(mode="decoupled"), Config(rows=2, cols=3, **STREAM)):
+        ports, _ = verilog_ports(unit_verilog(lambda: MatrixUnit(config), "mm"), "mm")
+        read = {p.rsplit("__", 1)[0] for p in ports if p.endswith("__addr") and not p.startswith("sp_wr")}
+        assert len(read) == config.rows + config.cols, sorted(read)
