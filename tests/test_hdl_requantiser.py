@@ -1,9 +1,12 @@
 """The requantiser RTL against ga2_sw.numerics.requant: values, timing (X = len + 5) and overlapping ranges."""
 
+import gc
 import random
 
+import pytest
 from amaranth.back import verilog
 
+from ga2_hdl import requant_pipeline
 from ga2_hdl.requantiser import Requantiser
 from sim.testing import UnitBench, run_bench, start_and_wait
 from ga2_sw.config import Config
@@ -167,3 +170,13 @@ def test_port_schedule():
 
 def test_verilog():
     verilog.convert(Requantiser(Config()), name="rq")
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_pipeline_depth_is_the_cycle_models(monkeypatch):
+    """A cycle model that disagrees with the pipeline the RTL builds stops the build."""
+    monkeypatch.setattr(requant_pipeline, "RQ_DEPTH", RQ_DEPTH + 1)
+    with pytest.raises(AssertionError, match=r"^The requantiser pipeline builds 5 registered stages where the "
+                                             r"cycle model \(ga2_sw\.timing\) needs 6$"):
+        verilog.convert(Requantiser(Config()), name="rq")
+    gc.collect()        # the half-built modules' "never used" warnings, under this test's filter
