@@ -4,6 +4,10 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ga2_sw.timing import DIVIDER_LATENCY
+
+from .valid_chain import ValidChain
+
 __all__ = ["Divider", "divide_step"]
 
 
@@ -22,8 +26,9 @@ class Divider(wiring.Component):
     Stage ``k`` (``k = 0 .. quot_width-1``) decides quotient bit ``quot_width-1-k`` and registers its partial
     remainder, the numerator bits still to be shifted in, the divisor and the quotient bits found so far.
     Inputs presented with ``valid_i`` in cycle ``c`` give ``quot`` with ``valid_o`` in cycle
-    ``c + latency`` (``latency == quot_width``, 17 by default), read combinationally from the last stage's
-    registers. A new division may start every cycle.
+    ``c + latency`` (``latency == quot_width``; by default ``DIVIDER_LATENCY``, the softmax's, from
+    ``ga2_sw.timing``), read combinationally from the last stage's registers. A new division may start every
+    cycle.
 
     Precondition: ``num < den * 2**quot_width``, that is the quotient fits ``quot_width`` bits (and
     ``den > 0``). The first stage starts from the partial remainder ``num >> quot_width``, which is then
@@ -37,7 +42,7 @@ class Divider(wiring.Component):
     den_width : int
         Width of the divisor.
     quot_width : int
-        Width of the quotient, and the number of pipeline stages.
+        Width of the quotient, and the number of pipeline stages (``DIVIDER_LATENCY`` by default).
 
     Members
     -------
@@ -53,7 +58,7 @@ class Divider(wiring.Component):
         ``valid_i`` of ``latency`` cycles ago: ``quot`` is a result.
     """
 
-    def __init__(self, *, num_width=33, den_width=27, quot_width=17):
+    def __init__(self, *, num_width=33, den_width=27, quot_width=DIVIDER_LATENCY):
         for name, value in (("Numerator", num_width), ("Divisor", den_width), ("Quotient", quot_width)):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise TypeError(f"{name} width must be a positive integer, not {value!r}")
@@ -98,7 +103,7 @@ class Divider(wiring.Component):
         low_bits = self.num[:qw]              # numerator bits not yet shifted into the remainder
         den = self.den
         quot = Cat()                          # quotient bits found so far, most significant first
-        valid = self.valid_i
+        chain = ValidChain(m, self.valid_i)
 
         for k in range(qw):
             bit = qw - 1 - k
@@ -107,21 +112,17 @@ class Divider(wiring.Component):
             stage_remainder = Signal(dw, name=f"rem{k}")
             stage_den = Signal(dw, name=f"den{k}")
             stage_quot = Signal(k + 1, name=f"quot{k}")
-            stage_valid = Signal(name=f"valid{k}")
-            m.d.sync += [
-                stage_remainder.eq(next_remainder),
-                stage_den.eq(den),
-                stage_quot.eq(Cat(q_bit, quot)),
-                stage_valid.eq(valid),
-            ]
+            chain.stage(f"stage{k}", stage_remainder.eq(next_remainder), stage_den.eq(den),
+                        stage_quot.eq(Cat(q_bit, quot)))
             if bit > 0:
                 stage_low = Signal(bit, name=f"low{k}")
                 m.d.sync += stage_low.eq(low_bits[:bit])
                 low_bits = stage_low
-            remainder, den, quot, valid = stage_remainder, stage_den, stage_quot, stage_valid
+            remainder, den, quot = stage_remainder, stage_den, stage_quot
+        chain.check(self.latency, "The divider")
 
         m.d.comb += [
             self.quot.eq(quot),
-            self.valid_o.eq(valid),
+            self.valid_o.eq(chain.valid),
         ]
         return m

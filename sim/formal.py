@@ -42,7 +42,8 @@ from ga2_sw.isa import Op
 
 from ga2_hdl.dma import DMA
 from ga2_hdl.pe import ProcessingElement
-from ga2_hdl.requantiser import Requantiser, rounding_term, round_shift, saturate, half_shift, round_half_saturate
+from ga2_hdl.requant_pipeline import rounding_term, round_shift, saturate, half_shift, round_half_saturate
+from ga2_hdl.requantiser import Requantiser
 from ga2_hdl.sequencer import Sequencer
 from ga2_sw.isa import UNITS
 
@@ -191,7 +192,7 @@ def _sync_domain(m, reset):
 
 
 def _sat8(x):
-    """Clamp to -128..127, written independently of ``requantiser.saturate``."""
+    """Clamp to -128..127, written independently of ``requant_pipeline.saturate``."""
     out = Signal(signed(8))
     return out, [out.eq(Mux(x >= 127, 127, Mux(x <= -128, -128, x)))]
 

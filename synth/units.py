@@ -1,9 +1,10 @@
 """Mapping of the hierarchical module names Yosys prints for the generated Verilog to GA-2's units.
 
-Amaranth names each submodule by its path: ``ga2``, ``ga2.sequencer``, ``ga2.scratchpad``, ``ga2.dma``,
-``ga2.mm``, ``ga2.mm.feeder``, ``ga2.mm.writer``, ``ga2.mm.array``, ``ga2.mm.array.pe_R_C``, ``ga2.rq``, ``ga2.sm``,
-``ga2.sm.divider``. The matrix unit's operand feeder and result writer count as ``matrix_unit``, its array as
-``array``."""
+Amaranth names each submodule by its path: ``ga2``, ``ga2.sequencer`` (and its instruction checker,
+``ga2.sequencer.checker.operands`` / ``.ranges``), ``ga2.scratchpad``, ``ga2.dma``, ``ga2.mm``,
+``ga2.mm.feeder``, ``ga2.mm.writer``, ``ga2.mm.array``, ``ga2.mm.array.pe_R_C``, ``ga2.rq``, ``ga2.rq.pipeline``,
+``ga2.sm``, ``ga2.sm.front``, ``ga2.sm.back``, ``ga2.sm.back.divider``; a module is charged to the unit of its
+longest listed prefix (the matrix unit's feeder and writer count as ``matrix_unit``, its array as ``array``)."""
 
 __all__ = ["UNITS", "unit_of_module", "split_by_unit", "IGNORED_CELLS"]
 

@@ -1,15 +1,20 @@
 """The requantiser RTL against ga2_sw.numerics.requant: values, timing (X = len + 5) and overlapping ranges."""
 
+import gc
 import random
 
+import pytest
+from amaranth.back import verilog
+
+from ga2_hdl import requant_pipeline
 from ga2_hdl.requantiser import Requantiser
 from sim.testing import UnitBench, run_bench, start_and_wait, unit_verilog, verilog_ports
 from ga2_sw.config import Config
 from ga2_sw.isa import encode, rq
 from ga2_sw.numerics import requant, s32, u32
+from ga2_sw.timing import RQ_DEPTH      # an element is written RQ_DEPTH steps after its read
 
 CONFIG = Config(sp_words=256)
-RQ_DEPTH = 5        # read, register, partial products, product, shift, round/saturate/write: written 5 steps after its read
 IN_MEMORY = RQ_DEPTH + 1   # the scratchpad registers each write request: the word lands one step later
 
 # (a, m, s) edge cases: ties at .5 of both signs, saturation both ways, the extreme m, a and s.
@@ -168,3 +173,13 @@ def test_verilog():
     text = unit_verilog(lambda: Requantiser(Config()), "rq")
     ports, _ = verilog_ports(text, "rq")
     assert ports["ctl__instr"] == ("input", 128) and ports["sp_wr__data"] == ("output", 32)
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_pipeline_depth_is_the_cycle_models(monkeypatch):
+    """A cycle model that disagrees with the pipeline the RTL builds stops the build."""
+    monkeypatch.setattr(requant_pipeline, "RQ_DEPTH", RQ_DEPTH + 1)
+    with pytest.raises(AssertionError, match=r"^The requantiser pipeline builds 5 registered stages where the "
+                                             r"cycle model \(ga2_sw\.timing\) needs 6$"):
+        verilog.convert(Requantiser(Config()), name="rq")
+    gc.collect()        # the half-built modules' "never used" warnings, under this test's filter

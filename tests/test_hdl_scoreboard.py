@@ -1,14 +1,20 @@
 """The decoupled scoreboard and the ranges the checker computes for it, in pysim, against the software
 rule (``ga2_sw.cycles.accesses`` / ``conflict``, plain Python on the instruction fields)."""
 
+import gc
 import random
 
-from ga2_hdl.checker import InstrChecker, CHECK_LATENCY
+import pytest
+from amaranth.back import verilog
+
+from ga2_hdl import checker
+from ga2_hdl.checker import InstrChecker
 from ga2_hdl.scoreboard import Scoreboard
 from sim.testing import run_bench, unit_verilog, verilog_ports
 from ga2_sw.config import Config
 from ga2_sw.cycles import accesses, conflict, lane_of
 from ga2_sw.isa import encode, Op
+from ga2_sw.timing import CHECK_LATENCY
 from sim.random_programs import random_valid_instr
 
 CONFIG = Config(sp_words=256, ext_words=256, mode="decoupled")
@@ -121,3 +127,14 @@ def test_verilog():
     text = unit_verilog(lambda: Scoreboard(CONFIG), "sb")
     ports, _ = verilog_ports(text, "sb")
     assert ports["hazard"] == ("output", 1) and ports["issue"] == ("input", 1)
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_checker_latency_is_the_cycle_models(monkeypatch):
+    """The checker's stages must add up to the cycle model's CHECK_LATENCY."""
+    verilog.convert(InstrChecker(CONFIG), name="chk")
+    monkeypatch.setattr(checker, "CHECK_LATENCY", CHECK_LATENCY + 1)
+    with pytest.raises(AssertionError, match=r"^The checker's stages add up to 2 \+ 2 cycles where the cycle "
+                                             r"model \(ga2_sw\.timing\) says CHECK_LATENCY = 5$"):
+        verilog.convert(InstrChecker(CONFIG), name="chk")
+    gc.collect()        # the half-built modules' "never used" warnings, under this test's filter

@@ -1,0 +1,87 @@
+"""The instruction checker's first two stages: the word as written, then its verdicts and range operands."""
+
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ga2_sw.isa import INSTR_BITS, USED_BITS, Op
+from ga2_sw.numerics import MAX_SHIFT
+
+from .check_payloads import RESET_LESS, operands_layout, pipeline_reg, word_layout
+from .ports import InstrLayout
+from .valid_chain import ValidChain
+
+__all__ = ["CheckOperands"]
+
+
+class CheckOperands(wiring.Component):
+    """Stage 1 registers the host's write; stage 2 registers whether the word has stray bits (ILLEGAL) or a bad
+    shape (SHAPE, docs/ISA.md), and the operands of each scratchpad range (``check_payloads``): its base,
+    tail and the factors of its footprint product ``(M-1)*lda``, ``(K-1)*ldb`` ..., and whether it is read
+    and/or written (``ga2_sw.cycles.accesses``).
+
+    Members
+    -------
+    i : In(stream.Signature(word_layout(config), always_ready=True))
+        The host's instruction-memory write.
+    o : Out(stream.Signature(operands_layout(config), always_ready=True))
+        The word's verdicts and operands, ``latency`` cycles after its write.
+    busy : Out(1)
+        A word is in one of the stages.
+    """
+
+    latency = 2
+
+    def __init__(self, config):
+        self._config = config
+        super().__init__({"i": In(stream.Signature(word_layout(config), always_ready=True)),
+                          "o": Out(stream.Signature(operands_layout(config), always_ready=True)),
+                          "busy": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        written = pipeline_reg(word_layout(cfg), "written")
+        operands = pipeline_reg(operands_layout(cfg), "operands")
+        chain = ValidChain(m, self.i.valid, reset_less=RESET_LESS)
+
+        # Stage 1: the word as written.
+        chain.stage("written", written.eq(self.i.payload))
+        word, w = written.word, InstrLayout(written.word)
+        op, is_mm = w.op, w.op == Op.MM
+        stray = Signal()
+        with m.Switch(op):
+            for o in Op:
+                with m.Case(o):
+                    m.d.comb += stray.eq((word & Const(((1 << INSTR_BITS) - 1) ^ USED_BITS[o], INSTR_BITS)) != 0)
+            with m.Default():
+                m.d.comb += stray.eq(1)
+        bad_shape = Mux(is_mm,
+                        (w.M == 0) | (w.M > cfg.rows) | (w.N == 0) | (w.N > cfg.cols) | (w.K == 0),
+                        (op != Op.HALT) & ((w.len == 0) |
+                                           ((op == Op.RQ) & (w.s > MAX_SHIFT)) |
+                                           ((op == Op.SM) & (w.len > cfg.sm_max_len))))
+
+        # Stage 2: the verdicts and the operands (zero for the ranges an opcode does not have).
+        chain.stage("operands", operands.eq(0), operands.tag.addr.eq(written.addr),
+                    operands.tag.stray.eq(stray), operands.tag.bad_shape.eq(bad_shape))
+        a, b, c = operands.a, operands.b, operands.c
+        k1, m1, n1, ln1 = w.K - 1, w.M - 1, w.N - 1, w.len - 1
+
+        def load(rng, base, tail, x=0, y=0):
+            return [rng.base.eq(base), rng.tail.eq(tail), rng.x.eq(x), rng.y.eq(y)]
+        with m.If(is_mm):
+            m.d.sync += (load(a, w.A, k1, m1, w.lda) + load(b, w.B, Mux(w.tb, k1, n1), Mux(w.tb, n1, k1), w.ldb) +
+                         load(c, w.dst, n1, m1, w.ldc))
+        with m.Elif(op == Op.LD):
+            m.d.sync += load(a, w.dst, ln1) + [operands.ext_base.eq(w.src), operands.ext_tail.eq(ln1)]
+        with m.Elif(op == Op.ST):
+            m.d.sync += load(a, w.src, ln1) + [operands.ext_base.eq(w.dst), operands.ext_tail.eq(ln1)]
+        with m.Elif(op.matches(Op.RQ, Op.SM)):
+            m.d.sync += load(a, w.src, ln1) + load(b, w.dst, ln1)
+        m.d.sync += [a.rd.eq(op.matches(Op.ST, Op.MM, Op.RQ, Op.SM)), a.wr.eq(op == Op.LD),
+                     b.rd.eq(is_mm), b.wr.eq(op.matches(Op.RQ, Op.SM)), c.wr.eq(is_mm)]
+        chain.check(self.latency, "The checker's operand stages")
+
+        m.d.comb += [self.o.valid.eq(chain.valid), self.o.payload.eq(operands), self.busy.eq(chain.busy)]
+        return m

@@ -1,0 +1,56 @@
+"""What the instruction checker's stages (``checker.py``) hand each other, and how their registers are made.
+
+Each scratchpad range of an instruction is ``base + x*y + tail`` (``lo = base``, ``hi`` that sum); LD/ST add
+one external range, ``ext_base + ext_tail``. With a bad shape the operands may be negative; the shape error
+outranks the range errors, so their values do not matter then."""
+
+from amaranth.hdl import Cat, Signal, Value, signed
+from amaranth.lib import data
+
+from ga2_sw.isa import INSTR_BITS
+
+from .ports import imem_addr_width
+
+__all__ = ["RESET_LESS", "RANGES", "RANGE_WIDTH", "pipeline_reg", "tag_layout", "word_layout",
+           "operands_layout", "ends_layout"]
+
+# The checker's pipeline is reset-less: a reset right after the host's last write must not drop the word's
+# code, or the error memory would keep the previous word's code for it.
+RESET_LESS = True
+RANGES = "abc"          # the scratchpad ranges of ga2_hdl.ports.access_layout
+RANGE_WIDTH = 30        # wide enough for any base + x*y + tail of 16-bit fields
+
+
+def pipeline_reg(shape, name):
+    """A register of the checker's pipeline. A struct gets one register per field, viewed as the struct: Yosys
+    narrows each field's register to the bits it can take (the sign-extension copies of an operand, the
+    top of a product), which it cannot do inside one wide register (that cost the checker 8% of its area)."""
+    if not isinstance(shape, data.StructLayout):
+        return Signal(shape, name=name, reset_less=RESET_LESS)
+    fields = [pipeline_reg(field.shape, f"{name}_{key}")
+              for key, field in sorted(shape, key=lambda item: item[1].offset)]
+    return data.View(shape, Cat(*(Value.cast(f) for f in fields)))
+
+
+def tag_layout(config):
+    """The word's instruction-memory address and its ILLEGAL and SHAPE verdicts, carried to the last stage."""
+    return data.StructLayout({"addr": imem_addr_width(config), "stray": 1, "bad_shape": 1})
+
+
+def word_layout(config):
+    """The host's instruction-memory write."""
+    return data.StructLayout({"addr": imem_addr_width(config), "word": INSTR_BITS})
+
+
+def operands_layout(config):
+    """Stage 2: the verdicts, and each range's base, tail, the factors of its footprint product and whether
+    it is read and/or written (``ga2_sw.cycles.accesses``)."""
+    rng = data.StructLayout({"base": RANGE_WIDTH, "x": signed(17), "y": 12, "tail": signed(18), "rd": 1, "wr": 1})
+    return data.StructLayout({"tag": tag_layout(config), **{r: rng for r in RANGES},
+                              "ext_base": RANGE_WIDTH, "ext_tail": signed(18)})
+
+
+def ends_layout(config):
+    """Stage 4: the verdicts and each range's extreme addresses (``hi`` may exceed the memory)."""
+    rng = data.StructLayout({"lo": RANGE_WIDTH, "hi": signed(RANGE_WIDTH + 3), "rd": 1, "wr": 1})
+    return data.StructLayout({"tag": tag_layout(config), **{r: rng for r in RANGES}, "ext_hi": signed(RANGE_WIDTH + 2)})

@@ -1,0 +1,67 @@
+"""The instruction checker's range arithmetic: the footprint products, then each range's extreme address."""
+
+from amaranth.hdl import Module, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .check_payloads import (RANGE_WIDTH, RANGES, RESET_LESS, ends_layout, operands_layout, pipeline_reg,
+                             tag_layout)
+from .valid_chain import ValidChain
+
+__all__ = ["CheckRanges"]
+
+
+def _sums_layout(config):
+    """Stage 3: ``base + tail`` and the product ``x*y`` of each range, apart: a multiplier alone in its stage."""
+    rng = data.StructLayout({"start": signed(RANGE_WIDTH + 2), "prod": signed(RANGE_WIDTH), "lo": RANGE_WIDTH,
+                             "rd": 1, "wr": 1})
+    return data.StructLayout({"tag": tag_layout(config), **{r: rng for r in RANGES},
+                              "ext_end": signed(RANGE_WIDTH + 2)})
+
+
+class CheckRanges(wiring.Component):
+    """Stage 3 registers each range's ``base + tail`` and its footprint product ``x * y``, from registers into
+    registers (a multiplier alone in its stage); stage 4 registers ``hi``, their sum. The verdicts, ``lo``
+    and the read/written flags ride along.
+
+    Members
+    -------
+    i : In(stream.Signature(operands_layout(config), always_ready=True))
+    o : Out(stream.Signature(ends_layout(config), always_ready=True))
+        The ranges' extreme addresses, ``latency`` cycles after the operands.
+    busy : Out(1)
+        A word is in one of the stages.
+    """
+
+    latency = 2
+
+    def __init__(self, config):
+        self._config = config
+        super().__init__({"i": In(stream.Signature(operands_layout(config), always_ready=True)),
+                          "o": Out(stream.Signature(ends_layout(config), always_ready=True)),
+                          "busy": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        ops = self.i.payload
+        sums = pipeline_reg(_sums_layout(self._config), "sums")
+        ends = pipeline_reg(ends_layout(self._config), "ends")
+        chain = ValidChain(m, self.i.valid, reset_less=RESET_LESS)
+
+        # Stage 3: the products beside base + tail.
+        stage = [sums.tag.eq(ops.tag), sums.ext_end.eq(ops.ext_base + ops.ext_tail)]
+        for r in RANGES:
+            x, y = getattr(ops, r), getattr(sums, r)
+            stage += [y.start.eq(x.base + x.tail), y.prod.eq(x.x * x.y), y.lo.eq(x.base), y.rd.eq(x.rd), y.wr.eq(x.wr)]
+        chain.stage("sums", *stage)
+
+        # Stage 4: the extreme addresses.
+        stage = [ends.tag.eq(sums.tag), ends.ext_hi.eq(sums.ext_end)]
+        for r in RANGES:
+            x, y = getattr(sums, r), getattr(ends, r)
+            stage += [y.hi.eq(x.start + x.prod), y.lo.eq(x.lo), y.rd.eq(x.rd), y.wr.eq(x.wr)]
+        chain.stage("ends", *stage)
+        chain.check(self.latency, "The checker's range arithmetic")
+
+        m.d.comb += [self.o.valid.eq(chain.valid), self.o.payload.eq(ends), self.busy.eq(chain.busy)]
+        return m

@@ -1,0 +1,116 @@
+"""The requantiser's arithmetic: ``sat8(round(word * m / 2**s))`` of one int32 word per cycle, pipelined
+over the ``RQ_DEPTH`` cycles from the word's scratchpad read to its result."""
+
+from amaranth.hdl import Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ga2_sw.timing import RQ_DEPTH
+
+from .ports import WORD
+from .valid_chain import ValidChain
+
+__all__ = ["RequantPipeline", "PRODUCT_WIDTH", "SHIFT_WIDTH", "rounding_term", "round_shift", "saturate",
+           "half_shift", "round_half_saturate"]
+
+# The product of an int32 and the signed 16-bit multiplier m.
+PRODUCT_WIDTH = 48
+# Largest shift the sequencer lets through (docs/ISA.md, SHAPE); s is carried in 6 bits.
+SHIFT_WIDTH = 6
+
+
+def rounding_term(s, width):
+    """``2**(s-1)`` as an unsigned ``width``-bit value, 0 when ``s`` is 0 (a variable-amount shift)."""
+    # (1 << s) >> 1 gives the half-LSB for s >= 1 and drops to 0 for s = 0 without a separate Mux.
+    return (Const(1, unsigned(width + 1)) << s)[1:width + 1]
+
+
+def round_shift(x, s):
+    """``(x + 2**(s-1)) >> s`` on a signed ``x``, arithmetic, ties towards +infinity.
+
+    The sum is one bit wider than ``x`` so the rounding add can never wrap (the S8/B11 pitfall of STYLE.md:
+    a wrapping add is wrong only next to the top of the range, which random tests almost never reach)."""
+    total = x + rounding_term(s, len(x) - 1)
+    return total >> s
+
+
+def half_shift(x, s):
+    """``floor(x / 2**(s-1))``, i.e. ``(2x) >> s``: x shifted by one bit less than ``s``, keeping the bit
+    that decides the rounding. For ``s = 0`` it is ``2x``."""
+    return (x << 1) >> s
+
+
+def round_half_saturate(t):
+    """``sat8((t + 1) >> 1)``, which equals ``sat8((x + 2**(s-1)) >> s)`` for ``t = half_shift(x, s)``.
+
+    The clamp is decided on ``t`` itself (the result exceeds 127 exactly when ``t >= 255`` and falls below
+    -128 exactly when ``t <= -258``), so the rounding add is 10 bits wide, not 49: the pipeline splits
+    ``round_shift`` into a barrel shift and this small stage to keep each pipeline stage short."""
+    low = (t[:10].as_signed() + 1) >> 1
+    return Mux(t >= 255, 127, Mux(t <= -258, -128, low))[:8].as_signed()
+
+
+def saturate(x, width):
+    """Clamp a signed ``x`` to the range of ``signed(width)`` and return it as ``signed(width)``."""
+    lo, hi = -(1 << (width - 1)), (1 << (width - 1)) - 1
+    return Mux(x > hi, hi, Mux(x < lo, lo, x))[:width].as_signed()
+
+
+class RequantPipeline(wiring.Component):
+    """``o = sat8((word * mult + 2**(shift-1)) >> shift)``, one word per cycle, ``RQ_DEPTH`` stages.
+
+    With a word's scratchpad read requested in cycle ``t`` (``read`` high), the registered stages are
+
+    1. the read itself: the word is on ``word`` in cycle ``t+1`` (its data register is the block RAM's);
+    2. the word, registered before it meets the multiplier, since the block RAM's clock-to-output plus a
+       32 x 16 multiply was the chip's critical path on ECP5 (60 MHz);
+    3. two 16 x 16 partial products: each fits one 18 x 18 DSP block, and the 32 x 16 product in one stage
+       (two DSPs and their sum) was the critical path at 98 MHz;
+    4. the 48-bit product;
+    5. the product shifted right by ``shift - 1`` (``half_shift``; the rounding add waits for the output,
+       where it is short);
+
+    and ``o`` (rounded and saturated, ``round_half_saturate``) is valid in cycle ``t + RQ_DEPTH``.
+    ``mult`` and ``shift`` must hold while words are in flight.
+
+    Members
+    -------
+    read : In(1)
+        A word's scratchpad read is requested in this cycle.
+    word : In(32)
+        The scratchpad's read data: the word requested in the previous cycle.
+    mult : In(signed(16))
+        The multiplier ``m``.
+    shift : In(SHIFT_WIDTH)
+        The shift ``s``, 0 .. 47.
+    o : Out(stream.Signature(signed(8), always_ready=True))
+        The int8 result, ``RQ_DEPTH`` cycles after its word's read.
+    """
+
+    read: In(1)
+    word: In(WORD)
+    mult: In(signed(16))
+    shift: In(SHIFT_WIDTH)
+    o: Out(stream.Signature(signed(8), always_ready=True))
+
+    def elaborate(self, platform):
+        m = Module()
+        word = Signal(signed(WORD), name="word")
+        low = Signal(signed(33), name="partial_low")      # unsigned low half times m
+        high = Signal(signed(32), name="partial_high")    # signed high half times m
+        product = Signal(signed(PRODUCT_WIDTH), name="product")
+        shifted = Signal(signed(PRODUCT_WIDTH + 1), name="shifted")
+
+        chain = ValidChain(m, self.read)
+        chain.stage("data")
+        chain.stage("word", word.eq(self.word.as_signed()))
+        chain.stage("partial", low.eq(word[:16] * self.mult), high.eq(word[16:].as_signed() * self.mult))
+        chain.stage("product", product.eq((high << 16) + low))
+        chain.stage("shifted", shifted.eq(half_shift(product, self.shift)))
+        chain.check(RQ_DEPTH, "The requantiser pipeline")
+
+        m.d.comb += [
+            self.o.valid.eq(chain.valid),
+            self.o.payload.eq(round_half_saturate(shifted)),
+        ]
+        return m

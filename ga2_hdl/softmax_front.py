@@ -1,0 +1,104 @@
+"""The softmax unit's front end: the max pass and the exp pass over the int8 scores."""
+
+from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import bits_for
+
+from ga2_sw.numerics import EXP_TABLE
+
+from .ports import SpReadSignature, sp_addr_width
+from .valid_chain import ValidChain
+
+__all__ = ["SoftmaxFront", "ExpLayout", "EXP_WIDTH", "exp_index"]
+
+# Q16 exponentials: EXP_TABLE[0] = 65536 needs 17 bits.
+EXP_WIDTH = bits_for(max(EXP_TABLE))
+# What the front end hands the back end: one exp, and whether it is the vector's last.
+ExpLayout = data.StructLayout({"exp": EXP_WIDTH, "last": 1})
+
+
+def exp_index(mx, x):
+    """ROM address of ``EXP[mx - x]``: 0 .. 255 because ``mx`` is the maximum of the int8 scores."""
+    return (mx - x)[:8]
+
+
+class SoftmaxFront(wiring.Component):
+    """Reads the ``n = last_index + 1`` scores at ``src`` twice and streams out ``EXP[max - x]`` of each.
+
+    With ``start`` in cycle 0 (``src`` and ``last_index`` valid from cycle 1):
+
+    * max pass: ``src+i`` is read in cycle ``1+i``; its score is registered in cycle ``2+i`` and updates the
+      running maximum in cycle ``3+i``.
+    * exp pass: ``src+i`` is read again in cycle ``n+1+i``; in cycle ``n+3+i`` ``max - x`` addresses the exp ROM
+      (``EXP_TABLE``), whose entry is on ``o`` in cycle ``n+4+i``, ``latency`` cycles after its read.
+      The first read of this pass overlaps the arrival of the max pass's last score, which is harmless: the
+      maximum is final at the end of cycle ``n+2`` and only used from cycle ``n+3``.
+
+    Each score is registered as it leaves the scratchpad (one cycle after its read), so neither the max
+    compare nor the exp ROM's address sits behind the block RAM's clock-to-output: that path (RAM ->
+    subtract -> ROM address) limited the chip to 72 MHz on ECP5. Only the low 8 bits of a source word are
+    the score (docs/ISA.md, int8 operand).
+
+    Members
+    -------
+    start : In(1)
+        Starts the two passes (the unit's start pulse).
+    src, last_index : In
+        The scores' address and ``len - 1``, held from the cycle after ``start``.
+    sp_rd : Out(SpReadSignature)
+        Scratchpad read port (1-cycle latency).
+    o : Out(stream.Signature(ExpLayout, always_ready=True))
+        The exps of the exp pass, in order; ``last`` marks the vector's last.
+    """
+
+    # Registered stages from a score's read to its exp: the scratchpad read, the score register, the exp ROM.
+    latency = 3
+
+    def __init__(self, config):
+        self._max_len = config.sm_max_len
+        aw = sp_addr_width(config)
+        super().__init__({"start": In(1), "src": In(aw), "last_index": In(range(self._max_len)),
+                          "sp_rd": Out(SpReadSignature(aw)),
+                          "o": Out(stream.Signature(ExpLayout, always_ready=True))})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.exp_rom = exp_rom = memory.Memory(shape=EXP_WIDTH, depth=len(EXP_TABLE), init=EXP_TABLE)
+        rom_rd = exp_rom.read_port()
+
+        # -- source reads: cycles 1 .. 2n, the max pass then the exp pass back to back --------------------
+        reading = Signal(name="reading")
+        second_pass = Signal(name="second_pass")
+        rd_index = Signal(range(self._max_len), name="rd_index")
+        rd_last = rd_index == self.last_index
+        m.d.comb += [self.sp_rd.en.eq(reading), self.sp_rd.addr.eq(self.src + rd_index)]
+        with m.If(reading):
+            m.d.sync += rd_index.eq(Mux(rd_last, 0, rd_index + 1))
+            with m.If(rd_last):
+                m.d.sync += second_pass.eq(1)
+                with m.If(second_pass):
+                    m.d.sync += reading.eq(0)
+
+        # -- the exp pass's valid bits, one per stage; the max pass's and the last score's ride beside them --
+        arrive_max, arrive_last = Signal(name="arrive_max"), Signal(name="arrive_last")
+        max_valid, exp_last, rom_last = Signal(name="max_valid"), Signal(name="exp_last"), Signal(name="rom_last")
+        score = Signal(signed(8), name="score")
+        score_max = Signal(signed(8), name="score_max")
+        chain = ValidChain(m, reading & second_pass)
+        chain.stage("arrive", arrive_max.eq(reading & ~second_pass), arrive_last.eq(reading & second_pass & rd_last))
+        chain.stage("exp", max_valid.eq(arrive_max), exp_last.eq(arrive_last),
+                    score.eq(self.sp_rd.data[:8].as_signed()))
+        # Max pass: cycles 3 .. n+2. Exp pass: ROM address in cycles n+3 .. 2n+2, ROM data in n+4 .. 2n+3.
+        with m.If(max_valid & (score > score_max)):
+            m.d.sync += score_max.eq(score)
+        m.d.comb += rom_rd.addr.eq(exp_index(score_max, score))
+        chain.stage("rom", rom_last.eq(exp_last))
+        chain.check(self.latency, "The softmax front end")
+        m.d.comb += [self.o.valid.eq(chain.valid), self.o.payload.exp.eq(rom_rd.data),
+                     self.o.payload.last.eq(rom_last)]
+
+        # Placed last so that, in the start cycle, these assignments win over the pass logic above.
+        with m.If(self.start):
+            m.d.sync += [reading.eq(1), second_pass.eq(0), rd_index.eq(0), score_max.eq(-128)]
+        return m
