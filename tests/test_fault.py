@@ -55,10 +55,6 @@ class DeadExtMemory(wiring.Component):
         return Module()
 
 
-def words_of(program):
-    return to_words(program)
-
-
 async def ticks(ctx, n):
     if n > 0:
         await ctx.tick().repeat(n)
@@ -178,7 +174,7 @@ def test_reset_anywhere_then_any_program(reset_at, second):
 
     bench.simulate(testbench)
     sp_left, ext_left = out["left"]
-    image = words_of(prog) + words_of(PROGRAM)[len(prog):]
+    image = to_words(prog) + to_words(PROGRAM)[len(prog):]
     assert_same(run(image, CONFIG, ext_left, sp_left), out["after"], f"{second} program after a reset")
 
 
@@ -239,7 +235,7 @@ def test_back_to_back_programs(first, second):
     assert_same(r1, out["first"], "first program")
     # The second program starts from the first one's memories and from nothing else: its counters are
     # its own (cycle_counts), not a continuation; a fault of the first one is forgotten.
-    image = words_of(second) + words_of(first)[len(second):]      # stale words past the second's HALT
+    image = to_words(second) + to_words(first)[len(second):]      # stale words past the second's HALT
     r2 = run(image, CONFIG, r1.ext, r1.sp)
     assert_same(r2, out["second"], "second program")
     assert out["second"].counters == cycle_counts(second, CONFIG)[0]
@@ -263,7 +259,7 @@ def test_stale_instruction_memory_is_state():
 
     bench.simulate(testbench)
     r1 = run(first, CONFIG, EXT)
-    expect = run(words_of(second) + words_of(first)[1:], CONFIG, r1.ext, r1.sp)
+    expect = run(to_words(second) + to_words(first)[1:], CONFIG, r1.ext, r1.sp)
     assert_same(expect, out["second"], "second program over stale words")
     assert expect.ok and expect.counters.instructions == 4
     # Given only its own words (zero-filled instruction memory), the same program faults instead.
