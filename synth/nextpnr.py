@@ -119,7 +119,8 @@ def median_of_seeds(runs):
     """Several ``fmax`` results of one netlist (one per placement seed) summed up: the median seed's result (the
     lower of the two middle ones for an even count) with ``fmax_mhz`` = the median over the seeds, and
     ``fmax_mhz_min``, ``fmax_mhz_max``, ``seeds`` and ``per_seed`` [{"seed", "fmax_mhz", "critical_path",
-    "fmax_line", "seconds"}] added. ``seconds`` is the sum (of the runs not taken from the cache)."""
+    "fmax_line", "seconds"}] added. ``seconds`` is the sum of the runs' nextpnr times (as measured when each was
+    computed, also for results now read from the cache)."""
     per_seed = [{"seed": r["seed"], "fmax_mhz": r["fmax_mhz"], "critical_path": r["critical_path"],
                  "fmax_line": r["fmax_line"], "seconds": r["seconds"]} for r in runs]
     timed = sorted((r for r in runs if r["fmax_mhz"] is not None), key=lambda r: (r["fmax_mhz"], r["seed"]))
