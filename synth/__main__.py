@@ -2,9 +2,11 @@
 
 import argparse
 import json
+import os
 import sys
 
 from ga2_sw.cli import add_config_arguments, config_from_args
+from ga2_sw.config import Config
 
 
 def _write(path, obj):
@@ -35,15 +37,47 @@ def _area(args):
     return 0
 
 
+SEED_MAX = 2**31 - 1        # nextpnr reads --seed as a signed 32-bit integer
+
+
+def _seeds(args):
+    """The placement seeds of --seeds 1,2,3 (or of the single --seed N): distinct integers 1..SEED_MAX, at least
+    one. A bad value is a ValueError: main prints it as one line and exits 2."""
+    if args.seeds is not None and args.seed is not None:
+        raise ValueError("give --seed N or --seeds N,M,..., not both")
+    if args.seeds is None and args.seed is None:
+        return [1]
+    if args.seed is not None:
+        option, text, rule = "--seed", args.seed, "an integer"
+    else:
+        option, text, rule = "--seeds", args.seeds, "distinct comma-separated integers (at least one)"
+    try:
+        seeds = [int(p) for p in text.split(",")] if option == "--seeds" else [int(text)]
+    except ValueError:
+        seeds = []
+    if not seeds or any(not 1 <= n <= SEED_MAX for n in seeds) or len(set(seeds)) != len(seeds):
+        raise ValueError(f"{option} takes {rule} in range 1..{SEED_MAX}, not {text!r}")
+    return seeds
+
+
+def _jobs(args):
+    if args.jobs is not None and args.jobs < 1:
+        raise ValueError(f"--jobs takes an integer of at least 1, not {args.jobs}")
+    return args.jobs
+
+
 def _fmax(args):
-    from .nextpnr import fmax, DoesNotFit
+    from .nextpnr import fmax_seeds, DoesNotFit
     from .report import fmax_text
+    seeds = _seeds(args)
+    jobs = _jobs(args) or 1
     config = _synthesisable(config_from_args(args))
     try:
-        r = fmax(config, args.device, seed=args.seed, freq=args.freq, cache_dir=args.cache_dir)
+        r = fmax_seeds(config, args.device, seeds=seeds, freq=args.freq, cache_dir=args.cache_dir, jobs=jobs)
     except DoesNotFit as exc:
         print(f"ga2 {config.rows}x{config.cols}: {exc}", file=sys.stderr)
         _write(args.json, {"config": config.to_dict(), "device": args.device, "fmax_mhz": None,
+                           "fmax_mhz_min": None, "fmax_mhz_max": None, "seeds": seeds, "per_seed": [],
                            "does_not_fit": str(exc)})
         return 1
     print(fmax_text(r))
@@ -52,10 +86,23 @@ def _fmax(args):
 
 
 def _sweep(args):
-    from .sweep import run_sweep, plot, ROW_KEYS
+    from .sweep import run_sweep, plot, make_executor, ROW_KEYS, MODES
     from .report import sweep_table
-    sizes = [int(s) for s in args.sizes.split(",") if s]
-    rows = run_sweep(sizes, jobs=args.jobs, cache_dir=args.cache_dir, seed=args.seed, do_fmax=not args.no_fmax)
+    try:
+        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    except ValueError:
+        sizes = []
+    lo, hi = Config.field_range("rows")
+    if not sizes or any(not lo <= n <= hi for n in sizes) or len(set(sizes)) != len(sizes):
+        raise ValueError(f"--sizes takes distinct comma-separated integers in range {lo}..{hi}, not {args.sizes!r}")
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if not modes or any(m not in MODES for m in modes) or len(set(modes)) != len(modes):
+        raise ValueError(f"--modes takes distinct, comma-separated names from {', '.join(MODES)}, not {args.modes!r}")
+    seeds = _seeds(args)
+    jobs = _jobs(args) or min(len(sizes) * len(modes), os.cpu_count() or 1)
+    with make_executor(args.executor, jobs) as executor:
+        rows = run_sweep(sizes, executor=executor, cache_dir=args.cache_dir, seeds=seeds, do_fmax=not args.no_fmax,
+                         modes=modes)
     print(sweep_table(rows))
     if args.json:
         _write(args.json, {"rows": [{k: r.get(k) for k in ROW_KEYS} for r in rows], "details": rows})
@@ -63,6 +110,12 @@ def _sweep(args):
         for p in plot(rows, args.plot):
             print(f"wrote {p}")
     return 0
+
+
+def _seed_arguments(p):
+    p.add_argument("--seeds", metavar="N,M,...",
+                   help="nextpnr placement seeds; Fmax is the median over them (default 1)")
+    p.add_argument("--seed", metavar="N", help="a single seed, the same as --seeds N")
 
 
 def main(argv=None):
@@ -82,15 +135,23 @@ def main(argv=None):
     p = sub.add_parser("fmax", parents=[common], help="nextpnr-ecp5 place and route: Fmax, utilisation")
     p.add_argument("--target", choices=["ecp5"], default="ecp5")
     p.add_argument("--device", choices=["25k", "45k", "85k"], default="25k")
-    p.add_argument("--seed", type=int, default=1)
+    _seed_arguments(p)
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="run the seeds in a pool of N processes (default 1: one after another)")
     p.add_argument("--freq", type=float, default=100, help="target MHz (default %(default)s)")
     add_config_arguments(p)
     p.set_defaults(func=_fmax)
 
     p = sub.add_parser("sweep", parents=[common], help="area, Fmax and decode cycles over square array sizes")
     p.add_argument("--sizes", default="2,4,8,16")
-    p.add_argument("--jobs", type=int, default=None, help="worker processes (default: min(sizes, CPUs))")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--modes", default="inorder", metavar="M,...",
+                   help="execution modes, a row per size and mode: inorder, decoupled (default %(default)s)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="workers (default: min(sizes x modes, CPUs))")
+    p.add_argument("--executor", choices=["process", "dask"], default="process",
+                   help="process: a process pool; dask: a dask.distributed LocalCluster of --jobs worker "
+                        "processes (pip install distributed) (default %(default)s)")
+    _seed_arguments(p)
     p.add_argument("--plot", metavar="DIR", help="write PNG plots into DIR")
     p.add_argument("--no-fmax", action="store_true", help="area and cycles only (no place and route)")
     p.set_defaults(func=_sweep)

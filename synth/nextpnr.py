@@ -7,8 +7,10 @@ block inside a larger SoC. A serialising wrapper would measure the wrapper's shi
 chip; out of context measures the register-to-register paths of GA-2 itself. Paths from or to ports are not
 constrained (no input/output delays), so Fmax is the internal register-to-register figure."""
 
+import concurrent.futures as cf
 import json
 import shutil
+import statistics
 import subprocess
 import tempfile
 import time
@@ -17,7 +19,7 @@ from pathlib import Path
 from . import cache
 from .yosys import ecp5_netlist
 
-__all__ = ["DEVICES", "fmax", "DoesNotFit", "ecp5_summary", "fits"]
+__all__ = ["DEVICES", "fmax", "fmax_seeds", "median_of_seeds", "DoesNotFit", "ecp5_summary", "fits"]
 
 # LFE5U capacities (nextpnr's utilisation report: TRELLIS_COMB = LUT4 sites, 2 per CCU2C).
 DEVICES = {
@@ -111,3 +113,42 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True):
               "critical_path": _path_summary(report), "synthesis": net["flow"],
               "flow": "nextpnr-ecp5 --out-of-context", "seconds": round(time.perf_counter() - t0, 1)}
     return cache.store(d, "fmax", key, result)
+
+
+def median_of_seeds(runs):
+    """Several ``fmax`` results of one netlist (one per placement seed) summed up: the median seed's result (the
+    lower of the two middle ones for an even count) with ``fmax_mhz`` = the median over the seeds, and
+    ``fmax_mhz_min``, ``fmax_mhz_max``, ``seeds`` and ``per_seed`` [{"seed", "fmax_mhz", "critical_path",
+    "fmax_line", "seconds"}] added. ``seconds`` is the sum of the runs' nextpnr times (as measured when each was
+    computed, also for results now read from the cache)."""
+    per_seed = [{"seed": r["seed"], "fmax_mhz": r["fmax_mhz"], "critical_path": r["critical_path"],
+                 "fmax_line": r["fmax_line"], "seconds": r["seconds"]} for r in runs]
+    timed = sorted((r for r in runs if r["fmax_mhz"] is not None), key=lambda r: (r["fmax_mhz"], r["seed"]))
+    vals = [r["fmax_mhz"] for r in timed]
+    middle = timed[(len(timed) - 1) // 2] if timed else runs[0]
+    return {**middle, "fmax_mhz": round(statistics.median(vals), 2) if vals else None,
+            "fmax_mhz_min": min(vals, default=None), "fmax_mhz_max": max(vals, default=None),
+            "seeds": [r["seed"] for r in runs], "per_seed": per_seed,
+            "seconds": round(sum(r["seconds"] for r in runs), 1)}
+
+
+def fmax_seeds(config, device="25k", seeds=(1,), freq=100, cache_dir=None, jobs=1):
+    """``fmax`` for each placement seed (one after another, or in a pool of ``jobs`` processes), summed up by
+    ``median_of_seeds``. The netlist is synthesised (or loaded) once, before any seed runs. Raises DoesNotFit
+    when the design does not fit ``device`` (or when nextpnr fails to place it with any of the seeds)."""
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("at least one seed is needed")
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
+    net = ecp5_netlist(config, cache_dir)
+    msg = fits(net["total"], device)
+    if msg:
+        raise DoesNotFit(msg)
+    if jobs > 1 and len(seeds) > 1:
+        with cf.ProcessPoolExecutor(max_workers=min(jobs, len(seeds))) as pool:
+            runs = list(pool.map(fmax, [config] * len(seeds), [device] * len(seeds), seeds,
+                                 [freq] * len(seeds), [cache_dir] * len(seeds)))
+    else:
+        runs = [fmax(config, device, seed=s, freq=freq, cache_dir=cache_dir) for s in seeds]
+    return median_of_seeds(runs)

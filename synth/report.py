@@ -32,14 +32,30 @@ def area_table(result):
     return out
 
 
+def _path_line(cp):
+    return (f"{cp['from']} -> {cp['to']}: {cp['total_ns']} ns "
+            f"({cp['logic_ns']} ns logic incl. clk-to-q, {cp['routing_ns']} ns routing)")
+
+
 def fmax_text(r):
-    lines = [f"LFE5U-{r['device'].upper()}: Fmax {r['fmax_mhz']} MHz (target {r['target_mhz']} MHz, seed {r['seed']})",
-             table(["resource", "used", "available", "%"],
-                   [[k, f"{u:,}", f"{a:,}", f"{100 * u / a:.0f}%"] for k, (u, a) in r["utilisation"].items()])]
+    """nextpnr's result: Fmax (with several seeds: each seed's and the median), utilisation, critical path."""
+    per_seed = r.get("per_seed") or []
+    if len(per_seed) > 1:
+        lines = [f"LFE5U-{r['device'].upper()}: Fmax {r['fmax_mhz']} MHz, the median of seeds "
+                 + ", ".join(str(s) for s in r["seeds"])
+                 + f" (min {r['fmax_mhz_min']}, max {r['fmax_mhz_max']}; target {r['target_mhz']} MHz)"]
+        lines += [f"  seed {p['seed']}: {p['fmax_mhz']} MHz"
+                  + (f", critical path {_path_line(p['critical_path'])}" if p["critical_path"] else "")
+                  for p in per_seed]
+    else:
+        lines = [f"LFE5U-{r['device'].upper()}: Fmax {r['fmax_mhz']} MHz (target {r['target_mhz']} MHz, "
+                 f"seed {r['seed']})"]
+    lines.append(table(["resource", "used", "available", "%"],
+                       [[k, f"{u:,}", f"{a:,}", f"{100 * u / a:.0f}%"] for k, (u, a) in r["utilisation"].items()]))
     cp = r["critical_path"]
     if cp:
-        lines.append(f"critical path: {cp['from']} -> {cp['to']}: {cp['total_ns']} ns "
-                     f"({cp['logic_ns']} ns logic incl. clk-to-q, {cp['routing_ns']} ns routing)")
+        which = f" (seed {r['seed']}, the median)" if len(per_seed) > 1 else ""
+        lines.append(f"critical path{which}: {_path_line(cp)}")
         lines.append("  through (RTL signals): " + " -> ".join(path_signals(cp["cells"])))
     return "\n".join(lines)
 
@@ -63,13 +79,20 @@ def _verified(v):
 
 
 def sweep_table(rows):
+    """A line per size and mode; notes below for the fit messages and the configurations not synthesised."""
     def f(x, spec=","):
         return "--" if x is None else format(x, spec)
-    body = [[f"{r['rows']}x{r['cols']}", f(r["cells"]), f(r["lut"]), f(r["dsp"]), f(r["ff"]), f(r["bram"]),
-             f(r["fmax_mhz"], ".1f"), r.get("device") or "--", f(r["cycles_per_step"]), f(r["cycles_per_token"], ",.0f"),
-             f(r["mac_per_cycle"], ".3f"), f(r["pct_of_ceiling"], ".1f") + "%", f(r["tokens_per_s"], ",.0f"),
-             f(r["tokens_per_s_per_klut"], ",.1f"), _verified(r.get("verilator"))] for r in rows]
-    out = table(["size", "cells", "LUT", "DSP", "FF", "BRAM", "Fmax MHz", "device", "cycles/step", "cycles/token",
-                 "MAC/cycle", "of ceiling", "tokens/s", "tok/s/kLUT", "Verilator"], body)
-    notes = [f"{r['rows']}x{r['cols']}: " + "; ".join(r["fit_notes"]) for r in rows if r.get("fit_notes")]
+    seeds = sorted({tuple(r["seeds"]) for r in rows if r.get("seeds") and r["fmax_mhz"] is not None})
+    body = [[f"{r['rows']}x{r['cols']}", r["mode"], f(r["cells"]), f(r["lut"]), f(r["dsp"]), f(r["ff"]),
+             f(r["bram"]), f(r["fmax_mhz"], ".1f"), r.get("device") or ("refused" if r.get("error") else "--"),
+             f(r["cycles_per_step"]), f(r["cycles_per_token"], ",.0f"), f(r["mac_per_cycle"], ".3f"),
+             f(r["pct_of_ceiling"], ".1f") + "%", f(r["tokens_per_s"], ",.0f"), f(r["tokens_per_s_per_klut"], ",.1f"),
+             _verified(r.get("verilator"))] for r in rows]
+    out = table(["size", "mode", "cells", "LUT", "DSP", "FF", "BRAM", "Fmax MHz", "device", "cycles/step",
+                 "cycles/token", "MAC/cycle", "of ceiling", "tokens/s", "tok/s/kLUT", "Verilator"], body,
+                ["<", "<"] + [">"] * 14)
+    notes = [f"Fmax: the median over seeds {', '.join(map(str, s))}" for s in seeds if len(s) > 1]
+    notes += [f"{r['rows']}x{r['cols']} {r['mode']}: " + "; ".join(r["fit_notes"]) for r in rows if r.get("fit_notes")]
+    notes += [f"{r['rows']}x{r['cols']} {r['mode']}: not synthesised (area, Fmax and tokens/s left out): {r['error']}"
+              for r in rows if r.get("error")]
     return out + ("\n" + "\n".join(notes) if notes else "")
