@@ -48,11 +48,6 @@ class MatrixUnit(Unit):
         Decoupled: the read port of array column ``j``.
     sp_wr : Out(SpWriteSignature)
         Scratchpad write port.
-
-    Raises
-    ------
-    TypeError
-        If ``config`` is not a :class:`ga2_sw.config.Config`.
     """
 
     def __init__(self, config):

@@ -25,9 +25,7 @@ class Requantiser(Unit):
     The instruction fields are latched at ``start``: ``dst``, ``src``, ``len``, ``m`` (signed 16-bit, in the
     K slot) and ``s`` (the low 6 bits of the M slot, 0 .. 47; the sequencer rejects larger shifts).
 
-    Members
-    -------
-    Those of :class:`ga2_hdl.ports.Unit`: the sequencer's handshake ``ctl``, ``sp_rd`` and ``sp_wr``.
+    Its members are those of every :class:`ga2_hdl.ports.Unit`.
     """
 
     def elaborate(self, platform):

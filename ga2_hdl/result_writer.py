@@ -36,11 +36,6 @@ class ResultWriter(wiring.Component):
         The current result is the last one, (M-1, N-1).
     sp_wr : Out(SpWriteSignature)
         Scratchpad write port.
-
-    Raises
-    ------
-    TypeError
-        If ``config`` is not a :class:`ga2_sw.config.Config`.
     """
 
     def __init__(self, config):

@@ -29,9 +29,7 @@ class Softmax(Unit):
     only. The source is read only in the first two passes (the exps are kept in the buffer), so ``dst`` may
     overlap ``src``. Requires ``1 <= len <= config.sm_max_len``, which the sequencer checks.
 
-    Members
-    -------
-    Those of :class:`ga2_hdl.ports.Unit`: the sequencer's handshake ``ctl``, ``sp_rd`` and ``sp_wr``.
+    Its members are those of every :class:`ga2_hdl.ports.Unit`.
     """
 
     def elaborate(self, platform):

@@ -40,11 +40,6 @@ class StagedFeeder(wiring.Component):
         From the matrix unit.
     sp_rd : Out(SpReadSignature)
         Scratchpad read port (1-cycle latency).
-
-    Raises
-    ------
-    TypeError
-        If ``config`` is not a :class:`ga2_sw.config.Config`.
     """
 
     def __init__(self, config):

@@ -44,11 +44,6 @@ class StreamFeeder(wiring.Component):
         Scratchpad read port of array row ``i`` (1-cycle latency): row ``i`` of A.
     b_rd : Out(SpReadSignature).array(cols)
         Scratchpad read port of array column ``j`` (1-cycle latency): column ``j`` of Bop.
-
-    Raises
-    ------
-    TypeError
-        If ``config`` is not a :class:`ga2_sw.config.Config`.
     """
 
     def __init__(self, config):

@@ -25,7 +25,7 @@ import importlib
 import shutil
 import time
 
-from .jobs import DEFAULT_CYCLE_LIMIT, as_job
+from .jobs import DEFAULT_CYCLE_LIMIT, Session, as_job
 
 __all__ = ["Backend", "BACKENDS", "DEFAULT_CYCLE_LIMIT", "Runner", "get_backend", "backend_names", "ModelSim"]
 
@@ -94,7 +94,7 @@ class Backend:
         return Runner(self.open(config), cycle_limit)
 
 
-class ModelSim:
+class ModelSim(Session):
     """The reference machine as a session. Results carry ``sim_cycles`` (the cycles counter) and the wall
     and CPU time of each run (``seconds``, ``cpu_seconds``)."""
 
@@ -113,15 +113,6 @@ class ModelSim:
 
     def run_many(self, jobs, *, on_hang="raise"):
         return [self.run(j.program, j.ext, j.sp) for j in map(as_job, jobs)]
-
-    def close(self):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 class _Model(Backend):

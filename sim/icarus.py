@@ -21,7 +21,7 @@ from pathlib import Path
 from amaranth.utils import ceil_log2
 
 from .cache import cache_root, file_lock
-from .jobs import DEFAULT_CYCLE_LIMIT, Job, SimulatorError, as_job, check_job, parse_results, write_jobs
+from .jobs import DEFAULT_CYCLE_LIMIT, Job, Session, SimulatorError, as_job, check_job, parse_results, write_jobs
 from .verilog import verilog_for
 
 __all__ = ["IcarusSim", "icarus_available"]
@@ -38,7 +38,7 @@ def _version():
     return (r.stdout.splitlines() or [""])[0]
 
 
-class IcarusSim:
+class IcarusSim(Session):
     """GA-2 programs on the RTL under Icarus Verilog; ``build_time``/``cached`` as for ``VerilatorSim``."""
 
     def __init__(self, config, *, cache_dir=None):
@@ -139,12 +139,3 @@ class IcarusSim:
             res.seconds = wall * res.sim_cycles / total
             res.cpu_seconds = cpu * res.sim_cycles / total
         return results
-
-    def close(self):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

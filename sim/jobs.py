@@ -18,7 +18,7 @@ from ga2_sw.cycles import Counters
 from ga2_sw.isa import Err, INSTR_BITS
 from ga2_sw.machine import Result
 
-__all__ = ["DEFAULT_CYCLE_LIMIT", "HangError", "SimulatorError", "Job", "as_job", "check_job", "hang_message",
+__all__ = ["Session", "DEFAULT_CYCLE_LIMIT", "HangError", "SimulatorError", "Job", "as_job", "check_job", "hang_message",
            "write_header", "write_job", "write_jobs", "parse_result_block", "make_result", "parse_results",
            "FORMAT_VERSION"]
 
@@ -27,6 +27,20 @@ __all__ = ["DEFAULT_CYCLE_LIMIT", "HangError", "SimulatorError", "Job", "as_job"
 DEFAULT_CYCLE_LIMIT = 5_000_000
 
 FORMAT_VERSION = 1
+
+
+class Session:
+    """Base of the simulator sessions (``sim.backends``): a session holds what it built or started for one
+    configuration until ``close()``, and is a context manager. Subclasses provide ``run`` and ``run_many``."""
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 class HangError(RuntimeError):

@@ -5,7 +5,7 @@ same ``run``/``run_many`` as ``VerilatorSim``, one simulation per program)."""
 
 import time
 
-from .jobs import DEFAULT_CYCLE_LIMIT, Job, as_job, check_job
+from .jobs import DEFAULT_CYCLE_LIMIT, Job, Session, as_job, check_job
 from .testing import ChipBench
 
 __all__ = ["run_pysim", "PysimSim"]
@@ -40,7 +40,7 @@ def run_pysim(config, program, ext=None, sp=None, cycle_limit=DEFAULT_CYCLE_LIMI
     return result
 
 
-class PysimSim:
+class PysimSim(Session):
     """The pysim session: ``run``/``run_many`` as ``sim.verilator.VerilatorSim``'s, one simulation per
     program. Each result also carries ``cpu_seconds``: the process CPU time of the call (elaboration
     included) scaled by the share of its wall time the simulation took."""
@@ -61,12 +61,3 @@ class PysimSim:
     def run_many(self, jobs, *, on_hang="raise"):
         jobs = [as_job(j) for j in jobs]
         return [self.run(j.program, j.ext, j.sp, j.cycle_limit, on_hang=on_hang) for j in jobs]
-
-    def close(self):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

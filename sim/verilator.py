@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cache import cache_root, file_lock, prune
-from .jobs import (DEFAULT_CYCLE_LIMIT, Job, SimulatorError, as_job, check_job, make_result,
+from .jobs import (DEFAULT_CYCLE_LIMIT, Job, Session, SimulatorError, as_job, check_job, make_result,
                    parse_result_block, parse_results, write_header, write_job, write_jobs)
 from .verilog import verilog_for
 
@@ -316,7 +316,7 @@ class _Server:
                 f.close()
 
 
-class VerilatorSim:
+class VerilatorSim(Session):
     """GA-2 programs on the Verilated RTL.
 
     Building happens in the constructor (or is found in the cache): ``build_time`` is the seconds the build
@@ -476,12 +476,6 @@ class VerilatorSim:
         if self._server is not None:
             self._server.close()
             self._server = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __del__(self):
         with contextlib.suppress(Exception):
