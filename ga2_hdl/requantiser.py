@@ -35,39 +35,40 @@ class Requantiser(Unit):
 
         # Fields latched at start: the sequencer only holds instr valid in the start cycle.
         dst = Signal.like(instr.dst, name="dst")
-        src = Signal.like(instr.src, name="src")
-        length = Signal.like(instr.len, name="length")
         mult = Signal(signed(16), name="mult")
         shift = Signal(SHIFT_WIDTH, name="shift")
 
         # The cycle number relative to the start pulse: busy ends at len + RQ_DEPTH whatever the data path does.
         step = Signal(len(instr.len) + 1, name="step")
         last_step = Signal(len(instr.len) + 1, name="last_step")
-        rd_index = Signal.like(instr.len, name="rd_index")
+        # The read side is all registers: the address and the enable go straight into the scratchpad's read
+        # port (an adder and a compare in front of it were the in-order chip's critical path).
+        rd_addr = Signal.like(instr.src, name="rd_addr")
+        rd_left = Signal.like(instr.len, name="rd_left")
+        reading = Signal(name="reading")
         wr_index = Signal.like(instr.len, name="wr_index")
         busy = Signal(name="busy_r")
         m.d.comb += [self.ctl.busy.eq(busy), self.ctl.done.eq(busy & (step == last_step))]
         with m.If(self.ctl.start):
-            m.d.sync += [dst.eq(instr.dst), src.eq(instr.src), length.eq(instr.len), mult.eq(instr.m),
-                         shift.eq(instr.s), last_step.eq(instr.len + RQ_DEPTH),
-                         step.eq(1), rd_index.eq(0), wr_index.eq(0), busy.eq(1)]
+            m.d.sync += [dst.eq(instr.dst), mult.eq(instr.m), shift.eq(instr.s), last_step.eq(instr.len + RQ_DEPTH),
+                         step.eq(1), rd_addr.eq(instr.src), rd_left.eq(instr.len), reading.eq(1), wr_index.eq(0),
+                         busy.eq(1)]         # len >= 1: the checker faults an empty RQ
         with m.Elif(busy):
             m.d.sync += step.eq(step + 1)
             with m.If(self.ctl.done):
                 m.d.sync += busy.eq(0)
 
         # Cycle 1+i: read element i into the pipeline.
-        reading = busy & (rd_index < length)
         m.d.comb += [
             self.sp_rd.en.eq(reading),
-            self.sp_rd.addr.eq(src + rd_index),
+            self.sp_rd.addr.eq(rd_addr),
             pipeline.read.eq(reading),
             pipeline.word.eq(self.sp_rd.data),
             pipeline.mult.eq(mult),
             pipeline.shift.eq(shift),
         ]
         with m.If(reading):
-            m.d.sync += rd_index.eq(rd_index + 1)
+            m.d.sync += [rd_addr.eq(rd_addr + 1), rd_left.eq(rd_left - 1), reading.eq(rd_left != 1)]
 
         # Cycle 1+RQ_DEPTH+i: write element i; the int8 result is sign-extended to the word.
         m.d.comb += [

@@ -170,6 +170,8 @@ RTL_MUTANTS = (
        'mult = Signal(signed(16), name="mult")', 'mult = Signal(16, name="mult")'),
     _m("rq: shift field truncated to 5 bits", "requantiser",
        "shift.eq(instr.s),", "shift.eq(instr.s[:5]),"),
+    _m("rq: reads one element too few", "requantiser",
+       "reading.eq(rd_left != 1)", "reading.eq(rd_left != 2)"),
     _m("rq: busy ends a cycle early (last step len + depth - 1)", "requantiser",
        "last_step.eq(instr.len + RQ_DEPTH),", "last_step.eq(instr.len + RQ_DEPTH - 1),"),
     # -- softmax -------------------------------------------------------------------------------------------
