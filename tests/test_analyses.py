@@ -277,3 +277,25 @@ def test_plot_writes_a_png(tmp_path, command):
     assert main([command, "--plot", str(path)]) == 0
     data = path.read_bytes()
     assert len(data) > 10_000 and data[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bank_conflicts_count_operands_per_bank():
+    """A hand-counted slice: A's column at 0 and 8, Bop's row at 16, 17: under mod 8 three operands share bank 0
+    (two extra cycles); under mod 16 only 0 and 16 do (one)."""
+    from ga2_sw.analyses.banks import BANK_MAPS, bank_conflicts, slice_addresses
+    from ga2_sw.isa import halt, mm
+    prog = [mm(dst=100, A=0, B=16, M=2, K=1, N=2, lda=8, ldb=4), halt()]
+    assert list(slice_addresses(prog[0])) == [[0, 8, 16, 17]]
+    assert bank_conflicts([prog], BANK_MAPS["mod 8"][1]) == (1, 2, 3)
+    assert bank_conflicts([prog], BANK_MAPS["mod 16"][1]) == (1, 1, 2)
+
+
+def test_banks_command_on_the_decode_programs(tmp_path):
+    """The figures docs/ARCHITECTURE.md quotes for the decode-table programs as laid out today."""
+    import json
+    from ga2_sw.cli import main
+    assert main(["banks", "--json", str(tmp_path / "b.json")]) == 0
+    rows = {r["map"]: r for r in json.loads((tmp_path / "b.json").read_text())["rows"]}
+    assert rows["mod 8"]["slices"] == 2492
+    assert (rows["mod 8"]["extra_cycles"], rows["add-skew 8"]["extra_cycles"], rows["add-skew 16"]["extra_cycles"]) \
+        == (5574, 1238, 619)
