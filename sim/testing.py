@@ -2,6 +2,7 @@
 the whole chip with an external memory driven as a host drives it (``ChipBench``: the pysim backend's bench and
 the fault tests'), ``assert_same`` on two runs, and ``unit_verilog`` for the units' Verilog tests."""
 
+import gc
 import os
 import re
 
@@ -248,3 +249,17 @@ def unit_verilog(make, name):
         ok, output = lint(verilog=text, top=name)
         assert ok, f"{name}: Verilator lint:\n{output}"
     return text
+
+
+def assert_build_refused(make, message):
+    """Converting ``make()`` to Verilog stops with an AssertionError saying exactly ``message``: a unit checks at
+    elaboration what it assumes of the cycle model. The half-built modules are collected at once, so that their
+    "never used" warnings fall under the calling test's warning filter."""
+    try:
+        verilog.convert(make(), name="dut")
+    except AssertionError as exc:
+        assert str(exc) == message, f"the build was refused with {str(exc)!r}, not {message!r}"
+    else:
+        raise AssertionError(f"the build was not refused; expected: {message}")
+    finally:
+        gc.collect()
