@@ -101,7 +101,8 @@ def test_stages_built_are_the_latency():
     class Claims18(Divider):
         latency = 18
     assert_build_refused(lambda: Claims18(),
-                         'The divider builds 17 registered stages where the cycle model (ga2_sw.timing) needs 18')
+                         'The divider builds 17 registered stages where the cycle model '
+                         '(ga2_sw.timing) needs 18')
 
 
 def test_bad_widths():

@@ -178,4 +178,5 @@ def test_pipeline_depth_is_the_cycle_models(monkeypatch):
     """A cycle model that disagrees with the pipeline the RTL builds stops the build."""
     monkeypatch.setattr(requant_pipeline, "RQ_DEPTH", RQ_DEPTH + 1)
     assert_build_refused(lambda: Requantiser(Config()),
-                         'The requantiser pipeline builds 5 registered stages where the cycle model (ga2_sw.timing) needs 6')
+                         'The requantiser pipeline builds 5 registered stages where the cycle model '
+                         '(ga2_sw.timing) needs 6')

@@ -134,4 +134,5 @@ def test_checker_latency_is_the_cycle_models(monkeypatch):
     verilog.convert(InstrChecker(CONFIG), name="chk")
     monkeypatch.setattr(checker, "CHECK_LATENCY", CHECK_LATENCY + 1)
     assert_build_refused(lambda: InstrChecker(CONFIG),
-                         "The checker's stages add up to 2 + 2 cycles where the cycle model (ga2_sw.timing) says CHECK_LATENCY = 5")
+                         "The checker's stages add up to 2 + 2 cycles where the cycle model "
+                         '(ga2_sw.timing) says CHECK_LATENCY = 5')
