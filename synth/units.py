@@ -8,18 +8,23 @@ longest listed prefix (the matrix unit's feeder and writer count as ``matrix_uni
 
 __all__ = ["UNITS", "unit_of_module", "split_by_unit", "IGNORED_CELLS"]
 
-# Display order; "top" is the glue in module ga2 itself (scratchpad port multiplexers, host read port).
-UNITS = ["array", "matrix_unit", "dma", "requantiser", "softmax", "sequencer", "scratchpad", "top"]
 
-_PREFIXES = [                     # longest prefix first
-    ("ga2.mm.array", "array"),
-    ("ga2.mm", "matrix_unit"),
-    ("ga2.dma", "dma"),
-    ("ga2.rq", "requantiser"),
-    ("ga2.sm", "softmax"),
-    ("ga2.sequencer", "sequencer"),
-    ("ga2.scratchpad", "scratchpad"),
-]
+def _execution_units():
+    """(submodule name, report name) of every execution unit, read from the chip's own unit table: the top
+    names each unit's submodule by its ``ga2_sw.isa.UNITS`` name, and a unit is reported by the file its
+    class lives in (``mm`` -> ``matrix_unit``), so a new unit needs no entry here."""
+    from ga2_sw.isa import UNITS as UNIT_NAMES
+    from ga2_hdl.top import UNIT_CLASSES
+    return [(name, UNIT_CLASSES[name].__module__.rsplit(".", 1)[-1]) for name in UNIT_NAMES]
+
+
+# Display order; "array" is the matrix unit's systolic array, reported on its own; "top" is the glue in module
+# ga2 itself (scratchpad port multiplexers, host read port).
+UNITS = ["array", *(unit for _, unit in _execution_units()), "sequencer", "scratchpad", "top"]
+
+_PREFIXES = sorted([("ga2.mm.array", "array"), ("ga2.sequencer", "sequencer"), ("ga2.scratchpad", "scratchpad"),
+                    *((f"ga2.{name}", unit) for name, unit in _execution_units())],
+                   key=lambda p: -len(p[0]))            # longest prefix first
 
 # Bookkeeping cells that are not hardware (Yosys keeps one per flattened Amaranth scope).
 IGNORED_CELLS = {"$scopeinfo"}
