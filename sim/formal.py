@@ -472,6 +472,12 @@ class DMASpec(Elaboratable):
             m.d.comb += Assume(dst + ln <= Mux(sp_of_dst, sp_words, ext_words))
             m.d.comb += Assume(src + ln <= Mux(sp_of_dst, ext_words, sp_words))
 
+        self._check(m, dma, start, op, dst, src, ln, cycle, fb)
+        return m
+
+    def _check(self, m, dma, start, op, dst, src, ln, cycle, fb):
+        """A shadow of the latched instruction and of how many accesses it has made, and the claims."""
+        cfg = self._config
         # Shadow: the latched instruction and how many of each access it has made.
         is_ld, s_dst, s_src, s_len = Signal(), Signal(fb), Signal(fb), Signal(fb)
         active = Signal()
@@ -515,7 +521,6 @@ class DMASpec(Elaboratable):
             x = Mux(is_ld, s_len + cfg.ext_latency, s_len + 1)
             m.d.comb += [Assert(dma.ctl.busy == ((cycle >= 1) & (cycle <= x))),
                          Assert(dma.ctl.done == ((cycle >= 1) & (cycle == x)))]
-        return m
 
 
 # -- d. the sequencer -------------------------------------------------------------------------------------
