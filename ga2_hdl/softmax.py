@@ -46,13 +46,12 @@ class Softmax(Unit):
 
         # Fields latched at start: the sequencer only holds instr valid in the start cycle.
         dst = Signal.like(instr.dst, name="dst")
-        src = Signal.like(instr.src, name="src")
         last_index = Signal(range(self._config.sm_max_len), name="last_index")      # len - 1
         busy = Signal(name="busy_r")
 
         connect(m, unit=flipped(self.sp_rd), front=front.sp_rd)
         connect(m, front=front.o, back=back.i)
-        m.d.comb += [front.start.eq(self.ctl.start), front.src.eq(src), front.last_index.eq(last_index),
+        m.d.comb += [front.start.eq(self.ctl.start), front.src.eq(instr.src), front.last_index.eq(last_index),
                      back.start.eq(self.ctl.start), back.last_index.eq(last_index)]
 
         # -- writes: quotients leave the back end in cycles 2n+5+D .. 3n+4+D ---------------------------------
@@ -69,7 +68,7 @@ class Softmax(Unit):
             m.d.sync += wr_index.eq(wr_index + 1)
 
         with m.If(self.ctl.start):
-            m.d.sync += [dst.eq(instr.dst), src.eq(instr.src), last_index.eq(instr.len - 1), busy.eq(1),
+            m.d.sync += [dst.eq(instr.dst), last_index.eq(instr.len - 1), busy.eq(1),
                          wr_index.eq(0)]
         with m.Elif(self.ctl.done):
             m.d.sync += busy.eq(0)

@@ -44,8 +44,10 @@ class SoftmaxFront(wiring.Component):
     -------
     start : In(1)
         Starts the two passes (the unit's start pulse).
-    src, last_index : In
-        The scores' address and ``len - 1``, held from the cycle after ``start``.
+    src : In
+        The scores' address, valid with ``start`` (the front end keeps it).
+    last_index : In
+        ``len - 1``, held from the cycle after ``start``.
     sp_rd : Out(SpReadSignature)
         Scratchpad read port (1-cycle latency).
     o : Out(stream.Signature(ExpLayout, always_ready=True))
@@ -72,9 +74,13 @@ class SoftmaxFront(wiring.Component):
         second_pass = Signal(name="second_pass")
         rd_index = Signal(range(self._max_len), name="rd_index")
         rd_last = rd_index == self.last_index
-        m.d.comb += [self.sp_rd.en.eq(reading), self.sp_rd.addr.eq(self.src + rd_index)]
+        # The address and the enable go into the scratchpad straight from registers (an adder in front of the
+        # read port was on the in-order chip's critical path).
+        src_base = Signal.like(self.src, name="src_base")
+        rd_addr = Signal.like(self.src, name="rd_addr")
+        m.d.comb += [self.sp_rd.en.eq(reading), self.sp_rd.addr.eq(rd_addr)]
         with m.If(reading):
-            m.d.sync += rd_index.eq(Mux(rd_last, 0, rd_index + 1))
+            m.d.sync += [rd_index.eq(Mux(rd_last, 0, rd_index + 1)), rd_addr.eq(Mux(rd_last, src_base, rd_addr + 1))]
             with m.If(rd_last):
                 m.d.sync += second_pass.eq(1)
                 with m.If(second_pass):
@@ -100,5 +106,6 @@ class SoftmaxFront(wiring.Component):
 
         # Placed last so that, in the start cycle, these assignments win over the pass logic above.
         with m.If(self.start):
-            m.d.sync += [reading.eq(1), second_pass.eq(0), rd_index.eq(0), score_max.eq(-128)]
+            m.d.sync += [reading.eq(1), second_pass.eq(0), rd_index.eq(0), score_max.eq(-128),
+                         src_base.eq(self.src), rd_addr.eq(self.src)]
         return m

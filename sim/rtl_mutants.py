@@ -175,6 +175,9 @@ RTL_MUTANTS = (
     _m("rq: busy ends a cycle early (last step len + depth - 1)", "requantiser",
        "last_step.eq(instr.len + RQ_DEPTH),", "last_step.eq(instr.len + RQ_DEPTH - 1),"),
     # -- softmax -------------------------------------------------------------------------------------------
+    _m("sm: the exp pass starts one score late", "softmax",
+       "rd_addr.eq(Mux(rd_last, src_base, rd_addr + 1))", "rd_addr.eq(Mux(rd_last, src_base + 1, rd_addr + 1))",
+       file="ga2_hdl/softmax_front.py"),
     _m("sm: max pass uses >= instead of >", "softmax",
        "with m.If(max_valid & (score > score_max)):", "with m.If(max_valid & (score >= score_max)):",
        file="ga2_hdl/softmax_front.py",
