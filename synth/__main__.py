@@ -5,13 +5,15 @@ import json
 import sys
 
 from ga2_sw.cli import add_config_arguments, config_from_args
+from ga2_sw.options import (SEED, Float, Int, IntList, OutputDir, OutputFile, Parser, atomic_write, need_matplotlib,
+                            run_main)
 
 
 def _write(path, obj):
     if path:
-        with open(path, "w") as f:
-            json.dump(obj, f, indent=1)
-            f.write("\n")
+        text = json.dumps(obj, indent=1) + "\n"
+        with atomic_write(path) as f:
+            f.write(text)
 
 
 def _synthesisable(config):
@@ -54,7 +56,7 @@ def _fmax(args):
 def _sweep(args):
     from .sweep import run_sweep, plot, ROW_KEYS
     from .report import sweep_table
-    sizes = [int(s) for s in args.sizes.split(",") if s]
+    sizes = list(args.sizes)
     rows = run_sweep(sizes, jobs=args.jobs, cache_dir=args.cache_dir, seed=args.seed, do_fmax=not args.no_fmax)
     print(sweep_table(rows))
     if args.json:
@@ -65,12 +67,12 @@ def _sweep(args):
     return 0
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m synth", description=__doc__)
+def build_parser():
+    parser = Parser(prog="python -m synth", description=__doc__)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", metavar="FILE", help="write the result as JSON")
-    common.add_argument("--cache-dir", metavar="DIR",
+    common.add_argument("--json", metavar="FILE", type=OutputFile(), help="write the result as JSON")
+    common.add_argument("--cache-dir", metavar="DIR", type=OutputDir(),
                         help="result cache (default $GA2_SYNTH_CACHE or ~/.cache/ga2-synth)")
 
     p = sub.add_parser("area", parents=[common], help="Yosys cell counts, whole chip and per unit")
@@ -82,28 +84,25 @@ def main(argv=None):
     p = sub.add_parser("fmax", parents=[common], help="nextpnr-ecp5 place and route: Fmax, utilisation")
     p.add_argument("--target", choices=["ecp5"], default="ecp5")
     p.add_argument("--device", choices=["25k", "45k", "85k"], default="25k")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--freq", type=float, default=100, help="target MHz (default %(default)s)")
+    p.add_argument("--seed", type=Int(*SEED), default=1, help="nextpnr seed (default %(default)s)")
+    p.add_argument("--freq", type=Float(1, 2000), default=100, help="target MHz, 1..2000 (default %(default)s)")
     add_config_arguments(p)
     p.set_defaults(func=_fmax)
 
     p = sub.add_parser("sweep", parents=[common], help="area, Fmax and decode cycles over square array sizes")
-    p.add_argument("--sizes", default="2,4,8,16")
-    p.add_argument("--jobs", type=int, default=None, help="worker processes (default: min(sizes, CPUs))")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--plot", metavar="DIR", help="write PNG plots into DIR")
+    p.add_argument("--sizes", default="2,4,8,16", type=IntList(1, 32), help="array sizes n, n x n (default %(default)s)")
+    p.add_argument("--jobs", type=Int(1, 1024), default=None, help="worker processes (default: min(sizes, CPUs))")
+    p.add_argument("--seed", type=Int(*SEED), default=1, help="nextpnr seed (default %(default)s)")
+    p.add_argument("--plot", metavar="DIR", type=OutputDir(needs=need_matplotlib),
+                   help="write PNG plots into DIR")
     p.add_argument("--no-fmax", action="store_true", help="area and cycles only (no place and route)")
     p.set_defaults(func=_sweep)
 
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    try:
-        return args.func(args) or 0
-    except ValueError as exc:
-        print(f"python -m synth {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+    return parser
+
+
+def main(argv=None):
+    return run_main(build_parser(), argv)
 
 
 if __name__ == "__main__":
