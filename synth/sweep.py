@@ -4,6 +4,8 @@ decode step's cycles, side by side. Runs on any ``concurrent.futures.Executor``;
 import concurrent.futures as cf
 import os
 
+from ga2_sw.options import savefig
+
 from . import cache
 from .nextpnr import DEVICES, DoesNotFit, ecp5_summary, fits, fmax
 from .units import UNITS
@@ -102,7 +104,7 @@ def plot(rows, directory):
     ax.legend(fontsize=8)
     fig.tight_layout()
     paths.append(os.path.join(directory, "area_by_unit.png"))
-    fig.savefig(paths[-1], dpi=120)
+    savefig(fig, paths[-1], dpi=120)
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -116,7 +118,7 @@ def plot(rows, directory):
     ax.set_title("Batched decode step: cycles per token")
     fig.tight_layout()
     paths.append(os.path.join(directory, "cycles_per_token.png"))
-    fig.savefig(paths[-1], dpi=120)
+    savefig(fig, paths[-1], dpi=120)
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -142,6 +144,6 @@ def plot(rows, directory):
     ax.set_title("Throughput vs area")
     fig.tight_layout()
     paths.append(os.path.join(directory, "throughput_vs_area.png"))
-    fig.savefig(paths[-1], dpi=120)
+    savefig(fig, paths[-1], dpi=120)
     plt.close(fig)
     return paths
