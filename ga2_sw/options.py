@@ -25,6 +25,7 @@ import re
 import stat
 import sys
 import tempfile
+import textwrap
 
 __all__ = ["EXIT_OK", "EXIT_FAULT", "EXIT_USAGE", "EXIT_HANG", "EXIT_NO_TOOL", "EXIT_STATUSES", "ToolMissing",
            "Parser", "Int", "Float", "IntList", "Identifier", "InputFile", "OutputFile", "OutputDir", "Names",
@@ -64,11 +65,34 @@ def one_line(text):
 
 # -- the parser -----------------------------------------------------------------------------------------------
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout, without breaking lines at hyphens (which cut '--macs-per-s' in two)."""
+
+    def _split_lines(self, text, width):
+        text = self._whitespace_matcher.sub(" ", text).strip()
+        return textwrap.wrap(text, width, break_on_hyphens=False)
+
+    def _fill_text(self, text, width, indent):
+        text = self._whitespace_matcher.sub(" ", text).strip()
+        return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False)
+
+
 class Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose usage errors are one line, ``PROG: error: MESSAGE``, exit status 2."""
+    """An ``ArgumentParser`` whose usage errors are one line, ``PROG: error: MESSAGE``, exit status 2, and
+    whose help never splits an option's name across lines. Subparsers are of this class too."""
+
+    def __init__(self, *args, formatter_class=_Formatter, **kwargs):
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
     def error(self, message):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}\n")
+
+    def _get_values(self, action, arg_strings):
+        # argparse (3.11) drops a '--' given as an option's value, so '--count=--' would silently be an empty
+        # list (and '--only=--' no selection at all): refuse it.
+        if action.option_strings and action.nargs != 0 and list(arg_strings) == ["--"]:
+            self.error(f"argument {'/'.join(action.option_strings)}: expected a value, not '--'")
+        return super()._get_values(action, arg_strings)
 
 
 def _bad(message):
