@@ -31,16 +31,17 @@ def add_config_arguments(parser, mode=True):
     """--rows, --cols, ... one option per Config field, defaulting to the Config defaults. ``mode=False``
     leaves out --mode for a command that defines its own (decode-table runs both modes)."""
     group = parser.add_argument_group("configuration")
+    defaults = Config()
     for name, text in Config.field_help().items():
         if name == "mode" and not mode:
             continue
         if name == "mode":
             group.add_argument("--mode", dest="cfg_mode", choices=Config.field_range("mode"),
-                               default=Config().mode.value, help=f"{text} (default %(default)s)")
+                               default=defaults.mode.value, help=f"{text} (default %(default)s)")
             continue
         lo, hi = Config.field_range(name)
         group.add_argument(f"--{name.replace('_', '-')}", dest=f"cfg_{name}", type=Int(lo, hi), metavar="N",
-                           default=getattr(Config(), name), help=f"{text} ({lo}..{hi}; default %(default)s)")
+                           default=getattr(defaults, name), help=f"{text} ({lo}..{hi}; default %(default)s)")
 
 
 def config_from_args(args):
