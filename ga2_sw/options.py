@@ -538,13 +538,13 @@ def run_main(parser, argv=None):
     is one line on stderr, ``PROG COMMAND: error: MESSAGE``; ``GA2_TRACEBACK=1`` also prints the traceback
     of an exception (for debugging the tools themselves)."""
     try:
-        try:
-            args = parser.parse_args(argv)
-        except ToolMissing as exc:               # a validator found a missing tool (matplotlib for --plot)
-            _say(parser.prog, exc)
-            return EXIT_NO_TOOL
+        args = parser.parse_args(argv)
     except SystemExit as exc:                    # --help (0), or a usage error already printed (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except Exception as exc:                     # a validator found a missing tool (matplotlib for --plot)
+        status, message = classify(exc)
+        _say(parser.prog, message)
+        return status
     sub = _command_parser(parser, args)
     if sub is None or not getattr(args, "func", None):
         _say(parser.prog, f"a command is required: {parser.prog} --help lists them")

@@ -153,10 +153,11 @@ def _name(action):
 
 
 def _signature(prog, action):
-    """Options with one signature behave alike (the configuration options, --json, --seed, ...)."""
+    """Options with one signature (name, type, range, choices, help) are one option given to several
+    subcommands (the configuration options, most --json); the default tier sweeps each one fully once."""
     v = action.type
-    return (prog, _name(action), action.nargs, getattr(v, "kind", getattr(v, "__name__", None)),
-            v.describe() if hasattr(v, "describe") else None, tuple(action.choices or ()))
+    return (prog, _name(action), action.dest, action.nargs, getattr(v, "kind", getattr(v, "__name__", None)),
+            v.describe() if hasattr(v, "describe") else None, tuple(action.choices or ()), action.help)
 
 
 def _collect():

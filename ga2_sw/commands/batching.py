@@ -68,9 +68,8 @@ def _source_tree(text):
 
 
 def _check_mutants(args):
-    config = config_from_args(args)
-    Layout(config)                              # a configuration the decode layout cannot hold: fail now
     if not args.rtl:
+        Layout(config_from_args(args))          # a configuration the decode layout cannot hold: fail now
         given = [o for o, v in (("--only", args.only), ("--timeout", args.timeout), ("--no-baseline", args.no_baseline),
                                 ("--source", args.source)) if v]
         if given:
