@@ -14,9 +14,15 @@ work, so it is skipped; but each kind of validator must refuse the values that a
 (``MUST_REFUSE``), so a validator that lets them through fails here too. An option without a validator of
 ``ga2_sw.options`` (a bare ``type=int``, or none) gets every hostile value and must refuse them all.
 
-The default tier (every option, the ten core values) takes well under a minute; ``-m slow`` adds more
-values (floats, NaN, infinities, hex, full-width digits, NUL bytes, newlines, a FIFO, a device, a path
-through a file, ...) and runs one hostile call of every subcommand as a real process.
+Every simulator of the registry is also given a cycle limit too small for its program (exit status 3), made
+to look missing (4) and given a program longer than its instruction memory (2): one line naming it.
+
+The default tier (the ten core values on every option where it first appears, three of them where the same
+option repeats on another subcommand, such as the configuration options) takes well under a minute; ``-m
+slow`` gives every option the rest of the core values and more (floats, NaN, infinities, hex, full-width
+digits, NUL bytes, newlines, a FIFO, a device, a path through a file, ...) and runs one hostile call of every
+subcommand as a real process. ``GA2_HOSTILE_TIMEOUT`` sets the time limit per call (default 20 s);
+``GA2_HOSTILE_STATS=FILE`` counts the calls.
 """
 
 import argparse
@@ -365,6 +371,16 @@ def test_the_sweep_covers_every_subcommand():
         subs = _subcommands(_parser_of(prog))
         assert subs, prog
         assert {(prog, c) for c in subs} <= commands
+
+
+def test_every_option_has_a_validator():
+    """Every option that takes a value is checked while parsing: by a validator of ``ga2_sw.options`` (it has a
+    ``kind``) or by its choices. A new option with a bare ``type=int`` fails here before it can start work
+    with a value out of range."""
+    bare = [f"{p} {c} {o}" for p, c, o, _ in COMBOS
+            for a in _options(_subcommands(_parser_of(p))[c]) if _name(a) == o
+            if a.nargs != 0 and getattr(a.type, "kind", None) is None and a.choices is None]
+    assert not bare, bare
 
 
 @pytest.mark.parametrize("prog", ENTRY_POINTS)
