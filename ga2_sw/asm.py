@@ -13,6 +13,7 @@ import re
 from . import isa
 from .isa import Op, Err, Instr
 from .numerics import MAX_SHIFT
+from .options import atomic_write
 
 __all__ = ["AsmError", "parse", "format_program", "format_instr", "to_words", "save_image", "load_image",
            "save_mem", "load_mem", "IMAGE_HEADER", "MEM_HEADER"]
@@ -154,7 +155,7 @@ def save_image(path, words):
     for n, w in enumerate(words):
         if not 0 <= w < 1 << isa.INSTR_BITS:
             raise ValueError(f"Instruction {n} must be a {isa.INSTR_BITS}-bit unsigned integer, not {w!r}")
-    with open(path, "w") as f:
+    with atomic_write(path) as f:
         f.write(f"# {IMAGE_HEADER}: {len(words)} instructions, 32 hex digits each (bit 127 first)\n")
         for w in words:
             f.write(f"{w:032x}\n")
@@ -229,7 +230,7 @@ def save_mem(path, words32):
         lines.append(f"{words32[addr]:08x}")
         addr += 1
         expect = addr
-    with open(path, "w") as f:
+    with atomic_write(path) as f:
         f.write("\n".join(lines) + "\n")
 
 

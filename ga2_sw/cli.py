@@ -1,13 +1,16 @@
 """The ``ga2`` command: one subcommand per job. Each subcommand lives in its own module, which provides
-``register(subparsers)``; the module's handler is stored as the parser's ``func`` default."""
+``register(subparsers)``; the module's handler is stored as the parser's ``func`` default, and a check of
+its options that needs more than one of them as its ``check`` default (``ga2_sw.options.run_main`` runs it
+before the handler). Every option has a validator of ``ga2_sw.options``, so a bad value is refused while
+the command line is parsed, before any work starts."""
 
-import argparse
 import importlib
 import sys
 
 from .config import Config
+from .options import Int, Parser, run_main
 
-__all__ = ["main", "add_config_arguments", "config_from_args"]
+__all__ = ["main", "build_parser", "add_config_arguments", "config_from_args"]
 
 # Modules that register subcommands, in the order `ga2 --help` lists them.
 _COMMAND_MODULES = [
@@ -29,16 +32,17 @@ def add_config_arguments(parser, mode=True):
     """--rows, --cols, ... one option per Config field, defaulting to the Config defaults. ``mode=False``
     leaves out --mode for a command that defines its own (decode-table runs both modes)."""
     group = parser.add_argument_group("configuration")
+    defaults = Config()
     for name, text in Config.field_help().items():
         if name == "mode" and not mode:
             continue
         if name == "mode":
             group.add_argument("--mode", dest="cfg_mode", choices=Config.field_range("mode"),
-                               default=Config().mode.value, help=f"{text} (default %(default)s)")
+                               default=defaults.mode.value, help=f"{text} (default %(default)s)")
             continue
         lo, hi = Config.field_range(name)
-        group.add_argument(f"--{name.replace('_', '-')}", dest=f"cfg_{name}", type=int, metavar="N",
-                           default=getattr(Config(), name), help=f"{text} ({lo}..{hi}; default %(default)s)")
+        group.add_argument(f"--{name.replace('_', '-')}", dest=f"cfg_{name}", type=Int(lo, hi), metavar="N",
+                           default=getattr(defaults, name), help=f"{text} ({lo}..{hi}; default %(default)s)")
 
 
 def config_from_args(args):
@@ -46,8 +50,11 @@ def config_from_args(args):
     return Config(**fields)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="ga2", description="GA-2: a batched-decode accelerator generator")
+def build_parser():
+    """The ``ga2`` parser with every subcommand registered."""
+    parser = Parser(prog="ga2", description="GA-2: a batched-decode accelerator generator. Exit statuses: "
+                    "0 done, 1 a difference or a fault, 2 bad usage or input, 3 a simulation hang, 4 a missing "
+                    "tool (README, 'Exit statuses').")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMAND_MODULES:
         try:
@@ -57,18 +64,12 @@ def main(argv=None):
                 continue
             raise
         module.register(sub)
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    try:
-        return args.func(args) or 0
-    except ValueError as exc:                    # bad input: one clear line, no traceback
-        print(f"ga2 {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:                      # `ga2 ... | head`: the reader left, nothing is wrong
-        sys.stderr.close()
-        return 0
+    return parser
+
+
+def main(argv=None):
+    """``ga2``: returns the exit status (README, "Exit statuses")."""
+    return run_main(build_parser(), argv)
 
 
 if __name__ == "__main__":

@@ -19,13 +19,23 @@ else a sentence saying why not) and:
 
 Every result is a ``ga2_sw.machine.Result`` with the same meaning (memories, five counters, error, pc), so
 callers compare them with ``sim.compare.compare_results``. A program that does not halt within the cycle limit
-raises ``sim.jobs.HangError`` on every simulator (``on_hang="return"``: a result with ``hang=True``)."""
+raises ``sim.jobs.HangError`` on every simulator (``on_hang="return"``: a result with ``hang=True``); the
+reference machine, which needs no limit (every program ends, docs/ISA.md), reports one all the same when its
+cycles counter passes the limit, so that ``--cycle-limit`` means the same on every backend.
 
+Every error a backend raises names it: a hang (``HangError``), a missing tool (``require()``:
+``ga2_sw.options.ToolMissing``), a bad program or image (``ValueError``) and a harness failure
+(``SimulatorError``) start with ``NAME: ``; the commands print it as one line with exit status 3, 4, 2 and
+1 (README, "Exit statuses")."""
+
+import contextlib
 import importlib
 import shutil
 import time
 
-from .jobs import DEFAULT_CYCLE_LIMIT, Session, as_job
+from ga2_sw.options import ToolMissing
+
+from .jobs import DEFAULT_CYCLE_LIMIT, HangError, Session, as_job, hang_message
 
 __all__ = ["Backend", "BACKENDS", "DEFAULT_CYCLE_LIMIT", "Runner", "get_backend", "backend_names", "ModelSim"]
 
@@ -68,14 +78,15 @@ class Backend:
         return self.unavailable_reason() is None
 
     def require(self):
-        """ValueError with the reason when this simulator cannot run here."""
+        """``ToolMissing`` (exit status 4), naming the backend and the reason, when it cannot run here."""
         reason = self.unavailable_reason()
         if reason:
-            raise ValueError(reason)
+            raise ToolMissing(f"{self.name}: {reason}")
 
     def open(self, config, **options):
         self.require()
-        return self._open(config, **options)
+        with named(self.name):
+            return _Named(self.name, self._open(config, **options))
 
     def _open(self, config, **options):
         raise NotImplementedError
@@ -94,9 +105,56 @@ class Backend:
         return Runner(self.open(config), cycle_limit)
 
 
+@contextlib.contextmanager
+def named(name):
+    """Prefix ``NAME: `` to the message of a ``HangError``, ``ValueError`` or ``RuntimeError`` (a harness
+    failure, a fault) raised inside, once: every backend's errors name it."""
+    try:
+        yield
+    except (HangError, ValueError, RuntimeError) as exc:
+        if getattr(exc, "backend", None) is None and not isinstance(exc, OSError) and len(exc.args) <= 1:
+            text = str(exc.args[0]) if exc.args else type(exc).__name__
+            if not text.startswith(f"{name}: "):
+                exc.args = (f"{name}: {text}",)
+            exc.backend = name
+        raise
+
+
+class _Named:
+    """A session whose errors name its backend (``named``); everything else is the session's own."""
+
+    def __init__(self, name, session):
+        self.name, self.session = name, session
+
+    def __getattr__(self, attr):
+        return getattr(self.session, attr)
+
+    def run(self, *args, **kwargs):
+        with named(self.name):
+            return self.session.run(*args, **kwargs)
+
+    def run_many(self, *args, **kwargs):
+        with named(self.name):
+            return self.session.run_many(*args, **kwargs)
+
+    def close(self):
+        with named(self.name):
+            self.session.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 class ModelSim(Session):
     """The reference machine as a session. Results carry ``sim_cycles`` (the cycles counter) and the wall
-    and CPU time of each run (``seconds``, ``cpu_seconds``)."""
+    and CPU time of each run (``seconds``, ``cpu_seconds``).
+
+    Every program ends on the machine (docs/ISA.md), so it needs no cycle limit; it honours one all the same,
+    like the simulators: a run whose cycles counter passes ``cycle_limit`` raises ``HangError`` naming the
+    instruction in flight at the limit (``on_hang="return"``: the finished run, with ``hang=True``)."""
 
     build_time = cached = load_time = None
 
@@ -105,14 +163,33 @@ class ModelSim(Session):
         self.config, self.machine = config, Machine(config)
 
     def run(self, program, ext=None, sp=None, cycle_limit=DEFAULT_CYCLE_LIMIT, *, dump_sp=True, on_hang="raise"):
+        if isinstance(cycle_limit, bool) or not isinstance(cycle_limit, int) or cycle_limit < 1:
+            raise ValueError(f"Cycle limit must be a positive integer, not {cycle_limit!r}")
         t0, c0 = time.perf_counter(), time.process_time()
-        r = self.machine.run(program, ext, sp)          # it cannot hang (docs/ISA.md): no cycle limit needed
+        r = self.machine.run(program, ext, sp)
         r.seconds, r.cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
         r.sim_cycles = r.counters.cycles
+        r.hang = r.counters.cycles > cycle_limit
+        if r.hang and on_hang == "raise":
+            raise HangError(hang_message(cycle_limit, _pc_at(program, self.config, cycle_limit), cycle_limit))
         return r
 
     def run_many(self, jobs, *, on_hang="raise"):
-        return [self.run(j.program, j.ext, j.sp) for j in map(as_job, jobs)]
+        return [self.run(j.program, j.ext, j.sp, j.cycle_limit, on_hang=on_hang) for j in map(as_job, jobs)]
+
+
+def _pc_at(program, config, limit):
+    """The pc of the instruction the machine is on when its cycles counter reaches ``limit`` (the cycle model
+    replayed one instruction at a time, as ``ga2_sw.cycles.run_program`` times it)."""
+    from ga2_sw.cycles import run_program
+
+    def cycles_through(n):                       # the first n instructions, then a stop at pc n (ILLEGAL)
+        return run_program(list(program[:n]), config)[0].cycles
+    lo, hi = 0, len(program)                     # the counter passes the limit within the first hi, not lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if cycles_through(mid) > limit else (mid, hi)
+    return lo
 
 
 class _Model(Backend):

@@ -8,6 +8,8 @@ import time
 from ga2_sw.cycles import cycle_counts
 from ga2_sw.machine import Machine
 
+from ga2_sw.options import SEED, Float, Int, Names
+
 from .backends import backend_names, get_backend
 from .compare import compare_results, format_program
 from .random_programs import FUZZ_CONFIG, cycle_limit_for, fuzz_job
@@ -84,15 +86,16 @@ def _print_bench(report):
                   f"this load {e['load_seconds']:.2f} s")
 
 
+def _check_bench_sim(args):
+    for s in args.sims:
+        get_backend(s).require()                 # a simulator that cannot run here: exit status 4, now
+
+
 def _bench_sim(args):
     from ga2_sw.cli import config_from_args
     from ga2_sw.analyses.common import write_json
     config = config_from_args(args)
-    if args.programs != "decode-table":
-        raise ValueError(f"Unknown program set {args.programs!r}; known: decode-table")
-    sims = [s.strip() for s in args.sims.split(",") if s.strip()]
-    for s in sims:
-        get_backend(s).require()                 # ValueError for an unknown or unavailable one
+    sims = list(args.sims)
     report = bench_sim(config, sims, seed=args.seed, repeat=args.repeat, pysim_repeat=args.pysim_repeat)
     _print_bench(report)
     if args.json:
@@ -107,6 +110,8 @@ def fuzz(config, count, seed, sim_name="verilator", batch=200, progress=True, ou
     """Differential fuzzing; returns (programs run, seconds, first failure or None). Case i uses the seed
     ``seed * 1_000_003 + i`` (i from ``start``), so one failing case can be replayed alone."""
     from tqdm import tqdm
+    if not (isinstance(count, int) and count >= 1 and isinstance(batch, int) and batch >= 1):
+        raise ValueError(f"fuzz: count and batch must be at least 1, not {count!r} and {batch!r}")
     sim = get_backend(sim_name).open(config)
     if sim.build_time is not None:
         print(f"{sim_name}: build {sim.build_time:.1f} s ({'cached' if sim.cached else 'built now'})", file=out)
@@ -144,8 +149,6 @@ def fuzz(config, count, seed, sim_name="verilator", batch=200, progress=True, ou
 def _fuzz(args):
     from ga2_sw.cli import config_from_args
     config = config_from_args(args)
-    if args.count < 1:
-        raise ValueError(f"--count must be at least 1, not {args.count}")
     done, seconds, failure = fuzz(config, args.count, args.seed, args.sim, batch=args.batch,
                                   progress=not args.no_progress, fault_rate=args.fault_rate, start=args.start)
     rate = done / seconds if seconds else float("inf")
@@ -166,33 +169,52 @@ def _fuzz(args):
     return 0
 
 
+# What the options take.
+REPEAT = Int(1, 10_000)
+PYSIM_REPEAT = Int(1, 100)
+COUNT = Int(1, 10**9)
+START = Int(0, 10**12)
+BATCH = Int(1, 100_000)
+FAULT_RATE = Float(0.0, 1.0)
+
+
 def register(sub):
     from ga2_sw.cli import add_config_arguments
+    from ga2_sw.analyses.common import json_option
     p = sub.add_parser("bench-sim", help="simulated cycles per second of pysim, Verilator (and others) on the "
                        "decode-table programs")
-    p.add_argument("--programs", default="decode-table", help="program set (default %(default)s)")
+    p.add_argument("--programs", default="decode-table", choices=("decode-table",),
+                   help="program set (default %(default)s)")
     p.add_argument("--sims", default="pysim,verilator", metavar="A,B",
+                   type=Names(backend_names, many=True, what="simulator"),
                    help=f"simulators: {', '.join(backend_names())} (default %(default)s)")
-    p.add_argument("--repeat", type=int, default=20, metavar="N",
-                   help="runs of each program on Verilator, for a stable figure (default %(default)s)")
-    p.add_argument("--pysim-repeat", type=int, default=1, metavar="N",
-                   help="runs of each program on pysim (default %(default)s; each pass takes ~10 s)")
-    p.add_argument("--seed", type=int, default=4242, help="workload seed (default %(default)s)")
-    p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
+    p.add_argument("--repeat", type=REPEAT, default=20, metavar="N",
+                   help=f"runs of each program on Verilator, for a stable figure, {REPEAT.describe()} "
+                        f"(default %(default)s)")
+    p.add_argument("--pysim-repeat", type=PYSIM_REPEAT, default=1, metavar="N",
+                   help=f"runs of each program on pysim, {PYSIM_REPEAT.describe()} (default %(default)s; each pass "
+                        f"takes ~10 s)")
+    p.add_argument("--seed", type=Int(*SEED), default=4242,
+                   help=f"workload seed, {SEED[0]}..{SEED[1]} (default %(default)s)")
+    p.add_argument("--json", metavar="FILE", type=json_option(), help="write the figures as JSON")
     add_config_arguments(p)
-    p.set_defaults(func=_bench_sim)
+    p.set_defaults(func=_bench_sim, check=_check_bench_sim)
 
     p = sub.add_parser("fuzz", help="differential fuzzing: random valid and faulting programs on the RTL "
                        "against the reference machine")
-    p.add_argument("--count", type=int, default=1000, metavar="N", help="programs (default %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="seed (default %(default)s)")
+    p.add_argument("--count", type=COUNT, default=1000, metavar="N",
+                   help=f"programs, {COUNT.describe()} (default %(default)s)")
+    p.add_argument("--seed", type=Int(*SEED), default=0, help=f"seed, {SEED[0]}..{SEED[1]} (default %(default)s)")
     p.add_argument("--sim", default="verilator", choices=backend_names(harness=True),
                    help="simulator (default %(default)s)")
-    p.add_argument("--start", type=int, default=0, metavar="I", help="first case index (replays case I with "
-                   "--count 1; default %(default)s)")
-    p.add_argument("--batch", type=int, default=200, metavar="N", help="programs per simulator process (default %(default)s)")
-    p.add_argument("--fault-rate", type=float, default=0.3, metavar="F",
-                   help="fraction of programs that end in a faulting instruction (default %(default)s)")
+    p.add_argument("--start", type=START, default=0, metavar="I", help=f"first case index, {START.describe()} "
+                   "(replays case I with --count 1; default %(default)s)")
+    p.add_argument("--batch", type=BATCH, default=200, metavar="N",
+                   help=f"programs per simulator process, {BATCH.describe()} (default %(default)s)")
+    p.add_argument("--fault-rate", type=FAULT_RATE, default=0.3, metavar="F",
+                   help=f"fraction of programs that end in a faulting instruction, {FAULT_RATE.describe()} "
+                        f"(default %(default)s)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_config_arguments(p)
-    p.set_defaults(func=_fuzz, **{f"cfg_{k}": v for k, v in FUZZ_CONFIG.to_dict().items()})
+    p.set_defaults(func=_fuzz, check=lambda args: get_backend(args.sim).require(),
+                   **{f"cfg_{k}": v for k, v in FUZZ_CONFIG.to_dict().items()})

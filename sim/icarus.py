@@ -21,7 +21,8 @@ from pathlib import Path
 from amaranth.utils import ceil_log2
 
 from .cache import cache_root, file_lock
-from .jobs import DEFAULT_CYCLE_LIMIT, Job, Session, SimulatorError, as_job, check_job, parse_results, write_jobs
+from .jobs import (DEFAULT_CYCLE_LIMIT, Job, Session, SimulatorError, SimulatorMissing, as_job, check_job, parse_results,
+                   write_jobs)
 from .verilog import verilog_for
 
 __all__ = ["IcarusSim", "icarus_available"]
@@ -43,7 +44,7 @@ class IcarusSim(Session):
 
     def __init__(self, config, *, cache_dir=None):
         if not icarus_available():
-            raise SimulatorError("Icarus Verilog not found (iverilog and vvp must be on PATH)")
+            raise SimulatorMissing("Icarus Verilog not found (iverilog and vvp must be on PATH)")
         self.config = config
         t0 = time.perf_counter()
         self.verilog = verilog_for(config)

@@ -17,8 +17,9 @@ from ga2_sw.asm import to_words
 from ga2_sw.cycles import Counters
 from ga2_sw.isa import Err, INSTR_BITS
 from ga2_sw.machine import Result
+from ga2_sw.options import ToolMissing
 
-__all__ = ["Session", "DEFAULT_CYCLE_LIMIT", "HangError", "SimulatorError", "Job", "as_job", "check_job", "hang_message",
+__all__ = ["Session", "DEFAULT_CYCLE_LIMIT", "HangError", "SimulatorError", "SimulatorMissing", "Job", "as_job", "check_job", "hang_message",
            "write_header", "write_job", "write_jobs", "parse_result_block", "make_result", "parse_results",
            "FORMAT_VERSION"]
 
@@ -49,6 +50,10 @@ class HangError(RuntimeError):
 
 class SimulatorError(RuntimeError):
     """The simulator could not be built or its harness failed."""
+
+
+class SimulatorMissing(SimulatorError, ToolMissing):
+    """The simulator (or a tool it builds with) is not installed: exit status 4 of the commands."""
 
 
 def hang_message(limit, pc, cycles):

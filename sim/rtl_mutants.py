@@ -443,7 +443,8 @@ def main_rtl(args):
     for p in s["problems"]:
         print(f"PROBLEM: {p}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"seconds": round(elapsed, 1), "jobs": jobs, "selection": list(SELECTION), **s}, f, indent=1)
-            f.write("\n")
+        from ga2_sw.options import atomic_write
+        with atomic_write(args.json) as f:
+            f.write(json.dumps({"seconds": round(elapsed, 1), "jobs": jobs, "selection": list(SELECTION), **s},
+                               indent=1) + "\n")
     return 1 if s["problems"] else 0

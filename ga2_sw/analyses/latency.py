@@ -30,6 +30,7 @@ JSON units: seconds for the assumed chip, cycles for GA-2.
 from .. import cycles, decode
 from ..cli import add_config_arguments, config_from_args
 from ..isa import Err
+from ..options import Float, Int
 from .common import add_output_arguments, emit, finish_plot, table
 from .traffic import sequence_words, weight_words
 
@@ -238,16 +239,31 @@ def register(sub):
                                    "against batch size and against context length, derived for an assumed chip "
                                    "and measured on GA-2's cycle model.")
     a = p.add_argument_group("assumed chip (defaults: 7B int8 model, 1 TB/s, 400 TMAC/s)")
-    a.add_argument("--params", type=float, help=f"weights (default {ASSUMED['params']:g})")
-    a.add_argument("--bytes-per-weight", type=float, help="bytes per weight (default 1: int8)")
-    a.add_argument("--kv-bytes-per-token", type=float, help="KV-cache bytes per token (default 262144 = 256 KiB)")
-    a.add_argument("--kv-bytes-per-element", type=float,
-                   help="bytes per cached element, each used in one MAC (default 1: int8)")
-    a.add_argument("--context", type=int, help="context of the against-batch graph (default 4096)")
-    a.add_argument("--batch", type=int, help="batch of the against-context graph (default 16)")
-    a.add_argument("--bandwidth", type=float, help="memory bandwidth, bytes/s (default 1e12)")
-    a.add_argument("--macs-per-s", type=float, help="compute peak, MAC/s (default 4e14)")
-    a.add_argument("--flops", type=float, help="compute peak as FLOP/s (2 per MAC), instead of --macs-per-s")
+    for option, metavar, text in (
+            ("--params", "N", f"weights (default {ASSUMED['params']:g})"),
+            ("--bytes-per-weight", "BYTES", "bytes per weight (default 1: int8)"),
+            ("--kv-bytes-per-token", "BYTES", "KV-cache bytes per token (default 262144 = 256 KiB)"),
+            ("--kv-bytes-per-element", "BYTES", "bytes per cached element, each used in one MAC (default 1: int8)"),
+            ("--context", "TOKENS", "context of the against-batch graph (default 4096)"),
+            ("--batch", "B", "batch of the against-context graph (default 16)"),
+            ("--bandwidth", "BYTES_PER_S", "memory bandwidth, bytes/s (default 1e12)"),
+            ("--macs-per-s", "MACS", "compute peak, MAC/s (default 4e14)"),
+            ("--flops", "FLOPS", "compute peak as FLOP/s (2 per MAC), instead of --macs-per-s")):
+        v = LIMITS[option]
+        a.add_argument(option, type=v, metavar=metavar, help=f"{text}; {v.describe()}")
     add_config_arguments(p)
     add_output_arguments(p)
-    p.set_defaults(func=_run)
+    p.set_defaults(func=_run, check=_check)
+
+
+# What each assumed-chip option takes.
+LIMITS = {
+    "--params": Float(1, 1e15), "--bytes-per-weight": Float(0, 64, lo_open=True),
+    "--kv-bytes-per-token": Float(1, 1e12), "--kv-bytes-per-element": Float(0, 64, lo_open=True),
+    "--context": Int(1, 10**8), "--batch": Int(1, 10**6), "--bandwidth": Float(1, 1e18),
+    "--macs-per-s": Float(1, 1e21), "--flops": Float(2, 2e21),
+}
+
+
+def _check(args):
+    _assumed_from_args(args)

@@ -14,6 +14,7 @@ batch grows every format flattens at the same limit BW / KV bytes per request, b
 not amortise over the batch.
 """
 
+from ..options import Float, Int, IntList
 from .common import add_output_arguments, emit, finish_plot, table
 
 __all__ = ["DEFAULTS", "WEIGHT_FORMATS", "tokens_per_s", "analyse", "to_json", "register"]
@@ -117,17 +118,17 @@ def plot(result, path):
     finish_plot(fig, path)
 
 
-def _batches(text):
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise ValueError(f"--batches must be a comma-separated list of whole numbers, not {text!r}") from None
-    return tuple(values)
+# What the options take.
+PARAMS = Float(1, 1e15)
+KV_BYTES_PER_TOKEN = Float(1, 1e12)
+CONTEXT = Int(1, 10**8)
+BANDWIDTH = Float(1, 1e18)
+BATCHES = IntList(1, 10**6)
 
 
 def _run(args):
     result = analyse(params=args.params, kv_bytes_per_token=args.kv_bytes_per_token, context=args.context,
-                     bandwidth=args.bandwidth, batches=_batches(args.batches))
+                     bandwidth=args.bandwidth, batches=args.batches)
     print(format_table(result))
     return emit(args, to_json(result), lambda path: plot(result, path))
 
@@ -136,15 +137,16 @@ def register(sub):
     p = sub.add_parser("model7b", help="derived tokens/s of a 7B-class model on an assumed memory-bound chip",
                        description="Derived (not measured) decode throughput B x BW / (weights + B x cache) for "
                                    "fp16, int8 and int4 weights of a 7B-class model.")
-    p.add_argument("--params", type=float, default=DEFAULTS["params"],
-                   help="number of weights (default %(default)g)")
-    p.add_argument("--kv-bytes-per-token", type=float, default=DEFAULTS["kv_bytes_per_token"],
-                   help="KV-cache bytes per token of context (default %(default)g = 256 KiB)")
-    p.add_argument("--context", type=int, default=DEFAULTS["context"],
-                   help="context length in tokens (default %(default)s)")
-    p.add_argument("--bandwidth", type=float, default=DEFAULTS["bandwidth"],
-                   help="memory bandwidth in bytes/s (default %(default)g)")
-    p.add_argument("--batches", default=",".join(map(str, DEFAULTS["batches"])),
-                   help="comma-separated batch sizes for the table (default %(default)s)")
+    p.add_argument("--params", type=PARAMS, default=DEFAULTS["params"], metavar="N",
+                   help=f"number of weights, {PARAMS.describe()} (default %(default)g)")
+    p.add_argument("--kv-bytes-per-token", type=KV_BYTES_PER_TOKEN, default=DEFAULTS["kv_bytes_per_token"],
+                   metavar="BYTES", help=f"KV-cache bytes per token of context, {KV_BYTES_PER_TOKEN.describe()} "
+                                         f"(default %(default)g = 256 KiB)")
+    p.add_argument("--context", type=CONTEXT, default=DEFAULTS["context"], metavar="TOKENS",
+                   help=f"context length in tokens, {CONTEXT.describe()} (default %(default)s)")
+    p.add_argument("--bandwidth", type=BANDWIDTH, default=DEFAULTS["bandwidth"], metavar="BYTES_PER_S",
+                   help=f"memory bandwidth in bytes/s, {BANDWIDTH.describe()} (default %(default)g)")
+    p.add_argument("--batches", default=",".join(map(str, DEFAULTS["batches"])), type=BATCHES, metavar="B,B",
+                   help=f"comma-separated batch sizes for the table, each {BATCHES.describe()} (default %(default)s)")
     add_output_arguments(p)
     p.set_defaults(func=_run)

@@ -30,6 +30,7 @@ import math
 import tomllib
 from dataclasses import dataclass
 
+from ..options import Float, InputFile, Int, Parsed
 from .common import add_output_arguments, emit, finish_plot, table
 
 __all__ = ["Chip", "DEFAULT_MODEL", "DEFAULT_CHIPS", "DEFAULT_CONTEXTS", "DEFAULT_BATCHES", "max_batch",
@@ -183,7 +184,7 @@ def settings_from_args(args):
             raise ValueError(f"--kv-bytes-per-token must be a positive number, not {args.kv_bytes_per_token!r}")
         s["kv_bytes_per_token"] = args.kv_bytes_per_token
     if args.chip:
-        s["chips"] = tuple(parse_chip(c) for c in args.chip)
+        s["chips"] = tuple(c if isinstance(c, Chip) else parse_chip(c) for c in args.chip)
     if args.context:
         if any(c < 1 for c in args.context):
             raise ValueError(f"--context must be a positive number of tokens, not {min(args.context)}")
@@ -267,9 +268,19 @@ def plot(settings, rows, path, context=None):
     finish_plot(fig, path)
 
 
+# What the options take (bytes, tokens, batch sizes; the chips' figures are checked by ``parse_chip``).
+WEIGHT_BYTES = Float(1, 1e15)
+KV_BYTES_PER_TOKEN = Float(1, 1e12)
+CONTEXT = Int(1, 10**8)
+BATCH = Int(1, 10**6)
+
+
+def _check(args):
+    _check_plot_context(settings_from_args(args), args.plot_context)
+
+
 def _run(args):
     settings = settings_from_args(args)
-    _check_plot_context(settings, args.plot_context)      # fail before printing anything
     rows = plan(settings["weight_bytes"], settings["kv_bytes_per_token"], settings["chips"],
                 settings["contexts"], settings["batches"])
     print(format_tables(settings, rows))
@@ -280,18 +291,20 @@ def register(sub):
     p = sub.add_parser("planner", help="capacity planner: max batch and tokens/s per chip and context (derived)",
                        description=__doc__.split("\n\n")[0] + " Model, chips and contexts are editable; see "
                                    "the module docstring of ga2_sw.analyses.planner for the TOML schema.")
-    p.add_argument("--config", metavar="FILE.toml",
+    p.add_argument("--config", metavar="FILE.toml", type=InputFile(decode=load_toml),
                    help="read model, chips, contexts and batches from a TOML file (keys: weight_bytes, "
                         "kv_bytes_per_token, contexts, batches, [[chip]] name/capacity_gb/bandwidth_tb_per_s)")
     p.add_argument("--chip", action="append", metavar="NAME:CAPACITY_GB:TBPS",
-                   help="a chip, e.g. A:24:0.5 (repeatable; replaces the default chips A, B, C)")
-    p.add_argument("--context", action="append", type=int, metavar="TOKENS",
-                   help="a context length (repeatable; default 2048, 8192, 32768)")
-    p.add_argument("--batch", action="append", type=int, metavar="B",
-                   help="a batch size to tabulate (repeatable; default 1, 4, 16, 64)")
-    p.add_argument("--weight-bytes", type=float, help="bytes of weights (default 7e9: 7B int8)")
-    p.add_argument("--kv-bytes-per-token", type=float, help="KV-cache bytes per token (default 262144 = 256 KiB)")
-    p.add_argument("--plot-context", type=int, metavar="TOKENS",
-                   help="plot only this context (default: one panel per context)")
+                   type=Parsed(parse_chip, what="NAME:CAPACITY_GB:TBPS"), help="a chip, e.g. A:24:0.5 (repeatable; replaces the default chips A, B, C)")
+    p.add_argument("--context", action="append", type=CONTEXT, metavar="TOKENS",
+                   help=f"a context length, {CONTEXT.describe()} (repeatable; default 2048, 8192, 32768)")
+    p.add_argument("--batch", action="append", type=BATCH, metavar="B",
+                   help=f"a batch size to tabulate, {BATCH.describe()} (repeatable; default 1, 4, 16, 64)")
+    p.add_argument("--weight-bytes", type=WEIGHT_BYTES, metavar="BYTES",
+                   help=f"bytes of weights, {WEIGHT_BYTES.describe()} (default 7e9: 7B int8)")
+    p.add_argument("--kv-bytes-per-token", type=KV_BYTES_PER_TOKEN, metavar="BYTES",
+                   help=f"KV-cache bytes per token, {KV_BYTES_PER_TOKEN.describe()} (default 262144 = 256 KiB)")
+    p.add_argument("--plot-context", type=CONTEXT, metavar="TOKENS",
+                   help="plot only this context, one of the planned ones (default: one panel per context)")
     add_output_arguments(p)
-    p.set_defaults(func=_run)
+    p.set_defaults(func=_run, check=_check)

@@ -19,6 +19,8 @@ last token.
 from .. import cycles, decode
 from ..cli import add_config_arguments, config_from_args
 from ..isa import Err
+from ..config import Config
+from ..options import Int, IntList
 from .common import add_output_arguments, emit, finish_plot, table
 
 __all__ = ["DEFAULT_REQUESTS", "StepCost", "static_schedule", "continuous_schedule", "serve", "to_json", "register"]
@@ -209,17 +211,20 @@ def plot(result, path):
     finish_plot(fig, path)
 
 
-def _requests(text):
-    try:
-        return [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise ValueError(f"--requests must be a comma-separated list of token counts, not {text!r}") from None
+# What the options take; the configuration narrows both (``_check``: max_ctx and rows).
+REQUESTS = IntList(1, Config.field_range("max_ctx")[1], max_items=4096)
+CAPACITY = Int(1, Config.field_range("rows")[1])
+
+
+def _check(args):
+    config = config_from_args(args)
+    _validate(config, list(args.requests), config.rows if args.capacity is None else args.capacity)
 
 
 def _run(args):
     config = config_from_args(args)
     cost = StepCost(config)
-    result = serve(config, _requests(args.requests), args.capacity, cost)
+    result = serve(config, list(args.requests), args.capacity, cost)
     print(format_report(config, result, cost))
     return emit(args, to_json(result), lambda path: plot(result, path))
 
@@ -228,10 +233,10 @@ def register(sub):
     p = sub.add_parser("serving", help="static against continuous batching, step costs from the real programs",
                        description="Serve requests with static and with continuous batching; every decode step "
                                    "costs the cycles of the real batched program for the sequences present.")
-    p.add_argument("--requests", default=",".join(map(str, DEFAULT_REQUESTS)), metavar="N,N,...",
-                   help="output tokens each request wants, in arrival order (default %(default)s)")
-    p.add_argument("--capacity", type=int, default=None, metavar="N",
-                   help="sequences per decode step (default: --rows)")
+    p.add_argument("--requests", default=",".join(map(str, DEFAULT_REQUESTS)), metavar="N,N,...", type=REQUESTS,
+                   help="output tokens each request wants, in arrival order, each 1..--max-ctx (default %(default)s)")
+    p.add_argument("--capacity", type=CAPACITY, default=None, metavar="N",
+                   help="sequences per decode step, 1..--rows (default: --rows)")
     add_config_arguments(p)
     add_output_arguments(p)
-    p.set_defaults(func=_run)
+    p.set_defaults(func=_run, check=_check)

@@ -6,57 +6,101 @@ import sys
 import time
 
 from .. import decode as dec
-from ..analyses.common import table, write_json
+from ..analyses.common import json_option, table, write_json
 from ..check import check_batching, ragged_lengths, DEFAULT_LENGTHS, DEFAULT_SEEDS
 from ..cli import add_config_arguments, config_from_args
+from ..config import Config
 from ..layout import Layout
+from ..options import SEED, Float, Int, IntList, Names, Parsed
 
 __all__ = ["register", "count_programs", "accuracy"]
 
 
-def _int_list(text):
-    try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise ValueError(f"Expected comma-separated integers, not {text!r}") from None
-    if not values:
-        raise ValueError(f"Expected at least one integer, not {text!r}")
-    return values
+# What the options take; the configuration narrows lengths and batches further (``_check_*``).
+_SEEDS = IntList(*SEED)
+_LENGTHS = IntList(1, Config.field_range("max_ctx")[1])
+_BATCHES = IntList(1, Config.field_range("rows")[1])
+_JOBS = (1, 1024)
+_TIMEOUT = (1.0, 7 * 24 * 3600.0)
 
 
-def _lengths(text, config):
-    lengths = _int_list(text)
-    if any(L < 1 for L in lengths):
-        raise ValueError(f"Context lengths must be at least 1, not {min(lengths)}")
+def _fitting_lengths(lengths, config):
     if not any(L <= config.max_ctx for L in lengths):
-        raise ValueError(f"No context length in {text!r} fits max_ctx ({config.max_ctx})")
+        raise ValueError(f"--lengths: no context length in {','.join(map(str, lengths))} fits config field "
+                         f"'max_ctx' ({config.max_ctx}); raise --max-ctx or give shorter lengths")
     return lengths
+
+
+def _check_batching_args(args):
+    config = config_from_args(args)
+    Layout(config)
+    from sim.backends import get_backend
+    get_backend(args.sim).require()              # a simulator that cannot run here: exit status 4, now
+    _fitting_lengths(args.lengths, config)
+    bad = [b for b in (args.batches or ()) if b > config.rows]
+    if bad:
+        raise ValueError(f"--batches: batch sizes must be in 1..{config.rows} (config field 'rows'), not {bad[0]}")
+
+
+def _check_accuracy(args):
+    config = config_from_args(args)
+    Layout(config)
+    _fitting_lengths(args.lengths, config)
+
+
+def _rtl_label(text):
+    """A text that is part of at least one RTL mutant's label (``ga2 mutants --rtl --only``)."""
+    from sim.rtl_mutants import RTL_MUTANTS
+    if not text.strip() or not any(text in m.label for m in RTL_MUTANTS):
+        raise ValueError(f"no RTL mutant label contains {text!r} (`ga2 mutants --rtl --no-baseline --only` "
+                         f"selects by part of a label)")
+    return text
+
+
+def _source_tree(text):
+    """worktree, head, or a folder holding a GA-2 tree (with ga2_hdl/ and tests/)."""
+    import os
+    if text in ("worktree", "head"):
+        return text
+    if not text or not (os.path.isdir(os.path.join(text, "ga2_hdl")) and os.path.isdir(os.path.join(text, "tests"))):
+        raise ValueError(f"must be worktree, head or a folder holding a GA-2 tree (ga2_hdl/, tests/), not {text!r}")
+    return text
+
+
+def _check_mutants(args):
+    if not args.rtl:
+        Layout(config_from_args(args))          # a configuration the decode layout cannot hold: fail now
+        given = [o for o, v in (("--only", args.only), ("--timeout", args.timeout), ("--no-baseline", args.no_baseline),
+                                ("--source", args.source)) if v]
+        if given:
+            raise ValueError(f"{given[0]} needs --rtl")
 
 
 def register(sub):
     from sim.backends import backend_names
     p = sub.add_parser("check-batching", help="batch invariance of the batched decode builder (and its "
                        "integer reference), on the model or a simulator")
-    p.add_argument("--sim", default="model", metavar="NAME",
+    p.add_argument("--sim", default="model", metavar="NAME", type=Names(backend_names, what="simulator"),
                    help=f"what runs the programs: {', '.join(backend_names())} (sim.backends; default %(default)s)")
     p.add_argument("--no-ragged", action="store_true", help="leave out the ragged batch")
-    p.add_argument("--seeds", default=",".join(map(str, DEFAULT_SEEDS)), metavar="S,S",
-                   help="workload seeds (default %(default)s)")
-    p.add_argument("--lengths", default=",".join(map(str, DEFAULT_LENGTHS)), metavar="L,L",
-                   help="context lengths decoded step by step (default %(default)s; longer than max_ctx are skipped)")
-    p.add_argument("--batches", metavar="B,B", help="batch sizes (default 1..rows)")
+    p.add_argument("--seeds", default=",".join(map(str, DEFAULT_SEEDS)), metavar="S,S", type=_SEEDS,
+                   help=f"workload seeds, each in {_SEEDS.describe()} (default %(default)s)")
+    p.add_argument("--lengths", default=",".join(map(str, DEFAULT_LENGTHS)), metavar="L,L", type=_LENGTHS,
+                   help="context lengths decoded step by step (default %(default)s; longer than --max-ctx are "
+                        "skipped)")
+    p.add_argument("--batches", metavar="B,B", type=_BATCHES, help="batch sizes, each in 1..--rows (default 1..rows)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_config_arguments(p)
-    p.set_defaults(func=_check_batching)
+    p.set_defaults(func=_check_batching, check=_check_batching_args)
 
     p = sub.add_parser("accuracy", help="error of the integer decode step against float attention, in output LSBs")
-    p.add_argument("--seeds", default=",".join(map(str, DEFAULT_SEEDS)), metavar="S,S",
-                   help="workload seeds (default %(default)s)")
-    p.add_argument("--lengths", default=",".join(map(str, DEFAULT_LENGTHS)), metavar="L,L",
-                   help="context lengths (default %(default)s)")
-    p.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    p.add_argument("--seeds", default=",".join(map(str, DEFAULT_SEEDS)), metavar="S,S", type=_SEEDS,
+                   help=f"workload seeds, each in {_SEEDS.describe()} (default %(default)s)")
+    p.add_argument("--lengths", default=",".join(map(str, DEFAULT_LENGTHS)), metavar="L,L", type=_LENGTHS,
+                   help="context lengths (default %(default)s; longer than --max-ctx are skipped)")
+    p.add_argument("--json", metavar="FILE", type=json_option(), help="write the results as JSON")
     add_config_arguments(p)
-    p.set_defaults(func=_accuracy)
+    p.set_defaults(func=_accuracy, check=_check_accuracy)
 
     p = sub.add_parser("mutants", help="mutation test of the batch-invariance check: the chapter's 16 broken "
                        "builders and this project's own",
@@ -66,25 +110,26 @@ def register(sub):
                        "exactly 13 (all but the three that confuse sequence lengths). JSON: {\"mutants\": "
                        "[{\"label\", \"own\", \"caught_full\", \"caught_no_ragged\", ...}], \"full\", "
                        "\"no_ragged\", \"total\" (the chapter's mutants), \"own\": {\"full\", \"no_ragged\", \"total\"}}")
-    p.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="mutant checks run in parallel (default: the CPU count, 2 with --rtl)")
+    p.add_argument("--jobs", type=Int(*_JOBS), default=None, metavar="N",
+                   help=f"mutant checks run in parallel, {_JOBS[0]}..{_JOBS[1]} (default: the CPU count, 2 with --rtl)")
     p.add_argument("--chapter-only", action="store_true", help="only the chapter's 16 mutants")
-    p.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    p.add_argument("--json", metavar="FILE", type=json_option(), help="write the results as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--rtl", action="store_true",
                    help="mutation test of the RTL instead (sim/rtl_mutants.py): each mutant breaks a copy of "
                    "ga2_hdl and runs a fixed selection of the project's tests on it; --jobs defaults to 2 here")
-    p.add_argument("--only", nargs="+", metavar="LABEL",
+    p.add_argument("--only", nargs="+", metavar="LABEL", type=Parsed(_rtl_label, what="part of an RTL mutant label"),
                    help="with --rtl: only the mutants whose label contains one of these texts")
-    p.add_argument("--timeout", type=float, default=900, metavar="S",
-                   help="with --rtl: seconds per mutant before it counts as a timeout (default %(default)s)")
+    p.add_argument("--timeout", type=Float(*_TIMEOUT), default=None, metavar="S",
+                   help=f"with --rtl: seconds per mutant before it counts as a timeout, {_TIMEOUT[0]:g}..{_TIMEOUT[1]:g} "
+                        f"(default 900)")
     p.add_argument("--no-baseline", action="store_true", help="with --rtl: skip the unmutated run")
-    p.add_argument("--source", default="worktree", metavar="worktree|head|DIR",
+    p.add_argument("--source", default=None, metavar="worktree|head|DIR", type=Parsed(_source_tree, what="a tree"),
                    help="with --rtl: the tree the mutants are made from, frozen at the start of the run: a "
                    "snapshot of the working tree (default), of the committed tree plus the mutation tool's own "
                    "files (head), or a directory")
     add_config_arguments(p)
-    p.set_defaults(func=_mutants)
+    p.set_defaults(func=_mutants, check=_check_mutants)
 
 
 def _bar(total, disabled, unit):
@@ -106,13 +151,9 @@ def count_programs(config, batches, lengths, seeds, ragged):
 def _check_batching(args):
     from sim.backends import get_backend
     config = config_from_args(args)
-    Layout(config)
+    seeds, lengths = args.seeds, args.lengths
+    batches = args.batches or tuple(range(1, config.rows + 1))
     runner = get_backend(args.sim).runner(config)
-    seeds, lengths = _int_list(args.seeds), _lengths(args.lengths, config)
-    batches = _int_list(args.batches) if args.batches else tuple(range(1, config.rows + 1))
-    bad = [b for b in batches if not 1 <= b <= config.rows]
-    if bad:
-        raise ValueError(f"Batch sizes must be in 1..{config.rows} (config field 'rows'), not {bad[0]}")
     ragged = not args.no_ragged
     print(f"batch invariance on {args.sim}: batches {', '.join(map(str, batches))}; lengths "
           f"{', '.join(str(L) for L in lengths if L <= config.max_ctx)}; seeds {', '.join(map(str, seeds))}; "
@@ -173,8 +214,7 @@ def accuracy(config, lengths=DEFAULT_LENGTHS, seeds=DEFAULT_SEEDS, runner=None):
 
 def _accuracy(args):
     config = config_from_args(args)
-    Layout(config)
-    res = accuracy(config, _lengths(args.lengths, config), _int_list(args.seeds))
+    res = accuracy(config, args.lengths, args.seeds)
     print("integer decode step against float attention of the unquantised model, error in output LSBs "
           "|out8 - out_float / scale_o| (B = 1 workloads of the invariance check)")
     rows = [(r["L"], r["steps"], r["values"], round(r["max"], 2), round(r["mean"], 2)) for r in res["lengths"]]
@@ -190,6 +230,8 @@ def _accuracy(args):
 # -- mutants -------------------------------------------------------------------------------------------
 
 def _mutants(args):
+    if args.timeout is None:
+        args.timeout = 900.0
     if args.rtl:
         from sim.rtl_mutants import main_rtl
         return main_rtl(args)
@@ -198,9 +240,6 @@ def _mutants(args):
     from .. import mutants as M
     from ..mutation import FAULT
     config = config_from_args(args)
-    Layout(config)                              # a configuration the decode layout cannot hold: fail now
-    if args.jobs < 1:
-        raise ValueError(f"--jobs must be at least 1, not {args.jobs}")
     chosen = M.CHAPTER_MUTANTS if args.chapter_only else M.ALL_MUTANTS
     print("Each mutant deliberately breaks a copy of the batched builder; 'caught' is the expected verdict.")
     start = time.perf_counter()

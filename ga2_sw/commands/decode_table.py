@@ -4,10 +4,11 @@ in order, decoupled, or both side by side against the memory bound (1 word per c
 import sys
 import time
 
-from ..analyses.common import finish_plot, table, write_json
+from ..analyses.common import finish_plot, json_option, plot_option, table, write_json
 from ..cycles import DecoupledTimer, busy_cycles, lane_of
 from ..decode import traffic
 from ..machine import Machine
+from ..options import SEED, Int
 from ..workloads import decode_table_programs
 
 __all__ = ["register", "decode_table", "CHAPTER_CYCLES"]
@@ -170,12 +171,24 @@ def register(sub):
     from sim.backends import backend_names
     p = sub.add_parser("decode-table", help="cycles, traffic and roofline of the chapter's decode steps")
     p.add_argument("--sim", choices=backend_names(), default="model", help="simulator (default %(default)s)")
-    p.add_argument("--seed", type=int, default=4242, help="workload seed (default %(default)s)")
-    p.add_argument("--json", metavar="FILE", help="write the rows as JSON")
-    p.add_argument("--plot", metavar="FILE.png", help="draw both modes and the decoupled lanes into a PNG")
+    p.add_argument("--seed", type=Int(*SEED), default=4242,
+                   help=f"workload seed, {SEED[0]}..{SEED[1]} (default %(default)s)")
+    p.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
+    p.add_argument("--plot", metavar="FILE.png", type=plot_option(),
+                   help="draw both modes and the decoupled lanes into a PNG (or .pdf, .svg)")
     p.add_argument("--no-fallback", action="store_true",
                    help="fail instead of falling back to pysim when Verilator cannot run")
     p.add_argument("--mode", choices=("inorder", "decoupled", "both"), default="both",
                    help="execution mode(s) to run; both prints them side by side (default %(default)s)")
     add_config_arguments(p, mode=False)
-    p.set_defaults(func=_run)
+    p.set_defaults(func=_run, check=_check)
+
+
+def _check(args):
+    """A simulator that cannot run here is refused now (exit status 4), unless Verilator may fall back."""
+    from sim.backends import get_backend
+    from ..cli import config_from_args
+    from ..layout import Layout
+    Layout(config_from_args(args))               # the decode programs must fit the memories
+    if args.sim != "verilator" or args.no_fallback:
+        get_backend(args.sim).require()
