@@ -167,7 +167,7 @@ RTL_MUTANTS = (
     _m("rq: half_shift shifts by s instead of s - 1", "requantiser",
        "return (x << 1) >> s", "return x >> s", file="ga2_hdl/requant_pipeline.py"),
     _m("rq: multiplier m unsigned (no sign extension)", "requantiser",
-       'mult = Signal(signed(16), name="mult")', 'mult = Signal(16, name="mult")'),
+       "    mult: In(signed(16))", "    mult: In(16)", file="ga2_hdl/requant_pipeline.py"),
     _m("rq: shift field truncated to 5 bits", "requantiser",
        "shift.eq(instr.s),", "shift.eq(instr.s[:5]),"),
     _m("rq: reads one element too few", "requantiser",
