@@ -8,7 +8,7 @@ the extra slice cycles each bank map would cost with the programs laid out as th
 from collections import Counter
 
 from ..isa import Op
-from .common import add_output_arguments, emit, table
+from .common import emit, json_option, table
 
 __all__ = ["BANK_MAPS", "slice_addresses", "bank_conflicts", "register"]
 
@@ -63,5 +63,5 @@ def register(sub):
     p = sub.add_parser("banks", help="bank conflicts of the matrix unit's operand slices under candidate bank maps",
                        description=__doc__.split("\n\n")[0])
     add_config_arguments(p, mode=False)
-    p.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    p.add_argument("--json", metavar="FILE", type=json_option(), help="write the results as JSON")
     p.set_defaults(func=_run, plot=None)
