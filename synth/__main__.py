@@ -53,9 +53,9 @@ def _seeds(args):
         option, text, rule = "--seed", args.seed, "an integer"
     else:
         option, text, rule = "--seeds", args.seeds, "distinct comma-separated integers (at least one)"
-    try:
-        seeds = [int(p) for p in text.split(",")] if option == "--seeds" else [int(text)]
-    except ValueError:
+    try:                                      # the options' own strict numbers: no '1_000', no full-width digits
+        seeds = list(IntList(1, SEED_MAX)(text)) if option == "--seeds" else [Int(1, SEED_MAX)(text)]
+    except argparse.ArgumentTypeError:
         seeds = []
     if not seeds or any(not 1 <= n <= SEED_MAX for n in seeds) or len(set(seeds)) != len(seeds):
         raise ValueError(f"{option} takes {rule} in range 1..{SEED_MAX}, not {text!r}")
