@@ -120,7 +120,7 @@ def named(name):
         raise
 
 
-class _Named:
+class _Named(Session):
     """A session whose errors name its backend (``named``); everything else is the session's own."""
 
     def __init__(self, name, session):
@@ -140,12 +140,6 @@ class _Named:
     def close(self):
         with named(self.name):
             self.session.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 class ModelSim(Session):

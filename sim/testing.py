@@ -23,7 +23,8 @@ from .compare import compare_results
 from .extmem import ExtMemoryModel
 from .jobs import DEFAULT_CYCLE_LIMIT, HangError, hang_message
 
-__all__ = ["UnitBench", "run_bench", "start_and_wait", "ChipBench", "assert_same", "unit_verilog", "verilog_ports"]
+__all__ = ["UnitBench", "simulate", "run_bench", "start_and_wait", "ChipBench", "assert_same", "unit_verilog", "verilog_ports",
+           "assert_build_refused"]
 
 
 class UnitBench(Elaboratable):
@@ -43,17 +44,22 @@ class UnitBench(Elaboratable):
         return m
 
 
-def run_bench(dut, *testbenches, vcd_name=None):
-    """Run testbenches on a 100 MHz clock; a VCD is written only when $GA2_VCD is set."""
+def simulate(dut, *testbenches, vcd=None):
+    """Run testbenches on a 100 MHz clock, writing a waveform to the path ``vcd`` when given."""
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     for tb in testbenches:
         sim.add_testbench(tb)
-    if os.getenv("GA2_VCD") and vcd_name:
-        with sim.write_vcd(f"{vcd_name}.vcd"):
+    if vcd:
+        with sim.write_vcd(vcd):
             sim.run()
     else:
         sim.run()
+
+
+def run_bench(dut, *testbenches, vcd_name=None):
+    """Run testbenches on a 100 MHz clock; a VCD is written only when $GA2_VCD is set."""
+    simulate(dut, *testbenches, vcd=f"{vcd_name}.vcd" if os.getenv("GA2_VCD") and vcd_name else None)
 
 
 async def start_and_wait(ctx, unit, instr_value, limit=100000):
@@ -109,15 +115,7 @@ class ChipBench(Elaboratable):
 
     def simulate(self, *testbenches, vcd=None):
         """Run the testbenches on a 100 MHz clock, writing a waveform to ``vcd`` when given."""
-        sim = Simulator(self)
-        sim.add_clock(1e-8)
-        for tb in testbenches:
-            sim.add_testbench(tb)
-        if vcd:
-            with sim.write_vcd(vcd):
-                sim.run()
-        else:
-            sim.run()
+        simulate(self, *testbenches, vcd=vcd)
 
     async def load_program(self, ctx, program):
         """Write a program (Instr objects or words) through the host port, one word per cycle."""

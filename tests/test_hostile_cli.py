@@ -436,20 +436,20 @@ def _check_one_line(status, out, err, problem, expected_status, pattern):
 
 
 def _built(name):
-    """Build a simulator once outside the time limit of a call: a first Verilator build of a new design takes
-    longer than a call may, and what these tests time is the error path, not the compiler."""
+    """Skip when the simulator cannot run here; else build it once outside the time limit of a call: a first
+    Verilator build of a new design takes longer than a call may, and what these tests time is the error path,
+    not the compiler."""
     from ga2_sw.config import Config
     from sim.backends import BACKENDS
+    reason = BACKENDS[name].unavailable_reason()
+    if reason:
+        pytest.skip(reason)
     with BACKENDS[name].open(Config()):
         pass
 
 
 @pytest.mark.parametrize("name", _backends())
 def test_a_cycle_limit_reached_is_one_line_naming_the_simulator(name, tmp_path, monkeypatch):
-    from sim.backends import BACKENDS
-    reason = BACKENDS[name].unavailable_reason()
-    if reason:
-        pytest.skip(reason)
     _built(name)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "long.s").write_text(LONG)
@@ -487,10 +487,6 @@ def test_simulators_missing_from_an_empty_path(tmp_path, monkeypatch):
 @pytest.mark.parametrize("name", _backends())
 def test_a_program_too_big_is_one_line_naming_the_simulator(name, tmp_path, monkeypatch):
     """1,025 instructions for an instruction memory of 1,024 words."""
-    from sim.backends import BACKENDS
-    reason = BACKENDS[name].unavailable_reason()
-    if reason:
-        pytest.skip(reason)
     _built(name)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "big.s").write_text("HALT\n" * 1025)
