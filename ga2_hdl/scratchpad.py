@@ -2,7 +2,7 @@
 
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import memory, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
 from ga2_sw.timing import SP_WRITE_DELAY
 

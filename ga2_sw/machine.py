@@ -1,6 +1,6 @@
 """The reference machine: executes GA-2 programs bit-exactly and returns memories, counters and error."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .cycles import Counters, run_program
 from .isa import Op, Err

@@ -42,7 +42,7 @@ from ga2_sw.isa import Op
 
 from ga2_hdl.dma import DMA
 from ga2_hdl.pe import ProcessingElement
-from ga2_hdl.requant_pipeline import rounding_term, round_shift, saturate, half_shift, round_half_saturate
+from ga2_hdl.requant_pipeline import rounding_term, saturate, half_shift, round_half_saturate
 from ga2_hdl.requantiser import Requantiser
 from ga2_hdl.sequencer import Sequencer
 from ga2_sw.isa import UNITS

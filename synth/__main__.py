@@ -7,7 +7,7 @@ import sys
 
 from ga2_sw.cli import add_config_arguments, config_from_args
 from ga2_sw.config import MODES
-from ga2_sw.options import (SEED, Float, Int, IntList, Names, OutputDir, OutputFile, Parsed, Parser, atomic_write,
+from ga2_sw.options import (Float, Int, IntList, Names, OutputDir, OutputFile, Parsed, Parser, atomic_write,
                             need_matplotlib, run_main)
 
 

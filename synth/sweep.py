@@ -11,7 +11,7 @@ from ga2_sw.config import MODES
 from ga2_sw.options import savefig
 
 from . import cache
-from .nextpnr import DEVICES, DoesNotFit, ecp5_summary, fits, fmax_seeds
+from .nextpnr import DoesNotFit, ecp5_summary, fits, fmax_seeds
 from .units import UNITS
 from .workload import decode_step, sweep_config, verilator_check
 from .yosys import area, ecp5_netlist

@@ -121,7 +121,7 @@ def _run(args):
     print(f"cycles {c.cycles}  mm {c.mm}  dma {c.dma}  vec {c.vec}  instructions {c.instructions}")
     line = f"error {r.error.name}  pc {r.pc}"
     if not r.ok and r.pc < len(program):
-        instr, err = program[r.pc], r.error
+        instr = program[r.pc]
         if isinstance(instr, int):
             instr, _ = isa.decode(instr)
         if instr is not None:
