@@ -11,7 +11,7 @@ from .ports import WORD
 from .valid_chain import ValidChain
 
 __all__ = ["RequantPipeline", "PRODUCT_WIDTH", "SHIFT_WIDTH", "rounding_term", "round_shift", "saturate",
-           "half_shift", "round_half_saturate"]
+           "half_shift", "round_half_saturate", "round_half_flags", "saturation_thresholds"]
 
 # The product of an int32 and the signed 16-bit multiplier m.
 PRODUCT_WIDTH = 48
@@ -40,14 +40,28 @@ def half_shift(x, s):
     return (x << 1) >> s
 
 
-def round_half_saturate(t):
-    """``sat8((t + 1) >> 1)``, which equals ``sat8((x + 2**(s-1)) >> s)`` for ``t = half_shift(x, s)``.
+def saturation_thresholds(s):
+    """``(hi, lo)``: ``half_shift(x, s) >= 255`` exactly when ``x >= hi``, and ``half_shift(x, s) <= -258``
+    exactly when ``x < lo``, for every integer ``x``: ``hi = ceil(255 * 2**(s-1))`` and
+    ``lo = -floor(257 * 2**(s-1))`` (``s = 0``: 128 and -128). They depend on ``s`` alone, so the pipeline
+    decides the clamp from the product a stage before the rounding (``sim/formal.py`` proves the two ways equal)."""
+    hi = ((Const(255, unsigned(8)) << s) + 1) >> 1
+    lo = -((Const(257, unsigned(9)) << s) >> 1)
+    return hi, lo
 
-    The clamp is decided on ``t`` itself (the result exceeds 127 exactly when ``t >= 255`` and falls below
-    -128 exactly when ``t <= -258``), so the rounding add is 10 bits wide, not 49: the pipeline splits
-    ``round_shift`` into a barrel shift and this small stage to keep each pipeline stage short."""
+
+def round_half_flags(t, over, under):
+    """``sat8((t + 1) >> 1)`` given the clamp decided beforehand: ``over`` when the result exceeds 127 (``t >= 255``),
+    ``under`` when it falls below -128 (``t <= -258``). The rounding add is 10 bits wide, not 49."""
     low = (t[:10].as_signed() + 1) >> 1
-    return Mux(t >= 255, 127, Mux(t <= -258, -128, low))[:8].as_signed()
+    return Mux(over, 127, Mux(under, -128, low))[:8].as_signed()
+
+
+def round_half_saturate(t):
+    """``sat8((t + 1) >> 1)``, which equals ``sat8((x + 2**(s-1)) >> s)`` for ``t = half_shift(x, s)``: the clamp
+    decided on ``t`` itself (the result exceeds 127 exactly when ``t >= 255`` and falls below -128 exactly when
+    ``t <= -258``)."""
+    return round_half_flags(t, t >= 255, t <= -258)
 
 
 def saturate(x, width):
@@ -101,16 +115,26 @@ class RequantPipeline(wiring.Component):
         product = Signal(signed(PRODUCT_WIDTH), name="product")
         shifted = Signal(signed(PRODUCT_WIDTH + 1), name="shifted")
 
+        # The clamp thresholds of the current shift, registered: `shift` holds for the whole instruction and is
+        # set a cycle before the first read, long before the first product reaches the shift stage.
+        hi, lo = saturation_thresholds(self.shift)
+        over_at, under_at = Signal.like(hi, name="over_at"), Signal.like(lo, name="under_at")
+        over, under = Signal(name="over"), Signal(name="under")
+        m.d.sync += [over_at.eq(hi), under_at.eq(lo)]
+
         chain = ValidChain(m, self.read)
         chain.stage("data")
         chain.stage("word", word.eq(self.word.as_signed()))
         chain.stage("partial", low.eq(word[:16] * self.mult), high.eq(word[16:].as_signed() * self.mult))
         chain.stage("product", product.eq((high << 16) + low))
-        chain.stage("shifted", shifted.eq(half_shift(product, self.shift)))
+        # The shift and, beside it, the clamp decided on the product: the last stage only rounds 10 bits and
+        # selects (the round-and-clamp compare into the write register was the in-order chip's critical path).
+        chain.stage("shifted", shifted.eq(half_shift(product, self.shift)),
+                    over.eq(product >= over_at), under.eq(product < under_at))
         chain.check(RQ_DEPTH, "The requantiser pipeline")
 
         m.d.comb += [
             self.o.valid.eq(chain.valid),
-            self.o.payload.eq(round_half_saturate(shifted)),
+            self.o.payload.eq(round_half_flags(shifted, over, under)),
         ]
         return m

@@ -1,13 +1,27 @@
 """The requantiser: executes ``RQ dst src len m s`` (docs/ISA.md), int32 to int8, one element per cycle."""
 
-from amaranth.hdl import Module, Signal, signed
+from amaranth.hdl import Array, Module, Mux, Signal, signed
 
+from ga2_sw.banking import RQ_MAX_SKEW, RQ_READ_TO_WRITE, bank_bits
 from ga2_sw.timing import RQ_DEPTH
 
-from .ports import Unit
+from .ports import WORD, Unit
 from .requant_pipeline import SHIFT_WIDTH, RequantPipeline
 
-__all__ = ["Requantiser"]
+__all__ = ["Requantiser", "write_skew"]
+
+
+def write_skew(src, dst, config):
+    """The RTL of ``ga2_sw.banking.rq_write_skew``: the cycles the decoupled requantiser delays its writes by so
+    that a write never reaches the bank read in the same cycle (0 .. ``RQ_MAX_SKEW``)."""
+    b, nb = bank_bits(config), config.sp_banks
+    e = src.as_signed() - dst.as_signed() + RQ_READ_TO_WRITE
+
+    def may_collide(skew):
+        v = ((e + skew) + ((e + skew) >> b))[:b]
+        return (v == 0) | (v == nb - 1)
+    assert RQ_MAX_SKEW == 2, "the choice below covers skews 0, 1 and 2"
+    return Mux(~may_collide(0), 0, Mux(~may_collide(1), 1, 2))
 
 
 class Requantiser(Unit):
@@ -62,11 +76,27 @@ class Requantiser(Unit):
         m.d.comb += [
             self.sp_rd.en.eq(reading),
             self.sp_rd.addr.eq(rd_addr),
-            pipeline.read.eq(reading),
-            pipeline.word.eq(self.sp_rd.data),
             pipeline.mult.eq(mult),
             pipeline.shift.eq(shift),
         ]
+        if self._config.decoupled:
+            # The banked scratchpad serves one access per bank and port a cycle: where a write could reach the
+            # bank being read, the words enter the pipeline `skew` cycles after their read, which delays every
+            # write by as much (ga2_sw.banking.rq_write_skew). The delay sits between the block RAM and the
+            # pipeline's first register, away from the round-and-clamp path into the write port.
+            skew = Signal(range(RQ_MAX_SKEW + 1), name="skew")
+            reads, words = [reading], [self.sp_rd.data]
+            for n in range(RQ_MAX_SKEW):
+                reads.append(Signal(name=f"read_d{n + 1}"))
+                words.append(Signal(WORD, name=f"word_d{n + 1}"))
+                m.d.sync += [reads[-1].eq(reads[-2]), words[-1].eq(words[-2])]
+            with m.If(self.ctl.start):
+                m.d.sync += skew.eq(write_skew(instr.src, instr.dst, self._config))
+            with m.Elif(busy & (step == 1)):
+                m.d.sync += last_step.eq(last_step + skew)
+            m.d.comb += [pipeline.read.eq(Array(reads)[skew]), pipeline.word.eq(Array(words)[skew])]
+        else:
+            m.d.comb += [pipeline.read.eq(reading), pipeline.word.eq(self.sp_rd.data)]
         with m.If(reading):
             m.d.sync += [rd_addr.eq(rd_addr + 1), rd_left.eq(rd_left - 1), reading.eq(rd_left != 1)]
 

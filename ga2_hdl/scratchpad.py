@@ -1,6 +1,6 @@
 """The on-chip scratchpad: synchronous read ports and registered write ports on a word-addressed memory."""
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In
 
@@ -8,7 +8,7 @@ from ga2_sw.timing import SP_WRITE_DELAY
 
 from .ports import SpReadSignature, SpWriteSignature, sp_addr_width, WORD
 
-__all__ = ["Scratchpad"]
+__all__ = ["Scratchpad", "and_or", "check_groups"]
 
 
 class Scratchpad(wiring.Component):
@@ -45,8 +45,8 @@ class Scratchpad(wiring.Component):
     """
 
     def __init__(self, config, *, reads=None, writes=None, init=()):
-        self._reads = self._groups(reads or {"shared": 1}, "Read")
-        self._writes = self._groups(writes or {"shared": 1}, "Write")
+        self._reads = check_groups(reads or {"shared": 1}, "Read")
+        self._writes = check_groups(writes or {"shared": 1}, "Write")
         aw = sp_addr_width(config)
         super().__init__({
             **{f"rd_{g}": In(SpReadSignature(aw)).array(n) for g, n in self._reads.items()},
@@ -54,14 +54,9 @@ class Scratchpad(wiring.Component):
         })
         self.mem = memory.Memory(shape=WORD, depth=config.sp_words, init=list(init))
 
-    @staticmethod
-    def _groups(groups, what):
-        for name, count in groups.items():
-            if not (isinstance(name, str) and name.isidentifier()):
-                raise ValueError(f"{what} group name must be an identifier, not {name!r}")
-            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-                raise ValueError(f"{what} group {name!r} must have a positive number of requesters, not {count!r}")
-        return dict(groups)
+    def cell(self, addr):
+        """The simulator's handle on word ``addr`` (for ``ctx.get``/``ctx.set``)."""
+        return self.mem.data[addr]
 
     def read_group(self, name):
         """The read requesters of group ``name``."""
@@ -83,7 +78,7 @@ class Scratchpad(wiring.Component):
             requesters, port = list(self.read_group(group)), mem.read_port()
             enables = [r.en for r in requesters]
             m.d.comb += [port.en.eq(Cat(*enables).any()), *(r.data.eq(port.data) for r in requesters),
-                         port.addr.eq(_and_or(zip(enables, (r.addr for r in requesters)))
+                         port.addr.eq(and_or(zip(enables, (r.addr for r in requesters)))
                                       if len(requesters) > 1 else requesters[0].addr)]
         assert SP_WRITE_DELAY == 1, "a write request is registered once before the memory"
         for group in self._writes:
@@ -94,14 +89,26 @@ class Scratchpad(wiring.Component):
                 m.d.sync += [q[0].eq(req.en), q[1].eq(req.addr), q[2].eq(req.data)]
                 requests.append(q)
             m.d.comb += [port.en.eq(Cat(*(en for en, _, _ in requests)).any()),
-                         port.addr.eq(_and_or((en, addr) for en, addr, _ in requests)),
-                         port.data.eq(_and_or((en, data) for en, _, data in requests))]
+                         port.addr.eq(and_or((en, addr) for en, addr, _ in requests)),
+                         port.data.eq(and_or((en, data) for en, _, data in requests))]
         return m
 
 
-def _and_or(requests):
+def check_groups(groups, what):
+    """``groups`` as a dict, or ValueError naming a bad group name or requester count."""
+    for name, count in groups.items():
+        if not (isinstance(name, str) and name.isidentifier()):
+            raise ValueError(f"{what} group name must be an identifier, not {name!r}")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"{what} group {name!r} must have a positive number of requesters, not {count!r}")
+    return dict(groups)
+
+
+def and_or(requests):
     """OR of each value gated by its enable: a one-hot multiplexer without a priority chain."""
     terms = [value & en.replicate(len(value)) for en, value in requests]
+    if not terms:
+        return Const(0, 1)
     out = terms[0]
     for t in terms[1:]:
         out = out | t

@@ -1,39 +1,49 @@
 """The matrix unit's streaming operand feeder (decoupled mode): a whole k-slice per cycle, through one scratchpad
 read port per array row and one per array column."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ga2_sw.timing import STREAM_MM_OVERHEAD
 
+from .banked_scratchpad import bank_index
 from .feeder import FeederSignature
 from .ports import SpReadSignature, check_config, sp_addr_width
 
 __all__ = ["StreamFeeder"]
 
-# The cycles from the last slice's read (cycle K) to the first write: the slice arrives (K + 1), steps the array
-# from the hold registers (K + 2), and PE(0,0) accumulates its last product (K + 3). The cycle model counts them
-# as STREAM_MM_OVERHEAD.
-FLUSH_CYCLES = 3
+# The cycles from the read of the last slice's last operands (cycle c) to done: their data arrives in the hold
+# registers (c + 1), the array takes the slice's step (c + 2), and PE(0,0) accumulates its last product (c + 3).
+# The cycle model counts them as STREAM_MM_OVERHEAD.
+DRAIN_CYCLES = 3
 
 
 class StreamFeeder(wiring.Component):
-    """Feeds an MM to the ``rows`` x ``cols`` array one k-slice per cycle: row ``i``'s port reads ``A[i][k]``
-    and column ``j``'s port ``Bop(k, j)``.
+    """Feeds an MM to the ``rows`` x ``cols`` array one k-slice at a time: row ``i``'s port reads ``A[i][k]`` and
+    column ``j``'s port ``Bop(k, j)``, each operand through its own scratchpad read port.
+
+    The decoupled scratchpad is banked (``ga2_sw.banking``) and serves one read per bank per cycle, so a slice
+    whose operands share banks is read over several cycles: in each cycle every operand not yet read is read
+    unless an earlier one (in the order ``A[0..M)``, ``Bop[0..N)``) not yet read is on its bank. So the operand
+    with ``r`` earlier operands on its bank is read in the slice's cycle ``r``, and the slice takes as many
+    cycles as the most operands on one bank (``ga2_sw.banking.slice_rounds``). Which operands share a bank is
+    registered with the slice's addresses (computed from the next addresses while the slice before is read),
+    so a read cycle holds only registers, a few gates and the scratchpad's routing.
 
     Schedule, with ``start`` in cycle 0:
 
-    * cycles ``1 .. K``: slice ``k = cycle - 1`` is read, ``A[i][k]`` on ``a_rd[i]`` (``i < M``) and
-      ``Bop(k, j)`` on ``b_rd[j]`` (``j < N``); the other ports stay disabled. The array is cleared in cycle 1.
-    * cycle ``k + 2``: slice ``k`` arrives and is registered into the hold registers (zero for rows ``>= M``
-      and columns ``>= N``, and in every cycle without an arriving slice).
-    * cycles ``3 .. K + 3``: the array steps; step ``k`` (cycle ``3 + k``) takes slice ``k`` from the hold
-      registers, and the steps from ``K`` on feed zeros. PE(r, c) completes its sum with the accumulate of step
-      ``K + r + c`` (cycle ``K + 3 + r + c``): PE(0,0) in cycle ``K + 3``, which is ``done``.
+    * cycle 1: the array is cleared; from cycle 1 on the slices are read, slice after slice (``K + extra``
+      cycles, ``extra = ga2_sw.banking.mm_extra_cycles``); the other ports stay disabled.
+    * an operand is registered into its hold register in the cycle after its read; the array takes slice
+      ``k``'s step from the hold registers two cycles after the slice's last read, and stands still in the
+      other cycles (hold registers of rows ``>= M`` and columns ``>= N`` stay zero).
+    * after the last slice's step the hold registers are zeroed and the array steps every cycle: PE(0,0)
+      completes its sum in the next step, ``done``, ``DRAIN_CYCLES`` after the last read, in cycle
+      ``F = K + extra + STREAM_MM_OVERHEAD``.
 
-    The results are written from cycle ``K + 4`` on, while the array keeps stepping with zero inputs (which
-    leaves finished sums alone): (i, j) in cycle ``K + 4 + i*N + j``, after its PE completed it. Every operand
+    The results are written from cycle ``F + 1`` on, while the array keeps stepping with zero inputs (which
+    leaves finished sums alone): (i, j) in cycle ``F + 1 + i*N + j``, after its PE completed it. Every operand
     has been read by then, so a destination that overlaps the operands gets the product of their old values.
 
     Members
@@ -63,58 +73,88 @@ class StreamFeeder(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        ctl = self.ctl
-        assert FLUSH_CYCLES == STREAM_MM_OVERHEAD, "the cycle model's decoupled MM time is K + 3 + M*N"
+        ctl, config = self.ctl, self._config
+        assert DRAIN_CYCLES == STREAM_MM_OVERHEAD, \
+            "the cycle model's decoupled MM time is K + extra + STREAM_MM_OVERHEAD + M*N"
+        instr, ports, rows = ctl.instr, self.read_ports, config.rows
+        n_ops, aw = len(ports), sp_addr_width(config)
+        pairs = [(q, p) for p in range(n_ops) for q in range(p)]
+        # Operand p: its first address (A + i*lda, a constant multiply once per instruction; Bop(0, j) is j past
+        # B, or j*ldb when B is stored transposed), its step per slice, and whether the MM uses it.
+        firsts = ([instr.A + i * instr.lda for i in range(rows)] +
+                  [instr.B + Mux(instr.tb, j * instr.ldb, j) for j in range(config.cols)])
+        addr = [Signal(aw, name=f"op{p}_addr") for p in range(n_ops)]      # the slice being read
+        nexts = [a + s for a, s in zip(addr, [1] * rows + [ctl.fields.b_kstride] * config.cols)]
+        used = [Signal(name=f"op{p}_used") for p in range(n_ops)]
+        served = [Signal(name=f"op{p}_served") for p in range(n_ops)]     # read already, in this slice
+        same = {pq: Signal(name=f"op{pq[0]}_op{pq[1]}_same_bank") for pq in pairs}
+        slices = Signal(16)
 
-        rd_k = Signal(16)             # slice being read
-        flush_cnt = Signal(range(FLUSH_CYCLES))
+        def same_banks(addresses):
+            banks = [bank_index(a, config) for a in addresses]
+            return [same[q, p].eq(banks[q] == banks[p]) for q, p in pairs]
+
+        # This cycle's reads: each operand still to read, unless an earlier one still to read shares its bank.
+        pending = [u & ~s for u, s in zip(used, served)]
+        reads = [pending[p] & ~Cat(*(pending[q] & same[q, p] for q in range(p))).any() if p else pending[0]
+                 for p in range(n_ops)]
+        slice_done = Cat(*(~pend | rd for pend, rd in zip(pending, reads))).all()
+
         with m.FSM(name="stream_fsm") as fsm:
             with m.State("IDLE"):
                 with m.If(ctl.start):
-                    m.d.sync += [rd_k.eq(0), flush_cnt.eq(0)]
                     m.next = "READ"
             with m.State("READ"):
-                m.d.sync += rd_k.eq(rd_k + 1)
-                with m.If(rd_k == ctl.fields.k_last):
-                    m.next = "FLUSH"
-            with m.State("FLUSH"):
-                with m.If(flush_cnt == FLUSH_CYCLES - 1):
+                with m.If(slice_done & (slices == ctl.fields.k_last)):
+                    m.next = "DRAIN"
+            with m.State("DRAIN"):
+                drain = Signal(range(DRAIN_CYCLES))
+                with m.If(drain == DRAIN_CYCLES - 1):
                     m.d.comb += ctl.done.eq(1)
+                    m.d.sync += drain.eq(0)
                     m.next = "IDLE"
                 with m.Else():
-                    m.d.sync += flush_cnt.eq(flush_cnt + 1)
+                    m.d.sync += drain.eq(drain + 1)
 
-        # Each port's address is a register, stepped by an adder (none between it and the RAM). The hold
-        # registers (the array's operands) sit between the RAM outputs (slow clock-to-output) and the
-        # multipliers. A disabled read port keeps its old data, so a port's data is taken only when it was
-        # enabled in the previous cycle; otherwise the hold register loads zero. That zeroes rows >= M and
-        # columns >= N and feeds the steps from K on with zeros.
-        instr, reading, arrives = ctl.instr, fsm.ongoing("READ"), Signal()
-        m.d.sync += arrives.eq(reading)
-        for i, port in enumerate(self.a_rd):
-            # Along row i of A: from A + i*lda (a constant multiply, once per instruction), stride 1.
-            used = self._read_port(m, port, f"a{i}", instr.A + i * instr.lda, instr.M > i, 1, reading)
-            m.d.sync += ctl.a[i].eq(Mux(arrives & used, port.data[0:8].as_signed(), 0))
-        for j, port in enumerate(self.b_rd):
-            # Down column j of Bop: from Bop(0, j), which is j past B, or j*ldb when B is stored transposed.
-            first = instr.B + Mux(instr.tb, j * instr.ldb, j)
-            used = self._read_port(m, port, f"b{j}", first, instr.N > j, ctl.fields.b_kstride, reading)
-            m.d.sync += ctl.b[j].eq(Mux(arrives & used, port.data[0:8].as_signed(), 0))
+        reading = fsm.ongoing("READ")
+        slice_read = reading & slice_done
+        last_slice = slices == ctl.fields.k_last
+        with m.If(ctl.start):
+            m.d.sync += [*(a.eq(f) for a, f in zip(addr, firsts)), *(u.eq(f) for u, f in zip(used, useds(instr, config))),
+                         *(s.eq(0) for s in served), slices.eq(0), *same_banks(firsts)]
+        with m.Elif(slice_read):
+            m.d.sync += [*(a.eq(n) for a, n in zip(addr, nexts)), *(s.eq(0) for s in served),
+                         slices.eq(slices + 1), *same_banks(nexts)]
+        with m.Elif(reading):
+            m.d.sync += [s.eq(s | rd) for s, rd in zip(served, reads)]
+        for p, port in enumerate(ports):
+            m.d.comb += [port.addr.eq(addr[p]), port.en.eq(reading & reads[p])]
 
-        # Step 0 is in cycle 3, when slice 0 is held: the clear (cycle 1) and cycle 2 have no step.
-        after_clear = Signal()
-        m.d.sync += after_clear.eq(ctl.clear)
-        m.d.comb += ctl.step.eq(~fsm.ongoing("IDLE") & ~ctl.clear & ~after_clear)
+        # Hold registers (the array's operands) between the RAM outputs (slow clock-to-output) and the
+        # multipliers: an operand is taken in the cycle after its read, and all are zeroed at the clear and
+        # after the last slice's step, so that unused rows and columns, and the flush steps, see zeros.
+        arrived = [Signal(name=f"op{p}_arrived") for p in range(n_ops)]
+        m.d.sync += [got.eq(port.en) for got, port in zip(arrived, ports)]
+        read_d, step_now, last_d, last_step = Signal(), Signal(), Signal(), Signal()
+        m.d.sync += [read_d.eq(slice_read), step_now.eq(read_d), last_d.eq(slice_read & last_slice),
+                     last_step.eq(last_d)]
+        for got, port, hold in zip(arrived, ports, [*ctl.a, *ctl.b]):
+            with m.If(ctl.clear | last_step):
+                m.d.sync += hold.eq(0)
+            with m.Elif(got):
+                m.d.sync += hold.eq(port.data[0:8].as_signed())
+
+        # The array steps on each complete slice, then every cycle from the last slice's step on (the unit
+        # keeps it stepping while the results are written).
+        flushing = Signal()
+        with m.If(ctl.start):
+            m.d.sync += flushing.eq(0)
+        with m.Elif(last_step):
+            m.d.sync += flushing.eq(1)
+        m.d.comb += ctl.step.eq(step_now | flushing & fsm.ongoing("DRAIN"))
         return m
 
-    def _read_port(self, m, port, name, first, used, stride, reading):
-        """Drive ``port`` while ``reading``: from address ``first`` (taken at start) on, ``stride`` further each
-        cycle, enabled only if ``used`` (at start). Returns the latched ``used``."""
-        addr = Signal(sp_addr_width(self._config), name=f"{name}_addr")
-        en = Signal(name=f"{name}_en")
-        with m.If(self.ctl.start):
-            m.d.sync += [addr.eq(first), en.eq(used)]
-        with m.Elif(reading):
-            m.d.sync += addr.eq(addr + stride)
-        m.d.comb += [port.en.eq(reading & en), port.addr.eq(addr)]
-        return en
+
+def useds(instr, config):
+    """Whether the MM uses each operand port: rows ``i < M``, then columns ``j < N``."""
+    return [instr.M > i for i in range(config.rows)] + [instr.N > j for j in range(config.cols)]

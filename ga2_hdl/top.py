@@ -1,12 +1,14 @@
 """GA2: the whole chip. The sequencer dispatches to the DMA, the matrix unit, the requantiser and the
 softmax unit, which share one scratchpad; the external memory sits outside, behind ``ext``."""
 
-from amaranth.hdl import Cat, Module
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from ga2_sw.isa import OPS, UNITS, unit_ops
+from ga2_sw.timing import SP_WRITE_DELAY
 
+from .banked_scratchpad import BankedScratchpad
 from .dma import DMA
 from .matrix_unit import MatrixUnit
 from .ports import DebugSignature, ExtSignature, HostSignature, SpReadSignature, ext_addr_width, sp_addr_width
@@ -52,8 +54,11 @@ class GA2(wiring.Component):
         self.units = {name: UNIT_CLASSES[name](config) for name in UNITS}
         self._debug_rd = SpReadSignature(sp_addr_width(config)).create(path=("debug_rd",))
         self._reads, self._writes = self._port_groups()
-        self.scratchpad = Scratchpad(config, reads={g: len(p) for g, p in self._reads.items()},
-                                     writes={g: len(p) for g, p in self._writes.items()})
+        groups = dict(reads={g: len(p) for g, p in self._reads.items()},
+                      writes={g: len(p) for g, p in self._writes.items()})
+        # In order, one memory with one read and one write port; decoupled, banks whose port A is the DMA lane's.
+        self.scratchpad = (BankedScratchpad(config, **groups, port_a=("dma",)) if config.decoupled
+                           else Scratchpad(config, **groups))
 
     @property
     def config(self):
@@ -90,7 +95,11 @@ class GA2(wiring.Component):
         for group, ports in self._writes.items():
             for unit_port, sp_port in zip(ports, sp.write_group(group)):
                 connect(m, unit_port, sp_port)
-        idle = ~Cat(*(port.busy for port in seq.units)).any()
-        m.d.comb += [self._debug_rd.en.eq(idle), self._debug_rd.addr.eq(self.debug.addr),
+        # The debug port reads only once the units have been idle for a cycle: a unit's last write reaches the
+        # scratchpad in the cycle after its last busy one, and decoupled, the debug reads share that bank port.
+        assert SP_WRITE_DELAY == 1, "a unit's last write reaches the scratchpad one cycle after its last busy cycle"
+        idle, was_idle = ~Cat(*(port.busy for port in seq.units)).any(), Signal()
+        m.d.sync += was_idle.eq(idle)
+        m.d.comb += [self._debug_rd.en.eq(idle & was_idle), self._debug_rd.addr.eq(self.debug.addr),
                      self.debug.data.eq(self._debug_rd.data)]
         return m

@@ -31,6 +31,7 @@ _RANGES = {
     "d_model":     (1, 4095),
     "d":           (1, 4095),
     "max_ctx":     (1, 1024),
+    "sp_banks":    (4, 64),
 }
 
 _HELP = {
@@ -44,6 +45,7 @@ _HELP = {
     "d_model": "model width of the decode workload",
     "d": "head dimension of the decode workload",
     "max_ctx": "longest context (tokens) the decode layouts hold",
+    "sp_banks": "scratchpad banks of the decoupled chip (a power of two; docs/ARCHITECTURE.md)",
     "mode": "execution mode: inorder (one instruction at a time) or decoupled (DMA beside compute)",
 }
 
@@ -66,6 +68,7 @@ class Config:
     d_model: int = 16
     d: int = 16
     max_ctx: int = 16
+    sp_banks: int = 16
     mode: Mode = Mode.INORDER
 
     def __post_init__(self):
@@ -82,6 +85,11 @@ class Config:
                 raise ValueError(f"Config field '{f.name}' must be an integer in range {lo}..{hi}, not {value!r}")
             if not lo <= value <= hi:
                 raise ValueError(f"Config field '{f.name}' must be in range {lo}..{hi}, not {value!r}")
+        if self.sp_banks & (self.sp_banks - 1):
+            raise ValueError(f"Config field 'sp_banks' must be a power of two in range 4..64, not {self.sp_banks!r}")
+        if self.mode is Mode.DECOUPLED and self.sp_words % self.sp_banks:
+            raise ValueError(f"Config field 'sp_banks' must divide sp_words ({self.sp_words}) in decoupled mode, "
+                             f"not {self.sp_banks!r}")
         if self.sm_max_len < self.max_ctx:
             raise ValueError(f"Config field 'sm_max_len' must be at least max_ctx ({self.max_ctx}) so attention "
                              f"over a full context fits the softmax unit, not {self.sm_max_len!r}")

@@ -3,6 +3,7 @@
 from dataclasses import dataclass, fields as dc_fields
 from enum import IntEnum
 
+from .banking import mm_extra_cycles, rq_write_skew
 from .numerics import MAX_SHIFT
 from .timing import RQ_DEPTH, SM_OVERHEAD, ST_OVERHEAD, STREAM_MM_OVERHEAD
 
@@ -75,8 +76,8 @@ class OpSpec:
 
 
 def _mm_busy(i, config):
-    if config.decoupled:    # streaming: a whole k-slice per cycle, results written as their PEs finish
-        return i.K + STREAM_MM_OVERHEAD + i.M * i.N
+    if config.decoupled:    # streaming: a whole k-slice per cycle (more where operands share a bank), results
+        return i.K + mm_extra_cycles(i, config) + STREAM_MM_OVERHEAD + i.M * i.N    # written as PEs finish
     return (i.K + 1) * (i.M + i.N) + i.M * i.N     # staged: one operand word per cycle, then a flush
 
 
@@ -87,7 +88,7 @@ OPS = {
                     busy=lambda i, config: i.len + ST_OVERHEAD),
     Op.MM:   OpSpec("mm", "compute", "mm", sp=(("A", "r"), ("B", "r"), ("dst", "w")), busy=_mm_busy),
     Op.RQ:   OpSpec("rq", "compute", "vec", sp=(("src", "r"), ("dst", "w")),
-                    busy=lambda i, config: i.len + RQ_DEPTH),
+                    busy=lambda i, config: i.len + RQ_DEPTH + (rq_write_skew(i, config) if config.decoupled else 0)),
     Op.SM:   OpSpec("sm", "compute", "vec", sp=(("src", "r"), ("dst", "w")),
                     busy=lambda i, config: 3 * i.len + SM_OVERHEAD),
     Op.HALT: OpSpec(None, None, None, busy=lambda i, config: 0),

@@ -42,7 +42,7 @@ from ga2_sw.isa import Op
 
 from ga2_hdl.dma import DMA
 from ga2_hdl.pe import ProcessingElement
-from ga2_hdl.requant_pipeline import rounding_term, saturate, half_shift, round_half_saturate
+from ga2_hdl.requant_pipeline import rounding_term, saturate, half_shift, round_half_flags, saturation_thresholds
 from ga2_hdl.requantiser import Requantiser
 from ga2_hdl.sequencer import Sequencer
 from ga2_sw.isa import UNITS
@@ -225,9 +225,16 @@ def _wrapping_round_shift(x, s):
     return total >> s
 
 
+def _pipeline_round(p, s):
+    """The requantiser pipeline's last two stages as one expression (``RequantPipeline``)."""
+    hi, lo = saturation_thresholds(s)
+    return round_half_flags(half_shift(p, s), p >= hi, p < lo)
+
+
 class RequantExprSpec(Elaboratable):
     """The requantiser's rounding and saturation stages at full width: for every 48-bit signed product
-    ``p`` and every ``s`` in 0..47, ``round_half_saturate(half_shift(p, s)) == sat8((p + 2**(s-1)) >> s)``.
+    ``p`` and every ``s`` in 0..47, ``round_half_flags(half_shift(p, s), p >= hi, p < lo) == sat8((p + 2**(s-1)) >> s)``
+    with ``hi, lo = saturation_thresholds(s)`` (the clamp decided on the product, as the pipeline does).
 
     The reference shifts by a constant in each of the 48 cases of ``s``; the RTL helpers shift by a
     variable amount. ``round_shift`` may be replaced (mutants)."""
@@ -235,7 +242,7 @@ class RequantExprSpec(Elaboratable):
     def __init__(self, round_shift=None):
         # The requantiser's two stages by default; a mutant replaces them with its own round_shift.
         if round_shift is None:
-            self._pipeline = lambda p, s: round_half_saturate(half_shift(p, s))
+            self._pipeline = _pipeline_round
         else:
             self._pipeline = lambda p, s: saturate(round_shift(p, s), 8)
 
@@ -270,7 +277,7 @@ class RequantMulSpec(Elaboratable):
         prod = Signal(signed(self._a_bits + self._m_bits))
         m.d.comb += prod.eq(a * mul)
         dut = Signal(signed(8))
-        m.d.comb += dut.eq(round_half_saturate(half_shift(prod, s)))
+        m.d.comb += dut.eq(_pipeline_round(prod, s))
 
         # Reference: widen both operands to 64 bits first, then multiply, add, shift by a constant.
         wide = Signal(signed(64))
@@ -999,7 +1006,7 @@ class Check:
 
 CHECKS = {c.name: c for c in [
     Check("requant-expr", RequantExprSpec, "bmc", 1, "PASS",
-          "half_shift + round_half_saturate, all 48-bit products, s 0..47"),
+          "half_shift + saturation_thresholds + round_half_flags, all 48-bit products, s 0..47"),
     Check("requant-mul", RequantMulSpec, "bmc", 1, "PASS",
           "requant(a, m, s) incl. the product: every int32 a, int16 m, s 0..47"),
     Check("pe", PESpec, "bmc", 24, "PASS",

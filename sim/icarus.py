@@ -20,6 +20,8 @@ from pathlib import Path
 
 from amaranth.utils import ceil_log2
 
+from ga2_sw.banking import bank_bits
+
 from .cache import cache_root, file_lock
 from .jobs import (DEFAULT_CYCLE_LIMIT, Job, Session, SimulatorError, SimulatorMissing, as_job, check_job, parse_results,
                    write_jobs)
@@ -39,6 +41,23 @@ def _version():
     return (r.stdout.splitlines() or [""])[0]
 
 
+def sp_access(config):
+    """The testbench's ``sp_poke(a, w)`` and ``sp_peek(a)`` for this build's scratchpad: one memory ``mem`` in
+    order; decoupled, the banks ``bank0`` ... of ``ga2_sw.banking`` (Verilog names them at compile time, so the
+    bank is chosen by a case over this build's banks)."""
+    if not config.decoupled:
+        return ("task sp_poke(input integer a, input [31:0] w); dut.scratchpad.mem[a] = w; endtask\n"
+                "function [31:0] sp_peek(input integer a); sp_peek = dut.scratchpad.mem[a]; endfunction\n")
+    b, nb = bank_bits(config), config.sp_banks
+    bank = f"((a + (a >> {b})) % {nb})"
+    poke = "".join(f"            {n}: dut.scratchpad.bank{n}[a >> {b}] = w;\n" for n in range(nb))
+    peek = "".join(f"            {n}: sp_peek = dut.scratchpad.bank{n}[a >> {b}];\n" for n in range(nb))
+    return (f"task sp_poke(input integer a, input [31:0] w);\n    begin\n        case {bank}\n{poke}"
+            f"        endcase\n    end\nendtask\n"
+            f"function [31:0] sp_peek(input integer a);\n    begin\n        sp_peek = 32'd0;\n        case {bank}\n"
+            f"{peek}        endcase\n    end\nendfunction\n")
+
+
 class IcarusSim(Session):
     """GA-2 programs on the RTL under Icarus Verilog; ``build_time``/``cached`` as for ``VerilatorSim``."""
 
@@ -53,7 +72,8 @@ class IcarusSim(Session):
 
     def _params(self):
         c = self.config
-        return {"EXT_WORDS": c.ext_words, "SP_WORDS": c.sp_words, "IMEM_WORDS": c.imem_words,
+        return {"EXT_WORDS": c.ext_words, "SP_WORDS": c.sp_words, "SP_BANKS": c.sp_banks if c.decoupled else 0,
+                "IMEM_WORDS": c.imem_words,
                 "EXT_LATENCY": c.ext_latency, "EXT_AW": max(1, ceil_log2(c.ext_words)),
                 "SP_AW": max(1, ceil_log2(c.sp_words)), "IMEM_AW": max(1, ceil_log2(c.imem_words)),
                 "PC_W": ceil_log2(c.imem_words + 1)}
@@ -62,7 +82,8 @@ class IcarusSim(Session):
         params = self._params()
         args = ["-g2005", "-s", "ga2_tb"] + [f"-Pga2_tb.{k}={v}" for k, v in params.items()]
         h = hashlib.sha256()
-        for part in (self.verilog, TB.read_text(), json.dumps(args), _version()):
+        access = sp_access(self.config)
+        for part in (self.verilog, TB.read_text(), access, json.dumps(args), _version()):
             h.update(part.encode() + b"\0")
         key = h.hexdigest()[:24]
         tag = f"{self.config.rows}x{self.config.cols}"
@@ -77,6 +98,7 @@ class IcarusSim(Session):
             tmp = Path(tempfile.mkdtemp(prefix="build-", dir=root / "icarus"))
             (tmp / "ga2.v").write_text(self.verilog)
             shutil.copy2(TB, tmp / "ga2_tb.v")
+            (tmp / "sp_access.vh").write_text(access)
             t0 = time.perf_counter()
             r = subprocess.run(["iverilog", *args, "-o", "ga2.vvp", "ga2_tb.v", "ga2.v"], cwd=tmp,
                                capture_output=True, text=True, timeout=1800)

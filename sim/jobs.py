@@ -27,7 +27,7 @@ __all__ = ["Session", "DEFAULT_CYCLE_LIMIT", "HangError", "SimulatorError", "Sim
 # (a decode step is 2-10 k cycles), and a hung pysim run still ends in minutes.
 DEFAULT_CYCLE_LIMIT = 5_000_000
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 class Session:
@@ -121,7 +121,9 @@ def _trim(image):
 
 
 def write_header(config):
+    # sp_banks 0: the in-order chip's one scratchpad memory; otherwise the banks of ga2_sw/banking.py.
     return (f"ga2jobs {FORMAT_VERSION} ext_words {config.ext_words} sp_words {config.sp_words} "
+            f"sp_banks {config.sp_banks if config.decoupled else 0} "
             f"imem_words {config.imem_words} ext_latency {config.ext_latency}\n")
 
 

@@ -131,7 +131,7 @@ class ChipBench(Elaboratable):
         """Set scratchpad words directly (no cycles spent). Programs always go in through the host port: the
         sequencer validates each word as it is written, so poking the instruction memory would bypass that."""
         for addr, word in enumerate(sp):
-            ctx.set(self.chip.scratchpad.mem.data[addr], word)
+            ctx.set(self.chip.scratchpad.cell(addr), word)
 
     async def start(self, ctx):
         ctx.set(self.chip.host.start, 1)
@@ -183,12 +183,16 @@ class ChipBench(Elaboratable):
 
     def memories(self, ctx):
         """(scratchpad, external memory) contents, read directly."""
-        sp = [ctx.get(self.chip.scratchpad.mem.data[i]) for i in range(self.config.sp_words)]
+        sp = [ctx.get(self.chip.scratchpad.cell(i)) for i in range(self.config.sp_words)]
         ext = [ctx.get(self.extmem.mem.data[i]) for i in range(self.config.ext_words)]
         return sp, ext
 
     def result(self, ctx):
-        """The chip's state as a ``ga2_sw.machine.Result``: memories, counters, error and pc."""
+        """The chip's state as a ``ga2_sw.machine.Result``: memories, counters, error and pc. Raises
+        AssertionError if the banked scratchpad saw a bank or word collision (``BankedScratchpad.collided``)."""
+        collided = getattr(self.chip.scratchpad, "collided", None)
+        if collided is not None and ctx.get(collided):
+            raise AssertionError("the banked scratchpad saw two accesses collide on a bank or a word")
         sp, ext = self.memories(ctx)
         host = self.chip.host
         return Result(ext, sp, self.counters(ctx), Err(ctx.get(host.error)), ctx.get(host.pc))

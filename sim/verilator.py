@@ -53,6 +53,7 @@ TOP = "ga2"
 # (The module is `\ga2.scratchpad`, an escaped name: 5.006 matches it only through a wildcard.)
 PUBLIC_VLT = """`verilator_config
 public_flat_rw -module "*scratchpad" -var "mem"
+public_flat_rw -module "*scratchpad" -var "bank*"
 """
 
 # The harness calls the model's evaluation function directly, without the runtime's per-call bookkeeping

@@ -18,20 +18,10 @@ def _write(path, obj):
             f.write(text)
 
 
-def _synthesisable(config):
-    """Decoupled mode is refused up front instead of failing deep inside Yosys after minutes."""
-    if config.decoupled:
-        raise ValueError("--mode decoupled cannot be synthesised yet: its scratchpad has two write ports (DMA and "
-                         "compute) on one memory, which no ECP5 block RAM offers, so Yosys builds it from logic "
-                         "(1.59 M cells for 4,096 words, after which ABC fails); see docs/SYNTH.md, "
-                         "'Decoupled mode'")
-    return config
-
-
 def _area(args):
     from .yosys import area
     from .report import area_table
-    config = _synthesisable(config_from_args(args))
+    config = config_from_args(args)
     r = area(config, args.target, flat=not args.no_flat, cache_dir=args.cache_dir)
     print(f"{args.target} synthesis of ga2 {config.rows}x{config.cols} ({r['seconds']} s when computed)")
     print(area_table(r))
@@ -73,7 +63,7 @@ def _fmax(args):
     from .report import fmax_text
     seeds = _seeds(args)
     jobs = _jobs(args) or 1
-    config = _synthesisable(config_from_args(args))
+    config = config_from_args(args)
     try:
         r = fmax_seeds(config, args.device, seeds=seeds, freq=args.freq, cache_dir=args.cache_dir, jobs=jobs)
     except DoesNotFit as exc:

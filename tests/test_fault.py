@@ -322,7 +322,7 @@ def test_dead_external_memory_hangs_until_the_limit():
         out["counters"] = bench.counters(ctx)
         out["running"] = ctx.get(chip.host.running)
         out["re"] = ctx.get(chip.ext.re)
-        out["sp"] = [ctx.get(chip.scratchpad.mem.data[i]) for i in range(CONFIG.sp_words)]
+        out["sp"] = [ctx.get(chip.scratchpad.cell(i)) for i in range(CONFIG.sp_words)]
 
     bench.simulate(testbench)
     assert out["running"] and not out["re"]            # all 40 reads issued long ago; waiting for data

@@ -40,7 +40,7 @@ def run_rq_program(words, instrs):
         for dst, src, length, m, s in instrs:
             busy.append(await start_and_wait(ctx, dut, encode(rq(dst, src, length, m, s))))
             await ctx.tick()        # the sequencer's issue cycles: the unit is idle in between
-        contents.extend(ctx.get(bench.sp.mem.data[i]) for i in range(CONFIG.sp_words))
+        contents.extend(ctx.get(bench.sp.cell(i)) for i in range(CONFIG.sp_words))
 
     run_bench(bench, testbench, vcd_name="requantiser")
     return contents, busy

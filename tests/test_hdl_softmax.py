@@ -30,7 +30,7 @@ def run_sm_program(words, instrs, config=CONFIG):
         for dst, src, length in instrs:
             busy.append(await start_and_wait(ctx, dut, encode(sm(dst, src, length))))
             await ctx.tick()
-        contents.extend(ctx.get(bench.sp.mem.data[i]) for i in range(config.sp_words))
+        contents.extend(ctx.get(bench.sp.cell(i)) for i in range(config.sp_words))
 
     run_bench(bench, testbench, vcd_name="softmax")
     return contents, busy

@@ -65,7 +65,7 @@ void Vga2___024root___eval(Vga2___024root* vlSelf);
 
 static const char* const FORMAT_MAGIC_IN = "ga2jobs";
 static const char* const FORMAT_MAGIC_OUT = "ga2results";
-static const int FORMAT_VERSION = 1;
+static const int FORMAT_VERSION = 2;
 
 [[noreturn]] static void die(const std::string& msg) {
     std::fprintf(stderr, "ga2_harness: error: %s\n", msg.c_str());
@@ -185,7 +185,7 @@ static double cpu_now() {
 // -- the machine under test --------------------------------------------------------------------------------
 
 struct Config {
-    unsigned ext_words = 0, sp_words = 0, imem_words = 0, ext_latency = 0;
+    unsigned ext_words = 0, sp_words = 0, sp_banks = 0, imem_words = 0, ext_latency = 0;   // sp_banks 0: one memory
 };
 
 struct Job {
@@ -201,24 +201,22 @@ public:
                                                       pipe_v_(cfg.ext_latency, 0), pipe_d_(cfg.ext_latency, 0) {
         ctx_.reset(new VerilatedContext);
         top_.reset(new Vga2(ctx_.get(), "TOP"));
-        // The scratchpad has no host write port: its memory is made public by the build (public_flat_rw in a
-        // generated .vlt) and written directly between runs.
-        const VerilatedVar* var = nullptr;
-        for (const char* name : {"TOP.ga2_sim.dut.scratchpad", "TOP.ga2.scratchpad"}) {
-            const VerilatedScope* scope = ctx_->scopeFind(name);
-            if (scope && (var = scope->varFind("mem"))) break;
+        // The scratchpad has no host write port: its memories are made public by the build (public_flat_rw in
+        // a generated .vlt) and written directly between runs. In order it is one memory, `mem`; decoupled,
+        // `sp_banks` banks `bank0`, `bank1`, ..., word a in row a >> b of bank (a + (a >> b)) mod sp_banks
+        // (ga2_sw/banking.py; the debug-port check below fails if the two ever disagree).
+        const unsigned n_mems = cfg.sp_banks ? cfg.sp_banks : 1;
+        for (unsigned n = 0; n < n_mems; ++n) {
+            const std::string var_name = cfg.sp_banks ? "bank" + std::to_string(n) : std::string("mem");
+            const VerilatedVar* var = find_scratchpad_var(var_name.c_str());
+            if (!var) die("the scratchpad memory " + var_name + " (scope ga2.scratchpad) is not public (built without public.vlt?)");
+            if (var->totalSize() != static_cast<size_t>(cfg.sp_words / n_mems) * sizeof(uint32_t))
+                die("the model's scratchpad memory " + var_name + " has " + std::to_string(var->totalSize()) +
+                    " bytes, not " + std::to_string(4ull * cfg.sp_words / n_mems));
+            sp_mems_.push_back(static_cast<uint32_t*>(var->datap()));
         }
-        if (!var && ctx_->scopeNameMap()) {      // scope naming differs between releases: look for it
-            for (const auto& it : *ctx_->scopeNameMap()) {
-                const std::string name = it.first;
-                if (name.size() >= 10 && name.compare(name.size() - 10, 10, "scratchpad") == 0
-                    && (var = it.second->varFind("mem"))) break;
-            }
-        }
-        if (!var) die("the scratchpad memory (scope ga2.scratchpad, var mem) is not public (built without public.vlt?)");
-        if (var->totalSize() != static_cast<size_t>(cfg.sp_words) * sizeof(uint32_t))
-            die("the model's scratchpad has " + std::to_string(var->totalSize()) + " bytes, not sp_words*4 = " + std::to_string(4ull * cfg.sp_words));
-        sp_mem_ = static_cast<uint32_t*>(var->datap());
+        bank_bits_ = 0;
+        while ((1u << bank_bits_) < cfg.sp_banks) ++bank_bits_;
         if (trace_path && *trace_path) {
 #if GA2_HAS_TRACE
             ctx_->traceEverOn(true);
@@ -268,8 +266,7 @@ public:
         top_->HOST_PORT(imem_we) = 0;
         imem_dirty_ = n;
         // Scratchpad: the image, then zeros.
-        std::memset(sp_mem_, 0, sizeof(uint32_t) * cfg_.sp_words);
-        std::memcpy(sp_mem_, job.sp.data(), sizeof(uint32_t) * job.sp.size());
+        for (unsigned a = 0; a < cfg_.sp_words; ++a) sp_word(a) = a < job.sp.size() ? job.sp[a] : 0;
 
         auto t0 = std::chrono::steady_clock::now();
         const double c0 = cpu_now();
@@ -324,7 +321,7 @@ public:
                 top_->DEBUG_PORT(addr) = a;
                 cycle();
                 sp[a] = top_->DEBUG_PORT(data);
-                if (sp[a] != sp_mem_[a]) ++port_mismatch;
+                if (sp[a] != sp_word(a)) ++port_mismatch;
             }
         }
         out.str(" sp_port_mismatch "); out.num(port_mismatch);
@@ -338,6 +335,26 @@ public:
     }
 
 private:
+    const VerilatedVar* find_scratchpad_var(const char* var_name) {
+        for (const char* name : {"TOP.ga2_sim.dut.scratchpad", "TOP.ga2.scratchpad"}) {
+            const VerilatedScope* scope = ctx_->scopeFind(name);
+            if (scope) if (const VerilatedVar* var = scope->varFind(var_name)) return var;
+        }
+        if (ctx_->scopeNameMap()) {      // scope naming differs between releases: look for it
+            for (const auto& it : *ctx_->scopeNameMap()) {
+                const std::string name = it.first;
+                if (name.size() >= 10 && name.compare(name.size() - 10, 10, "scratchpad") == 0)
+                    if (const VerilatedVar* var = it.second->varFind(var_name)) return var;
+            }
+        }
+        return nullptr;
+    }
+
+    uint32_t& sp_word(unsigned a) {
+        if (!cfg_.sp_banks) return sp_mems_[0][a];
+        return sp_mems_[(a + (a >> bank_bits_)) % cfg_.sp_banks][a >> bank_bits_];
+    }
+
     inline void set_ext_inputs() {
         top_->EXT_PORT(rvalid) = pipe_v_[cfg_.ext_latency - 1];
         top_->EXT_PORT(rdata) = pipe_d_[cfg_.ext_latency - 1];
@@ -381,7 +398,8 @@ private:
 #endif
     std::vector<uint32_t> ext_;
     std::vector<uint32_t> pipe_v_, pipe_d_;   // stage 1 .. ext_latency of the read pipeline
-    uint32_t* sp_mem_ = nullptr;
+    std::vector<uint32_t*> sp_mems_;          // the scratchpad's memory, or its banks
+    unsigned bank_bits_ = 0;
     unsigned imem_dirty_ = 0;                 // instruction words that may be nonzero
     bool last_hung_ = false;
     unsigned long long oob_ = 0, time_ = 0;
@@ -428,10 +446,11 @@ int main(int argc, char** argv) {
 
     in.keyword(FORMAT_MAGIC_IN);
     if (in.number("format version") != static_cast<unsigned long long>(FORMAT_VERSION))
-        die("unsupported job-file version (this harness reads version 1)");
+        die("unsupported job-file version (this harness reads version 2)");
     Config cfg;
     in.keyword("ext_words");   cfg.ext_words = static_cast<unsigned>(in.number("ext_words"));
     in.keyword("sp_words");    cfg.sp_words = static_cast<unsigned>(in.number("sp_words"));
+    in.keyword("sp_banks");    cfg.sp_banks = static_cast<unsigned>(in.number("sp_banks"));
     in.keyword("imem_words");  cfg.imem_words = static_cast<unsigned>(in.number("imem_words"));
     in.keyword("ext_latency"); cfg.ext_latency = static_cast<unsigned>(in.number("ext_latency"));
     if (!cfg.ext_words || !cfg.sp_words || !cfg.imem_words || !cfg.ext_latency)

@@ -8,12 +8,14 @@
 // same cycle returns the old word. The sizes are parameters (sim/icarus.py sets them with -P from the
 // configuration); the job file's header must agree with them.
 //
-// The scratchpad has no host write port, so the testbench writes dut.scratchpad.mem directly between runs;
+// The scratchpad has no host write port, so the testbench writes its memory (or, decoupled, its banks) directly
+// between runs through sp_poke/sp_peek, which sim/icarus.py generates for the build (sp_access.vh);
 // it reads the scratchpad back through the debug port (debug__addr/debug__data).
 
 module ga2_tb;
     parameter EXT_WORDS = 8192;
     parameter SP_WORDS = 4096;
+    parameter SP_BANKS = 0;         // 0: one scratchpad memory (in order); else its banks (decoupled)
     parameter IMEM_WORDS = 1024;
     parameter EXT_LATENCY = 4;
     parameter EXT_AW = 13;          // port widths of the generated top
@@ -97,6 +99,7 @@ module ga2_tb;
     reg started, ok_run;
     reg [63:0] port_mismatch;
     reg [31:0] sp_out [0:SP_WORDS-1];
+`include "sp_access.vh"
 
     task fail;
         input [8*64-1:0] msg;
@@ -139,9 +142,10 @@ module ga2_tb;
         if (fout == 0) fail("cannot open the result file");
 
         keyword("ga2jobs");
-        number; if (num != 1) fail("unsupported job-file version");
+        number; if (num != 2) fail("unsupported job-file version");
         keyword("ext_words"); number; if (num != EXT_WORDS) fail("ext_words differs from the build");
         keyword("sp_words"); number; if (num != SP_WORDS) fail("sp_words differs from the build");
+        keyword("sp_banks"); number; if (num != SP_BANKS) fail("sp_banks differs from the build");
         keyword("imem_words"); number; if (num != IMEM_WORDS) fail("imem_words differs from the build");
         keyword("ext_latency"); number; if (num != EXT_LATENCY) fail("ext_latency differs from the build");
         $fwrite(fout, "ga2results 1\n");
@@ -180,13 +184,13 @@ module ga2_tb;
                 if (r != 1) fail("bad external-memory word");
                 ext[i] = w32;
             end
-            for (i = 0; i < SP_WORDS; i = i + 1) dut.scratchpad.mem[i] = 32'd0;
+            for (i = 0; i < SP_WORDS; i = i + 1) sp_poke(i, 32'd0);
             keyword("sp"); number; n = num;
             if (n > SP_WORDS) fail("scratchpad image larger than the memory");
             for (i = 0; i < n; i = i + 1) begin
                 r = $fscanf(fin, "%h", w32);
                 if (r != 1) fail("bad scratchpad word");
-                dut.scratchpad.mem[i] = w32;
+                sp_poke(i, w32);
             end
             keyword("end");
 
@@ -236,7 +240,7 @@ module ga2_tb;
                     tick;
                     #1;
                     sp_out[i] = dbg_sp_data;
-                    if (dbg_sp_data !== dut.scratchpad.mem[i]) port_mismatch = port_mismatch + 1;
+                    if (dbg_sp_data !== sp_peek(i)) port_mismatch = port_mismatch + 1;
                 end
             end
             $fwrite(fout, " sp_port_mismatch %0d\n", port_mismatch);

@@ -1,0 +1,140 @@
+"""The decoupled chip's scratchpad: ``sp_banks`` true dual-port block RAM banks, port A for the DMA lane and
+port B for the compute lane."""
+
+from amaranth.hdl import Array, Cat, Const, Module, Signal
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In
+
+from ga2_sw.banking import bank_bits, bank_of, row_of
+from ga2_sw.timing import SP_WRITE_DELAY
+
+from .ports import SpReadSignature, SpWriteSignature, check_config, sp_addr_width, WORD
+from .scratchpad import and_or, check_groups
+
+__all__ = ["BankedScratchpad", "bank_index"]
+
+
+def bank_index(addr, config):
+    """The bank of scratchpad address ``addr`` (a Value): ``(addr + (addr >> b)) mod sp_banks``, the RTL of
+    ``ga2_sw.banking.bank_of`` (a test holds the two equal on every address)."""
+    b = bank_bits(config)
+    wide = Cat(addr, Const(0, b))           # at least b bits above the bank bits, whatever the address width
+    return (wide + (wide >> b))[:b]
+
+
+class BankedScratchpad(wiring.Component):
+    """``config.sp_words`` words in ``config.sp_banks`` banks (``ga2_sw.banking``: word ``a`` is row ``a >> b`` of
+    bank ``(a + (a >> b)) mod sp_banks``), with the named port groups of :class:`~ga2_hdl.scratchpad.Scratchpad`.
+
+    Each bank is one memory with two ports, each able to read or write a word per cycle: port A serves the
+    groups named in ``port_a`` (the DMA lane), port B all others (the compute lane). Each requester's address
+    is routed to its bank, and a read's data comes back from the bank it addressed. The requesters of one port
+    must never reach one bank in the same cycle, and the two ports must never touch one word in the same cycle
+    while one of them writes it: the lanes' units and the scoreboard guarantee both (docs/ARCHITECTURE.md,
+    "The banked scratchpad"), which is what lets each bank be a block RAM. So the memories carry Yosys'
+    ``no_rw_check``: a port's read during its own write, or a collision between the ports, is left undefined
+    in the netlist, which is what maps a bank onto an ECP5 DP16KD in true dual-port mode (Yosys cannot map a
+    same-clock true dual-port memory otherwise). Simulation returns the old word in both cases.
+
+    Write requests are registered for ``SP_WRITE_DELAY`` cycle, as in the one-memory scratchpad.
+
+    Members
+    -------
+    rd_<group> : In(SpReadSignature).array(n)
+    wr_<group> : In(SpWriteSignature).array(n)
+    """
+
+    def __init__(self, config, *, reads, writes, port_a=(), init=()):
+        self._config = check_config(config)
+        self._reads = check_groups(reads, "Read")
+        self._writes = check_groups(writes, "Write")
+        unknown = set(port_a) - set(self._reads) - set(self._writes)
+        if unknown:
+            raise ValueError(f"Port A group(s) {', '.join(sorted(unknown))} are neither read nor write groups")
+        self._port_a = tuple(port_a)
+        aw = sp_addr_width(config)
+        super().__init__({
+            **{f"rd_{g}": In(SpReadSignature(aw)).array(n) for g, n in self._reads.items()},
+            **{f"wr_{g}": In(SpWriteSignature(aw)).array(n) for g, n in self._writes.items()},
+        })
+        nb, depth = config.sp_banks, config.sp_words // config.sp_banks
+        words = list(init) + [0] * (config.sp_words - len(init))
+        images = [[0] * depth for _ in range(nb)]
+        for addr, word in enumerate(words):
+            images[bank_of(addr, config)][row_of(addr, config)] = word
+        self.collided = Signal()            # see elaborate()
+        self.banks = [memory.Memory(shape=WORD, depth=depth, init=images[n], attrs={"no_rw_check": 1})
+                      for n in range(nb)]
+
+    def read_group(self, name):
+        return getattr(self, f"rd_{name}")
+
+    def write_group(self, name):
+        return getattr(self, f"wr_{name}")
+
+    def cell(self, addr):
+        """The simulator's handle on word ``addr`` (for ``ctx.get``/``ctx.set``)."""
+        return self.banks[bank_of(addr, self._config)].data[row_of(addr, self._config)]
+
+    @property
+    def write_requested(self):
+        return Cat(*(port.en for g in self._writes for port in self.write_group(g))).any()
+
+    def elaborate(self, platform):
+        m = Module()
+        accesses = {}                       # (port, bank) -> (any access, write, row)
+        clashes = []
+        for n, bank in enumerate(self.banks):
+            m.submodules[f"bank{n}"] = bank
+        assert SP_WRITE_DELAY == 1, "a write request is registered once before the memory"
+        for port_name in ("a", "b"):
+            on_port = (lambda g: g in self._port_a) if port_name == "a" else (lambda g: g not in self._port_a)
+            # One read-or-write port per bank: a read port and a write port on one address, which Yosys merges.
+            ports = [(bank.read_port(), bank.write_port()) for bank in self.banks]
+            reads = [self._read_request(m, g, [rp.data for rp, _ in ports])
+                     for g in self._reads if on_port(g)]
+            writes = [self._write_request(m, g, k, req)
+                      for g in self._writes if on_port(g) for k, req in enumerate(self.write_group(g))]
+            for n, (rp, wp) in enumerate(ports):
+                read_hits = [(en & (bank == n), row) for en, bank, row in reads]
+                write_hits = [(en & (bank == n), row, data) for en, bank, row, data in writes]
+                row = Signal(len(rp.addr), name=f"{port_name}{n}_row")
+                hits = Cat(*(hit for hit, _ in read_hits), *(hit for hit, _, _ in write_hits))
+                clashes.append(sum(hits) > 1)
+                accesses[port_name, n] = (hits.any(), wp.en, row)
+                m.d.comb += [
+                    row.eq(and_or([(hit, r) for hit, r in read_hits] + [(hit, r) for hit, r, _ in write_hits])),
+                    rp.addr.eq(row), wp.addr.eq(row),
+                    rp.en.eq(Cat(*(hit for hit, _ in read_hits)).any()),
+                    wp.en.eq(Cat(*(hit for hit, _, _ in write_hits)).any()),
+                    wp.data.eq(and_or([(hit, d) for hit, _, d in write_hits]) if len(write_hits) > 1
+                               else write_hits[0][2] if write_hits else 0),
+                ]
+        # What the ports' users promise (two requests on one bank and port, or the ports on one word while one
+        # writes it), watched for the simulators: `collided` is sticky and drives nothing, so synthesis drops it.
+        for n in range(len(self.banks)):
+            (a_any, a_we, a_row), (b_any, b_we, b_row) = accesses["a", n], accesses["b", n]
+            clashes.append((a_row == b_row) & (a_we & b_any | b_we & a_any))
+        with m.If(Cat(*clashes).any()):
+            m.d.sync += self.collided.eq(1)
+        return m
+
+    def _read_request(self, m, group, bank_data):
+        """(en, bank, row) of a read group's request; connects its requesters' data to the bank it read."""
+        requesters = list(self.read_group(group))
+        addr = and_or([(r.en, r.addr) for r in requesters]) if len(requesters) > 1 else requesters[0].addr
+        b = bank_bits(self._config)
+        bank, bank_q = Signal(b, name=f"{group}_bank"), Signal(b, name=f"{group}_bank_q")
+        m.d.comb += bank.eq(bank_index(addr, self._config))
+        m.d.sync += bank_q.eq(bank)         # the data comes from the bank addressed in the previous cycle
+        m.d.comb += [r.data.eq(Array(bank_data)[bank_q]) for r in requesters]
+        return Cat(*(r.en for r in requesters)).any(), bank, addr[b:]
+
+    def _write_request(self, m, group, k, req):
+        """(en, bank, row, data) of a write requester, registered."""
+        b = bank_bits(self._config)
+        en, bank = Signal(name=f"{group}{k}_en"), Signal(b, name=f"{group}{k}_bank")
+        row, data = Signal(len(req.addr) - b, name=f"{group}{k}_row"), Signal.like(req.data, name=f"{group}{k}_data")
+        m.d.sync += [en.eq(req.en), bank.eq(bank_index(req.addr, self._config)), row.eq(req.addr[b:]),
+                     data.eq(req.data)]
+        return en, bank, row, data

@@ -1,0 +1,99 @@
+"""The decoupled chip's banked scratchpad: which bank holds a word, and what bank conflicts cost in cycles.
+
+Decoupled, the scratchpad is ``config.sp_banks`` banks (``Nb``, a power of two), each a true dual-port block
+RAM: port A serves the DMA lane, port B the compute lane (docs/ARCHITECTURE.md, "The banked scratchpad").
+Word ``a`` lives in bank ``(a + (a >> b)) mod Nb``, row ``a >> b``, with ``b = log2(Nb)``: consecutive words
+go to consecutive banks (a DMA burst of up to ``Nb - 1`` words never meets itself on a bank, an aligned one of
+``Nb`` neither), and the skew by ``a >> b`` puts the rows of a matrix whose row length is a multiple of ``Nb``
+on different banks instead of all on one.
+
+Two units meet on a bank within the compute lane, and both costs are static, computed from the instruction
+alone, by the cycle model here and by the RTL (``ga2_hdl.stream_feeder``, ``ga2_hdl.requantiser``):
+
+* the matrix unit reads each k-slice's ``M + N`` operands in rounds, one operand per bank per round
+  (``slice_rounds``); a slice takes as many cycles as the most operands on one bank.
+* the requantiser reads ``src + t`` in the cycle in which the write of element ``t - RQ_DEPTH - 1`` reaches
+  the memory; where those two can share a bank it delays its writes by ``rq_write_skew`` cycles."""
+
+from collections import Counter
+from functools import lru_cache
+
+from .timing import RQ_DEPTH, SP_WRITE_DELAY
+
+__all__ = ["bank_bits", "bank_of", "row_of", "slice_addresses", "slice_rounds", "mm_extra_cycles",
+           "rq_write_skew", "RQ_MAX_SKEW", "RQ_READ_TO_WRITE"]
+
+# Steps from an RQ element's read to its write reaching the memory (the reference machine's RQ model).
+RQ_READ_TO_WRITE = RQ_DEPTH + SP_WRITE_DELAY
+# The largest write skew ``rq_write_skew`` ever chooses (proved in its docstring, checked by the tests).
+RQ_MAX_SKEW = 2
+
+
+def bank_bits(config):
+    """``b = log2(sp_banks)``: the bank index's width."""
+    return config.sp_banks.bit_length() - 1
+
+
+def bank_of(addr, config):
+    """The bank holding scratchpad word ``addr``."""
+    return _bank(addr, config.sp_banks)
+
+
+def _bank(addr, nb):
+    return (addr + (addr >> (nb.bit_length() - 1))) % nb
+
+
+def row_of(addr, config):
+    """The row of word ``addr`` in its bank."""
+    return addr >> bank_bits(config)
+
+
+def slice_addresses(instr, k):
+    """The scratchpad addresses an MM's streaming feeder reads for k-slice ``k``, in its operand order: ``A[i][k]``
+    for ``i < M``, then ``Bop(k, j)`` for ``j < N``."""
+    i = instr
+    return ([i.A + r * i.lda + k for r in range(i.M)] +
+            [i.B + (c * i.ldb + k if i.tb else k * i.ldb + c) for c in range(i.N)])
+
+
+def slice_rounds(addresses, config):
+    """Cycles the feeder spends reading one slice: the most operands on one bank."""
+    return _rounds(addresses, config.sp_banks)
+
+
+def _rounds(addresses, nb):
+    return max(Counter(_bank(a, nb) for a in addresses).values())
+
+
+@lru_cache(maxsize=65536)
+def _mm_extra(instr, nb):
+    return sum(_rounds(slice_addresses(instr, k), nb) - 1 for k in range(instr.K))
+
+
+def mm_extra_cycles(instr, config):
+    """Cycles an MM's k-slices lose to bank conflicts on the decoupled chip: the sum over its slices of
+    ``slice_rounds - 1``."""
+    return _mm_extra(instr, config.sp_banks)
+
+
+def _may_collide(e, config):
+    """Whether words ``x`` and ``x + e`` can share a bank for some ``x``. ``bank(x + e) - bank(x)`` is
+    ``e + (x + e) // Nb - x // Nb``, which is ``v = e + e // Nb`` or ``v + 1`` (mod Nb)."""
+    nb = config.sp_banks
+    return (e + (e >> bank_bits(config))) % nb in (0, nb - 1)
+
+
+def rq_write_skew(instr, config):
+    """The cycles the decoupled requantiser delays its writes by, so that no write reaches a bank in the cycle in
+    which the same bank is read: the smallest ``s`` such that the read of ``src + t`` and the write of
+    ``dst + t - RQ_READ_TO_WRITE - s`` (the two accesses of one cycle) can never share a bank.
+
+    ``s <= 2``: ``v(e) = e + e // Nb`` grows by 1 or 2 when ``e`` grows by 1, so at most two consecutive
+    values of ``e`` have ``v`` in ``{0, -1}`` (mod Nb). The skew never changes what the instruction computes:
+    a later write is seen by a later read only if ``dst - src`` is ``RQ_READ_TO_WRITE + 1`` or ``+ 2``, where
+    ``v`` is ``-2`` or ``-3``, never ``0`` or ``-1`` with ``Nb >= 4``; so the skew is 0 there."""
+    e = instr.src - instr.dst + RQ_READ_TO_WRITE
+    for skew in range(RQ_MAX_SKEW + 1):
+        if not _may_collide(e + skew, config):
+            return skew
+    raise AssertionError("unreachable: see the docstring")

@@ -1,0 +1,172 @@
+"""The decoupled chip's banked scratchpad (ga2_sw/banking.py, ga2_hdl/banked_scratchpad.py): the RTL's bank map
+and requantiser skew equal the model's, the model's costs equal an independent cycle-by-cycle arbitration, the
+skew never lets a read and a write meet on a bank, and the scratchpad routes and flags accesses as documented."""
+
+import random
+
+import pytest
+from amaranth.hdl import Module, Signal
+from amaranth.sim import Simulator
+
+from ga2_sw import isa
+from ga2_sw.banking import (RQ_MAX_SKEW, RQ_READ_TO_WRITE, bank_of, mm_extra_cycles, row_of, rq_write_skew,
+                            slice_addresses)
+from ga2_sw.config import Config
+from ga2_hdl.banked_scratchpad import BankedScratchpad, bank_index
+from ga2_hdl.requantiser import write_skew
+
+DECOUPLED = Config(mode="decoupled")
+
+
+def _comb(build, inputs):
+    """Evaluate a combinational function of Signals on each input tuple in pysim."""
+    m = Module()
+    ins = [Signal(16, name=f"in{n}") for n in range(len(inputs[0]))]
+    out = Signal(8)
+    m.d.comb += out.eq(build(*ins))
+    results = []
+
+    async def bench(ctx):
+        for values in inputs:
+            for sig, v in zip(ins, values):
+                ctx.set(sig, v)
+            results.append(ctx.get(out))
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    return results
+
+
+@pytest.mark.parametrize("banks", [4, 16, 64])
+def test_rtl_bank_map_is_the_models(banks):
+    config = Config(mode="decoupled", sp_banks=banks)
+    addrs = list(range(config.sp_words))
+    got = _comb(lambda a: bank_index(a[:12], config), [(a,) for a in addrs])
+    assert got == [bank_of(a, config) for a in addrs]
+
+
+def test_bank_map_is_a_bijection_and_bursts_spread():
+    """Every (bank, row) holds one word; any run of sp_banks - 1 consecutive words, and any aligned run of
+    sp_banks, touches distinct banks (what a DMA that moves several words a beat needs)."""
+    c, nb = DECOUPLED, DECOUPLED.sp_banks
+    assert len({(bank_of(a, c), row_of(a, c)) for a in range(c.sp_words)}) == c.sp_words
+    for a in range(c.sp_words - nb):
+        assert len({bank_of(a + t, c) for t in range(nb - 1)}) == nb - 1
+        if a % nb == 0:
+            assert len({bank_of(a + t, c) for t in range(nb)}) == nb
+
+
+def test_rtl_rq_skew_is_the_models():
+    rng = random.Random(12)
+    pairs = [(s, d) for s in range(0, 64) for d in range(0, 64)]
+    pairs += [(rng.randrange(4096), rng.randrange(4096)) for _ in range(3000)]
+    got = _comb(lambda s, d: write_skew(s[:16], d[:16], DECOUPLED), pairs)
+    want = [rq_write_skew(isa.rq(d, s, 1, 1, 0), DECOUPLED) for s, d in pairs]
+    assert got == want
+    assert max(want) == RQ_MAX_SKEW     # the largest skew is reached, and never exceeded
+
+
+@pytest.mark.parametrize("banks", [4, 8, 16])
+def test_rq_skew_keeps_reads_and_writes_off_each_others_banks(banks):
+    """Independent of the skew's formula: list every cycle's read and write address and look for a bank met
+    twice; and the skew is 0 wherever it could change what the instruction reads."""
+    config = Config(mode="decoupled", sp_banks=banks)
+    for src in range(0, 160, 3):
+        for dst in range(0, 160, 5):
+            instr = isa.rq(dst, src, 40, 1, 0)
+            skew = rq_write_skew(instr, config)
+            lag = RQ_READ_TO_WRITE + skew
+            for t in range(lag, 40):        # cycle of element t's read = cycle element t - lag reaches memory
+                assert bank_of(src + t, config) != bank_of(dst + t - lag, config), (src, dst, t, skew)
+            if dst - src in (RQ_READ_TO_WRITE + 1, RQ_READ_TO_WRITE + 2):
+                assert skew == 0
+
+
+def _arbitrated_cycles(addresses, config):
+    """One slice read as the RTL reads it, cycle by cycle: each cycle, every operand still to read is read
+    unless an earlier one still to read is on its bank."""
+    left, cycles = list(range(len(addresses))), 0
+    while left:
+        taken = set()
+        for p in list(left):
+            bank = bank_of(addresses[p], config)
+            if bank not in taken:
+                taken.add(bank)
+                left.remove(p)
+            else:
+                taken.add(bank)
+        cycles += 1
+    return cycles
+
+
+def test_mm_extra_cycles_equal_a_cycle_by_cycle_arbitration():
+    rng = random.Random(5)
+    config = Config(mode="decoupled", rows=4, cols=4)
+    for _ in range(400):
+        M, N, K = rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 20)
+        instr = isa.mm(rng.randrange(2048), rng.randrange(1024), rng.randrange(1024), M, K, N,
+                       rng.randint(0, 1), rng.choice([1, 16, 17, 32, rng.randrange(64)]),
+                       rng.choice([1, 16, 17, 32, rng.randrange(64)]), 16)
+        want = sum(_arbitrated_cycles(slice_addresses(instr, k), config) - 1 for k in range(K))
+        assert mm_extra_cycles(instr, config) == want, instr
+
+
+def test_decoupled_busy_times_count_the_conflicts():
+    c = DECOUPLED
+    clean = isa.mm(2000, 0, 4, 1, 16, 4, 0, 16, 16, 4)          # A's bank never meets B's
+    rows_on_one_bank = isa.mm(2000, 0, 1, 2, 8, 1, 0, 16 * 17, 0, 4)
+    assert mm_extra_cycles(clean, c) == 0
+    assert isa.OPS[isa.Op.MM].busy(clean, c) == 16 + 3 + 4
+    assert mm_extra_cycles(rows_on_one_bank, c) > 0
+
+
+def _scratchpad_bench(config, accesses):
+    """Drive a BankedScratchpad with per-cycle requests {group: (en, addr[, data])}; return the data each
+    read group saw one cycle after its read, and the collided flag at the end."""
+    sp = BankedScratchpad(config, reads={"dma": 1, "mm0": 1, "mm1": 1}, writes={"dma": 1, "compute": 1},
+                          port_a=("dma",), init=list(range(config.sp_words)))
+    seen = []
+
+    async def bench(ctx):
+        for cycle in accesses:
+            for g in ("dma", "mm0", "mm1"):
+                en, addr = cycle.get(("r", g), (0, 0))
+                ctx.set(sp.read_group(g)[0].en, en)
+                ctx.set(sp.read_group(g)[0].addr, addr)
+            for g in ("dma", "compute"):
+                en, addr, data = cycle.get(("w", g), (0, 0, 0))
+                ctx.set(sp.write_group(g)[0].en, en)
+                ctx.set(sp.write_group(g)[0].addr, addr)
+                ctx.set(sp.write_group(g)[0].data, data)
+            await ctx.tick()
+            seen.append({g: ctx.get(sp.read_group(g)[0].data) for g in ("dma", "mm0", "mm1")})
+        await ctx.tick().repeat(2)
+        seen.append({"collided": ctx.get(sp.collided), "words": [ctx.get(sp.cell(a)) for a in range(config.sp_words)]})
+    sim = Simulator(sp)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return seen
+
+
+def test_banked_scratchpad_routes_reads_and_writes():
+    config = Config(mode="decoupled", sp_words=256)
+    a, b = 5, 6                                   # consecutive: different banks
+    assert bank_of(a, config) != bank_of(b, config)
+    seen = _scratchpad_bench(config, [
+        {("r", "mm0"): (1, a), ("r", "mm1"): (1, b), ("r", "dma"): (1, 200)},
+        {("w", "dma"): (1, 7, 0xABCD), ("w", "compute"): (1, 8, 0x1234)},
+        {}, {("r", "mm0"): (1, 7), ("r", "mm1"): (1, 8)},
+    ])
+    assert (seen[0]["mm0"], seen[0]["mm1"], seen[0]["dma"]) == (a, b, 200)
+    assert (seen[3]["mm0"], seen[3]["mm1"]) == (0xABCD, 0x1234)
+    assert not seen[-1]["collided"]
+    assert seen[-1]["words"][7:9] == [0xABCD, 0x1234]
+
+
+def test_banked_scratchpad_flags_a_collision():
+    config = Config(mode="decoupled", sp_words=256)
+    same_bank = next(x for x in range(1, 256) if bank_of(x, config) == bank_of(0, config))
+    assert _scratchpad_bench(config, [{("r", "mm0"): (1, 0), ("r", "mm1"): (1, same_bank)}])[-1]["collided"]
+    # A write on port A to the word port B reads in the same cycle.
+    assert _scratchpad_bench(config, [{("w", "dma"): (1, 9, 1)}, {("r", "mm0"): (1, 9)}])[-1]["collided"]
