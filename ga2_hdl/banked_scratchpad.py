@@ -2,14 +2,13 @@
 port B for the compute lane."""
 
 from amaranth.hdl import Array, Cat, Const, Module, Signal
-from amaranth.lib import memory, wiring
-from amaranth.lib.wiring import In
+from amaranth.lib import memory
 
 from ga2_sw.banking import bank_bits, bank_of, row_of
 from ga2_sw.timing import SP_WRITE_DELAY
 
-from .ports import SpReadSignature, SpWriteSignature, check_config, sp_addr_width, WORD
-from .scratchpad import and_or, check_groups
+from .ports import check_config, WORD
+from .scratchpad import PortGroups, and_or
 
 __all__ = ["BankedScratchpad", "bank_index"]
 
@@ -22,7 +21,7 @@ def bank_index(addr, config):
     return (wide + (wide >> b))[:b]
 
 
-class BankedScratchpad(wiring.Component):
+class BankedScratchpad(PortGroups):
     """``config.sp_words`` words in ``config.sp_banks`` banks (``ga2_sw.banking``: word ``a`` is row ``a >> b`` of
     bank ``(a + (a >> b)) mod sp_banks``), with the named port groups of :class:`~ga2_hdl.scratchpad.Scratchpad`.
 
@@ -46,17 +45,11 @@ class BankedScratchpad(wiring.Component):
 
     def __init__(self, config, *, reads, writes, port_a=(), init=()):
         self._config = check_config(config)
-        self._reads = check_groups(reads, "Read")
-        self._writes = check_groups(writes, "Write")
+        super().__init__(config, reads, writes)
         unknown = set(port_a) - set(self._reads) - set(self._writes)
         if unknown:
             raise ValueError(f"Port A group(s) {', '.join(sorted(unknown))} are neither read nor write groups")
         self._port_a = tuple(port_a)
-        aw = sp_addr_width(config)
-        super().__init__({
-            **{f"rd_{g}": In(SpReadSignature(aw)).array(n) for g, n in self._reads.items()},
-            **{f"wr_{g}": In(SpWriteSignature(aw)).array(n) for g, n in self._writes.items()},
-        })
         nb, depth = config.sp_banks, config.sp_words // config.sp_banks
         words = list(init) + [0] * (config.sp_words - len(init))
         images = [[0] * depth for _ in range(nb)]
@@ -66,19 +59,9 @@ class BankedScratchpad(wiring.Component):
         self.banks = [memory.Memory(shape=WORD, depth=depth, init=images[n], attrs={"no_rw_check": 1})
                       for n in range(nb)]
 
-    def read_group(self, name):
-        return getattr(self, f"rd_{name}")
-
-    def write_group(self, name):
-        return getattr(self, f"wr_{name}")
-
     def cell(self, addr):
         """The simulator's handle on word ``addr`` (for ``ctx.get``/``ctx.set``)."""
         return self.banks[bank_of(addr, self._config)].data[row_of(addr, self._config)]
-
-    @property
-    def write_requested(self):
-        return Cat(*(port.en for g in self._writes for port in self.write_group(g))).any()
 
     def elaborate(self, platform):
         m = Module()

@@ -8,10 +8,37 @@ from ga2_sw.timing import SP_WRITE_DELAY
 
 from .ports import SpReadSignature, SpWriteSignature, sp_addr_width, WORD
 
-__all__ = ["Scratchpad", "and_or", "check_groups"]
+__all__ = ["Scratchpad", "PortGroups", "and_or", "check_groups"]
 
 
-class Scratchpad(wiring.Component):
+class PortGroups(wiring.Component):
+    """What both scratchpads share: named groups of read and write requesters as signature members
+    (``rd_<group>``, ``wr_<group>``), validated, and the accessors of the groups."""
+
+    def __init__(self, config, reads, writes):
+        self._reads = check_groups(reads, "Read")
+        self._writes = check_groups(writes, "Write")
+        aw = sp_addr_width(config)
+        super().__init__({
+            **{f"rd_{g}": In(SpReadSignature(aw)).array(n) for g, n in self._reads.items()},
+            **{f"wr_{g}": In(SpWriteSignature(aw)).array(n) for g, n in self._writes.items()},
+        })
+
+    def read_group(self, name):
+        """The read requesters of group ``name``."""
+        return getattr(self, f"rd_{name}")
+
+    def write_group(self, name):
+        """The write requesters of group ``name``."""
+        return getattr(self, f"wr_{name}")
+
+    @property
+    def write_requested(self):
+        """High when any requester asks for a write this cycle (for checks that watch the memory)."""
+        return Cat(*(port.en for g in self._writes for port in self.write_group(g))).any()
+
+
+class Scratchpad(PortGroups):
     """``config.sp_words`` words of 32 bits with named groups of read and write ports.
 
     Each group is one port of the memory, shared by the requesters of the group; ``reads`` and ``writes``
@@ -45,31 +72,12 @@ class Scratchpad(wiring.Component):
     """
 
     def __init__(self, config, *, reads=None, writes=None, init=()):
-        self._reads = check_groups(reads or {"shared": 1}, "Read")
-        self._writes = check_groups(writes or {"shared": 1}, "Write")
-        aw = sp_addr_width(config)
-        super().__init__({
-            **{f"rd_{g}": In(SpReadSignature(aw)).array(n) for g, n in self._reads.items()},
-            **{f"wr_{g}": In(SpWriteSignature(aw)).array(n) for g, n in self._writes.items()},
-        })
+        super().__init__(config, reads or {"shared": 1}, writes or {"shared": 1})
         self.mem = memory.Memory(shape=WORD, depth=config.sp_words, init=list(init))
 
     def cell(self, addr):
         """The simulator's handle on word ``addr`` (for ``ctx.get``/``ctx.set``)."""
         return self.mem.data[addr]
-
-    def read_group(self, name):
-        """The read requesters of group ``name``."""
-        return getattr(self, f"rd_{name}")
-
-    def write_group(self, name):
-        """The write requesters of group ``name``."""
-        return getattr(self, f"wr_{name}")
-
-    @property
-    def write_requested(self):
-        """High when any requester asks for a write this cycle (for checks that watch the memory)."""
-        return Cat(*(port.en for g in self._writes for port in self.write_group(g))).any()
 
     def elaborate(self, platform):
         m = Module()

@@ -292,6 +292,8 @@ RTL_MUTANTS = (
        "m.d.comb += [r.data.eq(Array(bank_data)[bank]) for r in requesters]", file="ga2_hdl/banked_scratchpad.py"),
     _m("bank: the requantiser never skews its writes", "requantiser",
        "m.d.sync += skew.eq(write_skew(instr.src, instr.dst, self._config))", "m.d.sync += skew.eq(0)"),
+    _m("bank: debug reads start in the first idle cycle, beside the last write", "scratchpad",
+       "self._debug_rd.en.eq(idle & was_idle)", "self._debug_rd.en.eq(idle)", file="ga2_hdl/top.py"),
     _m("bank: the requantiser's skew is not added to its busy time", "requantiser",
        "m.d.sync += last_step.eq(last_step + skew)", "m.d.sync += last_step.eq(last_step)"),
 )

@@ -139,6 +139,10 @@ def _scratchpad_bench(config, accesses):
                 ctx.set(sp.write_group(g)[0].addr, addr)
                 ctx.set(sp.write_group(g)[0].data, data)
             await ctx.tick()
+            for g in ("dma", "mm0", "mm1"):       # the next cycle's requests go elsewhere: data must not follow
+                port = sp.read_group(g)[0]
+                ctx.set(port.en, 0)
+                ctx.set(port.addr, (ctx.get(port.addr) + 1) % config.sp_words)
             seen.append({g: ctx.get(sp.read_group(g)[0].data) for g in ("dma", "mm0", "mm1")})
         await ctx.tick().repeat(2)
         seen.append({"collided": ctx.get(sp.collided), "words": [ctx.get(sp.cell(a)) for a in range(config.sp_words)]})
@@ -170,3 +174,26 @@ def test_banked_scratchpad_flags_a_collision():
     assert _scratchpad_bench(config, [{("r", "mm0"): (1, 0), ("r", "mm1"): (1, same_bank)}])[-1]["collided"]
     # A write on port A to the word port B reads in the same cycle.
     assert _scratchpad_bench(config, [{("w", "dma"): (1, 9, 1)}, {("r", "mm0"): (1, 9)}])[-1]["collided"]
+
+
+def test_debug_reads_wait_for_the_last_write():
+    """The host's debug reads share the compute lane's bank port: with the debug address parked on the bank of
+    an RQ's last write, that write (a cycle after the unit's last busy one) must not meet a debug read."""
+    from ga2_sw.machine import Machine
+    from sim.testing import ChipBench
+    config = Config(mode="decoupled", sp_words=256, ext_words=256, imem_words=8)
+    program = [isa.rq(dst=100, src=0, len=6, m=3, s=1), isa.halt()]
+    last = 105
+    parked = next(a for a in range(256) if a != last and bank_of(a, config) == bank_of(last, config))
+    sp = [(7 * a + 1) & 0xFF for a in range(256)]
+    bench, out = ChipBench(config), {}
+
+    async def testbench(ctx):
+        bench.poke_scratchpad(ctx, sp)
+        ctx.set(bench.chip.debug.addr, parked)
+        await bench.load_program(ctx, program)
+        await bench.run_to_done(ctx)
+        await ctx.tick().repeat(3)
+        out["result"] = bench.result(ctx)      # raises if the scratchpad saw a collision
+    bench.simulate(testbench)
+    assert out["result"].sp == Machine(config).run(program, sp=sp).sp
