@@ -13,9 +13,13 @@ from .ports import SpReadSignature, check_config, sp_addr_width
 
 __all__ = ["StreamFeeder"]
 
+# Cycle 1 plans the first slice: which of its operands share a bank, from the first addresses registered at
+# start. (Planning it in the start cycle itself put the sequencer's instruction, the operand address adders,
+# the bank adders and their compares in one path: 63 MHz on ECP5.)
+PLAN_CYCLES = 1
 # The cycles from the read of the last slice's last operands (cycle c) to done: their data arrives in the hold
 # registers (c + 1), the array takes the slice's step (c + 2), and PE(0,0) accumulates its last product (c + 3).
-# The cycle model counts them as STREAM_MM_OVERHEAD.
+# With the plan cycle, the cycle model counts these as STREAM_MM_OVERHEAD.
 DRAIN_CYCLES = 3
 
 
@@ -33,14 +37,15 @@ class StreamFeeder(wiring.Component):
 
     Schedule, with ``start`` in cycle 0:
 
-    * cycle 1: the array is cleared; from cycle 1 on the slices are read, slice after slice (``K + extra``
-      cycles, ``extra = ga2_sw.banking.mm_extra_cycles``); the other ports stay disabled.
+    * cycle 1: the array is cleared and the first slice planned (which of its operands share a bank); from
+      cycle 2 on the slices are read, slice after slice (``K + extra`` cycles,
+      ``extra = ga2_sw.banking.mm_extra_cycles``); the other ports stay disabled.
     * an operand is registered into its hold register in the cycle after its read; the array takes slice
       ``k``'s step from the hold registers two cycles after the slice's last read, and stands still in the
       other cycles (hold registers of rows ``>= M`` and columns ``>= N`` stay zero).
     * after the last slice's step the hold registers are zeroed and the array steps every cycle: PE(0,0)
       completes its sum in the next step, ``done``, ``DRAIN_CYCLES`` after the last read, in cycle
-      ``F = K + extra + STREAM_MM_OVERHEAD``.
+      ``F = K + extra + STREAM_MM_OVERHEAD`` (``PLAN_CYCLES + DRAIN_CYCLES``).
 
     The results are written from cycle ``F + 1`` on, while the array keeps stepping with zero inputs (which
     leaves finished sums alone): (i, j) in cycle ``F + 1 + i*N + j``, after its PE completed it. Every operand
@@ -74,7 +79,7 @@ class StreamFeeder(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         ctl, config = self.ctl, self._config
-        assert DRAIN_CYCLES == STREAM_MM_OVERHEAD, \
+        assert PLAN_CYCLES + DRAIN_CYCLES == STREAM_MM_OVERHEAD, \
             "the cycle model's decoupled MM time is K + extra + STREAM_MM_OVERHEAD + M*N"
         instr, ports, rows = ctl.instr, self.read_ports, config.rows
         n_ops, aw = len(ports), sp_addr_width(config)
@@ -103,7 +108,10 @@ class StreamFeeder(wiring.Component):
         with m.FSM(name="stream_fsm") as fsm:
             with m.State("IDLE"):
                 with m.If(ctl.start):
-                    m.next = "READ"
+                    m.next = "PLAN"
+            with m.State("PLAN"):
+                m.d.sync += same_banks(addr)
+                m.next = "READ"
             with m.State("READ"):
                 with m.If(slice_done & (slices == ctl.fields.k_last)):
                     m.next = "DRAIN"
@@ -121,7 +129,7 @@ class StreamFeeder(wiring.Component):
         last_slice = slices == ctl.fields.k_last
         with m.If(ctl.start):
             m.d.sync += [*(a.eq(f) for a, f in zip(addr, firsts)), *(u.eq(f) for u, f in zip(used, useds(instr, config))),
-                         *(s.eq(0) for s in served), slices.eq(0), *same_banks(firsts)]
+                         *(s.eq(0) for s in served), slices.eq(0)]
         with m.Elif(slice_read):
             m.d.sync += [*(a.eq(n) for a, n in zip(addr, nexts)), *(s.eq(0) for s in served),
                          slices.eq(slices + 1), *same_banks(nexts)]

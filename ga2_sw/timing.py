@@ -15,5 +15,5 @@ ST_OVERHEAD = 1         # ST: the scratchpad read's latency before the first ext
 RQ_DEPTH = 5            # requantiser: read, register, partial products, product, shift, round/saturate/write
 DIVIDER_LATENCY = 17    # the softmax divider: one quotient bit per stage (Q16 probabilities up to 65536)
 SM_OVERHEAD = 4 + DIVIDER_LATENCY   # read, score register, ROM, buffer read, then the divider
-STREAM_MM_OVERHEAD = 3  # streaming MM: slice read, hold register, then the last PE's product and accumulate
+STREAM_MM_OVERHEAD = 4  # streaming MM: bank plan, slice read, hold register, then the last PE's product and accumulate
 CHECK_LATENCY = 4       # load-time validation: cycles from the host's write to the error code's write

@@ -12,6 +12,7 @@ import pytest
 from ga2_sw import isa
 from ga2_sw.banking import bank_of, mm_extra_cycles
 from ga2_sw.config import Config
+from ga2_sw.timing import STREAM_MM_OVERHEAD
 from ga2_hdl.matrix_unit import MatrixUnit
 from sim.testing import UnitBench, run_bench, start_and_wait, unit_verilog, verilog_ports
 
@@ -30,13 +31,13 @@ def encode_mm(*, dst, A, B, M, K, N, tb, lda, ldb, ldc, **_):
 
 
 def busy_time(config, c):
-    """docs/ISA.md: staged ``(K + 1)(M + N) + MN``; streaming ``K + extra + 3 + MN``, ``extra`` the cycles the
+    """docs/ISA.md: staged ``(K + 1)(M + N) + MN``; streaming ``K + extra + 4 + MN``, ``extra`` the cycles the
     slices lose to operands on one bank (``ga2_sw.banking``, checked on its own in tests/test_banking.py)."""
     M, K, N = c["M"], c["K"], c["N"]
     if not config.decoupled:
         return (K + 1) * (M + N) + M * N
     instr = isa.mm(c["dst"], c["A"], c["B"], M, K, N, c["tb"], c["lda"], c["ldb"], c["ldc"])
-    return K + mm_extra_cycles(instr, config) + 3 + M * N
+    return K + mm_extra_cycles(instr, config) + STREAM_MM_OVERHEAD + M * N
 
 
 def footprints(c):
@@ -416,13 +417,13 @@ def test_smm_back_to_back():
     (2, 3, dict(M=2, K=4, N=2, tb=1, lda=4, ldb=5, ldc=3, A=0, B=20, dst=40)),
 ])
 def test_smm_schedule(rows, cols, shape):
-    """As StreamFeeder's docstring describes: from cycle 1 on, slice after slice, ``A[i][k]`` on row port ``i``
+    """As StreamFeeder's docstring describes: from cycle 2 on (cycle 1 plans), slice after slice, ``A[i][k]`` on row port ``i``
     (``i < M``) and ``Bop(k, j)`` on column port ``j`` (``j < N``), the other ports disabled; in each cycle every
     operand of the slice not yet read is read unless an earlier one not yet read is on its bank (worked out
     here from the bank map alone); the results written from the fourth cycle after the last read on."""
     config = Config(rows=rows, cols=cols, **STREAM)
     c = dict(shape)
-    reads, cycle = {}, 1
+    reads, cycle = {}, 2
     for k in range(c["K"]):
         operands = ([(i, a_address(c, i, k)) for i in range(c["M"])] +
                     [(rows + j, b_address(c, k, j)) for j in range(c["N"])])
