@@ -36,6 +36,11 @@ class Requantiser(Unit):
     ahead of ``src`` a later element reads a value this instruction already wrote, exactly as the reference
     machine models it.
 
+    Decoupled, the scratchpad is banked and an RQ whose read and write of one cycle could share a bank delays its
+    words by ``skew`` cycles between the block RAM and the pipeline (``ga2_sw.banking.rq_write_skew``, 0 to 2,
+    chosen at start from ``src - dst``): every write then comes ``skew`` cycles later and ``busy`` lasts
+    ``len + RQ_DEPTH + skew`` cycles. The skew never changes what the instruction computes.
+
     The instruction fields are latched at ``start``: ``dst``, ``src``, ``len``, ``m`` (signed 16-bit, in the
     K slot) and ``s`` (the low 6 bits of the M slot, 0 .. 47; the sequencer rejects larger shifts).
 
