@@ -1,5 +1,5 @@
-"""The matrix unit's streaming operand feeder (decoupled mode): a whole k-slice per cycle, through one scratchpad
-read port per array row and one per array column."""
+"""The matrix unit's streaming operand feeder (decoupled mode): a k-slice per cycle where its operands sit on
+distinct banks, through one scratchpad read port per array row and one per array column."""
 
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -104,6 +104,7 @@ class StreamFeeder(wiring.Component):
         reads = [pending[p] & ~Cat(*(pending[q] & same[q, p] for q in range(p))).any() if p else pending[0]
                  for p in range(n_ops)]
         slice_done = Cat(*(~pend | rd for pend, rd in zip(pending, reads))).all()
+        last_slice = slices == ctl.fields.k_last
 
         with m.FSM(name="stream_fsm") as fsm:
             with m.State("IDLE"):
@@ -113,7 +114,7 @@ class StreamFeeder(wiring.Component):
                 m.d.sync += same_banks(addr)
                 m.next = "READ"
             with m.State("READ"):
-                with m.If(slice_done & (slices == ctl.fields.k_last)):
+                with m.If(slice_done & last_slice):
                     m.next = "DRAIN"
             with m.State("DRAIN"):
                 drain = Signal(range(DRAIN_CYCLES))
@@ -126,7 +127,6 @@ class StreamFeeder(wiring.Component):
 
         reading = fsm.ongoing("READ")
         slice_read = reading & slice_done
-        last_slice = slices == ctl.fields.k_last
         with m.If(ctl.start):
             m.d.sync += [*(a.eq(f) for a, f in zip(addr, firsts)), *(u.eq(f) for u, f in zip(used, useds(instr, config))),
                          *(s.eq(0) for s in served), slices.eq(0)]

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 from .timing import RQ_DEPTH, SP_WRITE_DELAY
 
-__all__ = ["bank_bits", "bank_of", "row_of", "slice_addresses", "slice_rounds", "mm_extra_cycles",
+__all__ = ["bank_bits", "bank_of", "row_of", "slice_addresses", "slice_rounds", "most_on_one_bank", "mm_extra_cycles",
            "rq_write_skew", "RQ_MAX_SKEW", "RQ_READ_TO_WRITE"]
 
 # Steps from an RQ element's read to its write reaching the memory (the reference machine's RQ model).
@@ -61,8 +61,13 @@ def slice_rounds(addresses, config):
     return _rounds(addresses, config.sp_banks)
 
 
+def most_on_one_bank(banks):
+    """The most entries of ``banks`` (one bank index per operand) equal to one another."""
+    return max(Counter(banks).values())
+
+
 def _rounds(addresses, nb):
-    return max(Counter(_bank(a, nb) for a in addresses).values())
+    return most_on_one_bank(_bank(a, nb) for a in addresses)
 
 
 @lru_cache(maxsize=65536)

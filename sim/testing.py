@@ -23,8 +23,24 @@ from .compare import compare_results
 from .extmem import ExtMemoryModel
 from .jobs import DEFAULT_CYCLE_LIMIT, HangError, hang_message
 
-__all__ = ["UnitBench", "simulate", "run_bench", "start_and_wait", "ChipBench", "assert_same", "unit_verilog", "verilog_ports",
+__all__ = ["arbitrated_rounds", "UnitBench", "simulate", "run_bench", "start_and_wait", "ChipBench", "assert_same", "unit_verilog", "verilog_ports",
            "assert_build_refused"]
+
+
+def arbitrated_rounds(addresses, bank_of):
+    """The cycle, counted from 0, in which each of one slice's operands is read, worked out as the decoupled
+    matrix unit arbitrates (an independent reference for ``ga2_sw.banking.slice_rounds``): in each cycle every
+    operand still to read is read unless an earlier one still to read is on its bank."""
+    rounds, left, cycle = [None] * len(addresses), list(range(len(addresses))), 0
+    while left:
+        taken = set()
+        for p in list(left):
+            if bank_of(addresses[p]) not in taken:
+                rounds[p] = cycle
+                left.remove(p)
+            taken.add(bank_of(addresses[p]))
+        cycle += 1
+    return rounds
 
 
 class UnitBench(Elaboratable):

@@ -14,6 +14,7 @@ from ga2_sw.banking import (RQ_MAX_SKEW, RQ_READ_TO_WRITE, bank_of, mm_extra_cyc
 from ga2_sw.config import Config
 from ga2_hdl.banked_scratchpad import BankedScratchpad, bank_index
 from ga2_hdl.requantiser import write_skew
+from sim.testing import arbitrated_rounds
 
 DECOUPLED = Config(mode="decoupled")
 
@@ -82,23 +83,6 @@ def test_rq_skew_keeps_reads_and_writes_off_each_others_banks(banks):
                 assert skew == 0
 
 
-def _arbitrated_cycles(addresses, config):
-    """One slice read as the RTL reads it, cycle by cycle: each cycle, every operand still to read is read
-    unless an earlier one still to read is on its bank."""
-    left, cycles = list(range(len(addresses))), 0
-    while left:
-        taken = set()
-        for p in list(left):
-            bank = bank_of(addresses[p], config)
-            if bank not in taken:
-                taken.add(bank)
-                left.remove(p)
-            else:
-                taken.add(bank)
-        cycles += 1
-    return cycles
-
-
 def test_mm_extra_cycles_equal_a_cycle_by_cycle_arbitration():
     rng = random.Random(5)
     config = Config(mode="decoupled", rows=4, cols=4)
@@ -107,7 +91,8 @@ def test_mm_extra_cycles_equal_a_cycle_by_cycle_arbitration():
         instr = isa.mm(rng.randrange(2048), rng.randrange(1024), rng.randrange(1024), M, K, N,
                        rng.randint(0, 1), rng.choice([1, 16, 17, 32, rng.randrange(64)]),
                        rng.choice([1, 16, 17, 32, rng.randrange(64)]), 16)
-        want = sum(_arbitrated_cycles(slice_addresses(instr, k), config) - 1 for k in range(K))
+        want = sum(max(arbitrated_rounds(slice_addresses(instr, k), lambda a: bank_of(a, config)))
+                   for k in range(K))
         assert mm_extra_cycles(instr, config) == want, instr
 
 

@@ -5,8 +5,7 @@ banked scratchpad serves one operand per bank per cycle, so a slice whose ``M + 
 of them on one bank takes ``n`` cycles instead of one. This counts, over every MM of the decode-table programs,
 the extra slice cycles each bank map would cost with the programs laid out as they are."""
 
-from collections import Counter
-
+from .. import banking
 from ..isa import Op
 from .common import emit, json_option, table
 
@@ -25,8 +24,7 @@ BANK_MAPS = {
 def slice_addresses(mm):
     """The scratchpad addresses of each k-slice of an MM: A's column k, then Bop's row k."""
     for k in range(mm.K):
-        yield ([mm.A + i * mm.lda + k for i in range(mm.M)] +
-               [mm.B + (j * mm.ldb + k if mm.tb else k * mm.ldb + j) for j in range(mm.N)])
+        yield banking.slice_addresses(mm, k)
 
 
 def bank_conflicts(programs, bank_of):
@@ -37,7 +35,7 @@ def bank_conflicts(programs, bank_of):
             if instr.op != Op.MM:
                 continue
             for addresses in slice_addresses(instr):
-                load = max(Counter(map(bank_of, addresses)).values())
+                load = banking.most_on_one_bank(map(bank_of, addresses))
                 slices, extra, worst = slices + 1, extra + load - 1, max(worst, load)
     return slices, extra, worst
 
