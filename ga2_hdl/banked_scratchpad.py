@@ -1,11 +1,11 @@
 """The decoupled chip's scratchpad: ``sp_banks`` true dual-port block RAM banks, port A for the DMA lane and
 port B for the compute lane."""
 
-from amaranth.hdl import Array, Cat, Const, Module, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import memory
 
 from ga2_sw.banking import bank_bits, bank_of, row_of
-from ga2_sw.timing import SP_WRITE_DELAY
+from ga2_sw.timing import BANKED_READ_DELAY, SP_WRITE_DELAY
 
 from .ports import check_config, WORD
 from .scratchpad import PortGroups, and_or
@@ -35,7 +35,12 @@ class BankedScratchpad(PortGroups):
     in the netlist, which is what maps a bank onto an ECP5 DP16KD in true dual-port mode (Yosys cannot map a
     same-clock true dual-port memory otherwise). Simulation returns the old word in both cases.
 
-    Write requests are registered for ``SP_WRITE_DELAY`` cycle, as in the one-memory scratchpad.
+    Write requests are registered for ``SP_WRITE_DELAY`` cycle, as in the one-memory scratchpad, and so are the
+    read requests of port B's groups (``BANKED_READ_DELAY``: their data comes two cycles after the request)
+    except those named in ``bypass`` (the host's debug reads, made only while the chip is idle). Each
+    registered request holds its bank decoded, one bit per bank, so that between the registers and a bank's
+    address there is only the bank's AND-OR of its requesters: the units' address and arbitration logic ends
+    at the registers, not in 32 block RAMs across the die.
 
     Members
     -------
@@ -43,13 +48,16 @@ class BankedScratchpad(PortGroups):
     wr_<group> : In(SpWriteSignature).array(n)
     """
 
-    def __init__(self, config, *, reads, writes, port_a=(), init=()):
+    def __init__(self, config, *, reads, writes, port_a=(), bypass=(), init=()):
         self._config = check_config(config)
         super().__init__(config, reads, writes)
-        unknown = set(port_a) - set(self._reads) - set(self._writes)
-        if unknown:
-            raise ValueError(f"Port A group(s) {', '.join(sorted(unknown))} are neither read nor write groups")
-        self._port_a = tuple(port_a)
+        for what, groups, allowed in (("Port A", port_a, set(self._reads) | set(self._writes)),
+                                      ("Bypass", bypass, set(self._reads) - set(port_a))):
+            unknown = set(groups) - allowed
+            if unknown:
+                raise ValueError(f"{what} group(s) {', '.join(sorted(unknown))} are not "
+                                 f"{'read or write' if what == 'Port A' else 'port B read'} groups")
+        self._port_a, self._bypass = tuple(port_a), tuple(bypass)
         nb, depth = config.sp_banks, config.sp_words // config.sp_banks
         words = list(init) + [0] * (config.sp_words - len(init))
         images = [[0] * depth for _ in range(nb)]
@@ -63,6 +71,11 @@ class BankedScratchpad(PortGroups):
         """The simulator's handle on word ``addr`` (for ``ctx.get``/``ctx.set``)."""
         return self.banks[bank_of(addr, self._config)].data[row_of(addr, self._config)]
 
+    def read_latency(self, group):
+        """Cycles from a read request of ``group`` to its data."""
+        registered = group not in self._port_a and group not in self._bypass
+        return 1 + (BANKED_READ_DELAY if registered else 0)
+
     def elaborate(self, platform):
         m = Module()
         accesses = {}                       # (port, bank) -> (any access, write, row)
@@ -70,6 +83,7 @@ class BankedScratchpad(PortGroups):
         for n, bank in enumerate(self.banks):
             m.submodules[f"bank{n}"] = bank
         assert SP_WRITE_DELAY == 1, "a write request is registered once before the memory"
+        assert BANKED_READ_DELAY == 1, "a registered read request is registered once before the memory"
         for port_name in ("a", "b"):
             on_port = (lambda g: g in self._port_a) if port_name == "a" else (lambda g: g not in self._port_a)
             # One read-or-write port per bank: a read port and a write port on one address, which Yosys merges.
@@ -79,8 +93,8 @@ class BankedScratchpad(PortGroups):
             writes = [self._write_request(m, g, k, req)
                       for g in self._writes if on_port(g) for k, req in enumerate(self.write_group(g))]
             for n, (rp, wp) in enumerate(ports):
-                read_hits = [(en & (bank == n), row) for en, bank, row in reads]
-                write_hits = [(en & (bank == n), row, data) for en, bank, row, data in writes]
+                read_hits = [(hits[n], row) for hits, row in reads]
+                write_hits = [(hits[n], row, data) for hits, row, data in writes]
                 row = Signal(len(rp.addr), name=f"{port_name}{n}_row")
                 hits = Cat(*(hit for hit, _ in read_hits), *(hit for hit, _, _ in write_hits))
                 clashes.append(sum(hits) > 1)
@@ -102,22 +116,34 @@ class BankedScratchpad(PortGroups):
             m.d.sync += self.collided.eq(1)
         return m
 
+    def _bank_hits(self, en, addr):
+        """One bit per bank: ``en`` and ``addr`` in that bank."""
+        return Mux(en, Const(1, self._config.sp_banks) << bank_index(addr, self._config), 0)
+
     def _read_request(self, m, group, bank_data):
-        """(en, bank, row) of a read group's request; connects its requesters' data to the bank it read."""
+        """(bank hits, row) of a read group's request as the banks see it; connects its requesters' data to
+        the bank it read. A request of a group on port B is registered first (``BANKED_READ_DELAY``), its bank
+        decoded, unless the group bypasses the register."""
         requesters = list(self.read_group(group))
+        en = Cat(*(r.en for r in requesters)).any()
         addr = and_or([(r.en, r.addr) for r in requesters]) if len(requesters) > 1 else requesters[0].addr
         b = bank_bits(self._config)
         bank, bank_q = Signal(b, name=f"{group}_bank"), Signal(b, name=f"{group}_bank_q")
-        m.d.comb += bank.eq(bank_index(addr, self._config))
+        hits, row = Signal(self._config.sp_banks, name=f"{group}_hits"), Signal(len(addr) - b, name=f"{group}_row")
+        if self.read_latency(group) == 1:
+            m.d.comb += [bank.eq(bank_index(addr, self._config)), hits.eq(self._bank_hits(en, addr)),
+                         row.eq(addr[b:])]
+        else:
+            m.d.sync += [bank.eq(bank_index(addr, self._config)), hits.eq(self._bank_hits(en, addr)),
+                         row.eq(addr[b:])]
         m.d.sync += bank_q.eq(bank)         # the data comes from the bank addressed in the previous cycle
         m.d.comb += [r.data.eq(Array(bank_data)[bank_q]) for r in requesters]
-        return Cat(*(r.en for r in requesters)).any(), bank, addr[b:]
+        return hits, row
 
     def _write_request(self, m, group, k, req):
-        """(en, bank, row, data) of a write requester, registered."""
+        """(bank hits, row, data) of a write requester, registered."""
         b = bank_bits(self._config)
-        en, bank = Signal(name=f"{group}{k}_en"), Signal(b, name=f"{group}{k}_bank")
+        hits = Signal(self._config.sp_banks, name=f"{group}{k}_hits")
         row, data = Signal(len(req.addr) - b, name=f"{group}{k}_row"), Signal.like(req.data, name=f"{group}{k}_data")
-        m.d.sync += [en.eq(req.en), bank.eq(bank_index(req.addr, self._config)), row.eq(req.addr[b:]),
-                     data.eq(req.data)]
-        return en, bank, row, data
+        m.d.sync += [hits.eq(self._bank_hits(req.en, req.addr)), row.eq(req.addr[b:]), data.eq(req.data)]
+        return hits, row, data

@@ -73,9 +73,11 @@ def saturate(x, width):
 class RequantPipeline(wiring.Component):
     """``o = sat8((word * mult + 2**(shift-1)) >> shift)``, one word per cycle, ``RQ_DEPTH`` stages.
 
-    With a word's scratchpad read requested in cycle ``t`` (``read`` high), the registered stages are
+    With a word's scratchpad read requested in cycle ``t`` (``read`` high) and a read latency of 1 (the word on
+    ``word`` in cycle ``t+1``; the banked scratchpad's ``read_latency`` of 2 adds its request register in front
+    and moves every stage a cycle later), the registered stages are
 
-    1. the read itself: the word is on ``word`` in cycle ``t+1`` (its data register is the block RAM's);
+    1. the read itself (its data register is the block RAM's);
     2. the word, registered before it meets the multiplier, since the block RAM's clock-to-output plus a
        32 x 16 multiply was the chip's critical path on ECP5 (60 MHz);
     3. two 16 x 16 partial products: each fits one 18 x 18 DSP block, and the 32 x 16 product in one stage
@@ -92,13 +94,13 @@ class RequantPipeline(wiring.Component):
     read : In(1)
         A word's scratchpad read is requested in this cycle.
     word : In(32)
-        The scratchpad's read data: the word requested in the previous cycle.
+        The scratchpad's read data: the word requested ``read_latency`` cycles before.
     mult : In(signed(16))
         The multiplier ``m``.
     shift : In(SHIFT_WIDTH)
         The shift ``s``, 0 .. 47.
     o : Out(stream.Signature(signed(8), always_ready=True))
-        The int8 result, ``RQ_DEPTH`` cycles after its word's read.
+        The int8 result, ``latency`` cycles after its word's read request.
     """
 
     read: In(1)
@@ -106,6 +108,17 @@ class RequantPipeline(wiring.Component):
     mult: In(signed(16))
     shift: In(SHIFT_WIDTH)
     o: Out(stream.Signature(signed(8), always_ready=True))
+
+    def __init__(self, read_latency=1):
+        if read_latency < 1:
+            raise ValueError(f"read_latency must be at least 1, not {read_latency}")
+        self.read_latency = read_latency
+        super().__init__()
+
+    @property
+    def latency(self):
+        """Cycles from a word's read request to its result: ``RQ_DEPTH`` with a 1-cycle read."""
+        return RQ_DEPTH + self.read_latency - 1
 
     def elaborate(self, platform):
         m = Module()
@@ -123,6 +136,8 @@ class RequantPipeline(wiring.Component):
         m.d.sync += [over_at.eq(hi), under_at.eq(lo)]
 
         chain = ValidChain(m, self.read)
+        for n in range(self.read_latency - 1):
+            chain.stage(f"request{n}")      # the banked scratchpad's request register (decoupled mode)
         chain.stage("data")
         chain.stage("word", word.eq(self.word.as_signed()))
         chain.stage("partial", low.eq(word[:16] * self.mult), high.eq(word[16:].as_signed() * self.mult))
@@ -131,7 +146,7 @@ class RequantPipeline(wiring.Component):
         # selects (the round-and-clamp compare into the write register was the in-order chip's critical path).
         chain.stage("shifted", shifted.eq(half_shift(product, self.shift)),
                     over.eq(product >= over_at), under.eq(product < under_at))
-        chain.check(RQ_DEPTH, "The requantiser pipeline")
+        chain.check(self.latency, "The requantiser pipeline")
 
         m.d.comb += [
             self.o.valid.eq(chain.valid),

@@ -3,7 +3,7 @@
 from amaranth.hdl import Array, Module, Mux, Signal, signed
 
 from ga2_sw.banking import RQ_MAX_SKEW, RQ_READ_TO_WRITE, bank_bits
-from ga2_sw.timing import RQ_DEPTH
+from ga2_sw.timing import compute_read_latency
 
 from .ports import WORD, Unit
 from .requant_pipeline import SHIFT_WIDTH, RequantPipeline
@@ -36,10 +36,13 @@ class Requantiser(Unit):
     ahead of ``src`` a later element reads a value this instruction already wrote, exactly as the reference
     machine models it.
 
-    Decoupled, the scratchpad is banked and an RQ whose read and write of one cycle could share a bank delays its
-    words by ``skew`` cycles between the block RAM and the pipeline (``ga2_sw.banking.rq_write_skew``, 0 to 2,
-    chosen at start from ``src - dst``): every write then comes ``skew`` cycles later and ``busy`` lasts
-    ``len + RQ_DEPTH + skew`` cycles. The skew never changes what the instruction computes.
+    Decoupled, the scratchpad is banked and registers each read request for a cycle before the memory
+    (``BANKED_READ_DELAY``): every element is read from the memory, and written, a cycle later, so the memory
+    sees the same distance between them and ``busy`` lasts a cycle longer. An RQ whose read and write of one
+    cycle could share a bank also delays its words by ``skew`` cycles between the block RAM and the pipeline
+    (``ga2_sw.banking.rq_write_skew``, 0 to 2, chosen at start from ``src - dst``): every write then comes
+    ``skew`` cycles later and ``busy`` lasts ``len + RQ_DEPTH + 1 + skew`` cycles. Neither delay changes what
+    the instruction computes.
 
     The instruction fields are latched at ``start``: ``dst``, ``src``, ``len``, ``m`` (signed 16-bit, in the
     K slot) and ``s`` (the low 6 bits of the M slot, 0 .. 47; the sequencer rejects larger shifts).
@@ -50,14 +53,15 @@ class Requantiser(Unit):
     def elaborate(self, platform):
         m = Module()
         instr = self.ctl.instr
-        m.submodules.pipeline = pipeline = RequantPipeline()
+        m.submodules.pipeline = pipeline = RequantPipeline(compute_read_latency(self._config))
 
         # Fields latched at start: the sequencer only holds instr valid in the start cycle.
         dst = Signal.like(instr.dst, name="dst")
         mult = Signal(signed(16), name="mult")
         shift = Signal(SHIFT_WIDTH, name="shift")
 
-        # The cycle number relative to the start pulse: busy ends at len + RQ_DEPTH whatever the data path does.
+        # The cycle number relative to the start pulse: busy ends at len + the pipeline's latency (+ skew)
+        # whatever the data path does.
         step = Signal(len(instr.len) + 1, name="step")
         last_step = Signal(len(instr.len) + 1, name="last_step")
         # The read side is all registers: the address and the enable go straight into the scratchpad's read
@@ -69,7 +73,7 @@ class Requantiser(Unit):
         busy = Signal(name="busy_r")
         m.d.comb += [self.ctl.busy.eq(busy), self.ctl.done.eq(busy & (step == last_step))]
         with m.If(self.ctl.start):
-            m.d.sync += [dst.eq(instr.dst), mult.eq(instr.m), shift.eq(instr.s), last_step.eq(instr.len + RQ_DEPTH),
+            m.d.sync += [dst.eq(instr.dst), mult.eq(instr.m), shift.eq(instr.s), last_step.eq(instr.len + pipeline.latency),
                          step.eq(1), rd_addr.eq(instr.src), rd_left.eq(instr.len), reading.eq(1), wr_index.eq(0),
                          busy.eq(1)]         # len >= 1: the checker faults an empty RQ
         with m.Elif(busy):

@@ -3,7 +3,7 @@
 from amaranth.hdl import Module, Signal
 from amaranth.lib.wiring import connect, flipped
 
-from ga2_sw.timing import SM_OVERHEAD
+from ga2_sw.timing import SM_OVERHEAD, compute_read_latency
 
 from .ports import Unit
 from .softmax_back import SoftmaxBack
@@ -26,7 +26,8 @@ class Softmax(Unit):
     * the quotient is written to ``dst+i`` in cycle ``2n+5+D+i``.
 
     ``busy`` is high in cycles ``1 .. 3n+4+D`` (X = ``3*len + SM_OVERHEAD``), ``done`` in the last of them
-    only. The source is read only in the first two passes (the exps are kept in the buffer), so ``dst`` may
+    only. Decoupled, the banked scratchpad's read request register (``BANKED_READ_DELAY``) moves everything
+    after the reads a cycle later: X = ``3*len + SM_OVERHEAD + 1``. The source is read only in the first two passes (the exps are kept in the buffer), so ``dst`` may
     overlap ``src``. Requires ``1 <= len <= config.sm_max_len``, which the sequencer checks.
 
     Its members are those of every :class:`ga2_hdl.ports.Unit`.
@@ -40,9 +41,11 @@ class Softmax(Unit):
         # Exp i is read in cycle n+1+i, leaves the front end `front.latency` cycles later, waits n cycles in
         # the buffer and is written `back.latency` cycles after its buffer read: the last write, in cycle X, is
         # 3n + front.latency + back.latency.
-        if front.latency + back.latency != SM_OVERHEAD:
+        overhead = SM_OVERHEAD + compute_read_latency(self._config) - 1     # + the request register, decoupled
+        if front.latency + back.latency != overhead:
             raise AssertionError(f"The softmax's stages add up to {front.latency} + {back.latency} cycles where "
-                                 f"the cycle model (ga2_sw.timing) says SM_OVERHEAD = {SM_OVERHEAD}")
+                                 f"the cycle model (ga2_sw.timing) says SM_OVERHEAD = {SM_OVERHEAD}"
+                                 + (" + 1 for the banked scratchpad's request register" if overhead != SM_OVERHEAD else ""))
 
         # Fields latched at start: the sequencer only holds instr valid in the start cycle.
         dst = Signal.like(instr.dst, name="dst")

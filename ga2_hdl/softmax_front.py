@@ -7,6 +7,8 @@ from amaranth.utils import bits_for
 
 from ga2_sw.numerics import EXP_TABLE
 
+from ga2_sw.timing import compute_read_latency
+
 from .ports import SpReadSignature, sp_addr_width
 from .valid_chain import ValidChain
 
@@ -49,16 +51,18 @@ class SoftmaxFront(wiring.Component):
     last_index : In
         ``len - 1``, held from the cycle after ``start``.
     sp_rd : Out(SpReadSignature)
-        Scratchpad read port (1-cycle latency).
+        Scratchpad read port (1-cycle latency; 2 decoupled, where every cycle above from the score register on
+        comes one later).
     o : Out(stream.Signature(ExpLayout, always_ready=True))
         The exps of the exp pass, in order; ``last`` marks the vector's last.
     """
 
-    # Registered stages from a score's read to its exp: the scratchpad read, the score register, the exp ROM.
-    latency = 3
-
     def __init__(self, config):
         self._max_len = config.sm_max_len
+        self._read_latency = compute_read_latency(config)
+        # Registered stages from a score's read request to its exp: the scratchpad read (and, decoupled, the
+        # banked scratchpad's request register before it), the score register, the exp ROM.
+        self.latency = self._read_latency + 2
         aw = sp_addr_width(config)
         super().__init__({"start": In(1), "src": In(aw), "last_index": In(range(self._max_len)),
                           "sp_rd": Out(SpReadSignature(aw)),
@@ -92,7 +96,12 @@ class SoftmaxFront(wiring.Component):
         score = Signal(signed(8), name="score")
         score_max = Signal(signed(8), name="score_max")
         chain = ValidChain(m, reading & second_pass)
-        chain.stage("arrive", arrive_max.eq(reading & ~second_pass), arrive_last.eq(reading & second_pass & rd_last))
+        read_max, read_last = reading & ~second_pass, reading & second_pass & rd_last
+        for n in range(self._read_latency - 1):     # the banked scratchpad's request register
+            req_max, req_last = Signal(name=f"request{n}_max"), Signal(name=f"request{n}_last")
+            chain.stage(f"request{n}", req_max.eq(read_max), req_last.eq(read_last))
+            read_max, read_last = req_max, req_last
+        chain.stage("arrive", arrive_max.eq(read_max), arrive_last.eq(read_last))
         chain.stage("exp", max_valid.eq(arrive_max), exp_last.eq(arrive_last),
                     score.eq(self.sp_rd.data[:8].as_signed()))
         # Max pass: cycles 3 .. n+2. Exp pass: ROM address in cycles n+3 .. 2n+2, ROM data in n+4 .. 2n+3.

@@ -5,7 +5,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ga2_sw.timing import STREAM_MM_OVERHEAD
+from ga2_sw.timing import BANKED_READ_DELAY, STREAM_MM_OVERHEAD
 
 from .banked_scratchpad import bank_index
 from .feeder import FeederSignature
@@ -17,10 +17,13 @@ __all__ = ["StreamFeeder"]
 # start. (Planning it in the start cycle itself put the sequencer's instruction, the operand address adders,
 # the bank adders and their compares in one path: 63 MHz on ECP5.)
 PLAN_CYCLES = 1
-# The cycles from the read of the last slice's last operands (cycle c) to done: their data arrives in the hold
-# registers (c + 1), the array takes the slice's step (c + 2), and PE(0,0) accumulates its last product (c + 3).
-# With the plan cycle, the cycle model counts these as STREAM_MM_OVERHEAD.
-DRAIN_CYCLES = 3
+# The cycles from the slice's read data to the operands' arrival: the scratchpad's request register, then the read.
+READ_LATENCY = BANKED_READ_DELAY + 1
+# The cycles from the read request of the last slice's last operands (cycle c) to done: their data arrives in the
+# hold registers (c + READ_LATENCY), the array takes the slice's step (c + READ_LATENCY + 1), and PE(0,0)
+# accumulates its last product (c + READ_LATENCY + 2). With the plan cycle, the cycle model counts these as
+# STREAM_MM_OVERHEAD.
+DRAIN_CYCLES = READ_LATENCY + 2
 
 
 class StreamFeeder(wiring.Component):
@@ -40,11 +43,13 @@ class StreamFeeder(wiring.Component):
     * cycle 1: the array is cleared and the first slice planned (which of its operands share a bank); from
       cycle 2 on the slices are read, slice after slice (``K + extra`` cycles,
       ``extra = ga2_sw.banking.mm_extra_cycles``); the other ports stay disabled.
-    * an operand is registered into its hold register in the cycle after its read; the array takes slice
-      ``k``'s step from the hold registers two cycles after the slice's last read, and stands still in the
-      other cycles (hold registers of rows ``>= M`` and columns ``>= N`` stay zero).
+    * an operand is registered into its hold register in the cycle its data arrives, ``READ_LATENCY`` cycles
+      after its read request (the banked scratchpad registers compute-lane requests, ``BANKED_READ_DELAY``);
+      the array takes slice ``k``'s step from the hold registers ``READ_LATENCY + 1`` cycles after the slice's
+      last read request, and stands still in the other cycles (hold registers of rows ``>= M`` and columns
+      ``>= N`` stay zero).
     * after the last slice's step the hold registers are zeroed and the array steps every cycle: PE(0,0)
-      completes its sum in the next step, ``done``, ``DRAIN_CYCLES`` after the last read, in cycle
+      completes its sum in the next step, ``done``, ``DRAIN_CYCLES`` after the last read request, in cycle
       ``F = K + extra + STREAM_MM_OVERHEAD`` (``PLAN_CYCLES + DRAIN_CYCLES``).
 
     The results are written from cycle ``F + 1`` on, while the array keeps stepping with zero inputs (which
@@ -56,9 +61,9 @@ class StreamFeeder(wiring.Component):
     ctl : In(FeederSignature(rows, cols))
         From the matrix unit.
     a_rd : Out(SpReadSignature).array(rows)
-        Scratchpad read port of array row ``i`` (1-cycle latency): row ``i`` of A.
+        Scratchpad read port of array row ``i`` (``READ_LATENCY`` cycles): row ``i`` of A.
     b_rd : Out(SpReadSignature).array(cols)
-        Scratchpad read port of array column ``j`` (1-cycle latency): column ``j`` of Bop.
+        Scratchpad read port of array column ``j`` (``READ_LATENCY`` cycles): column ``j`` of Bop.
     """
 
     def __init__(self, config):
@@ -139,13 +144,11 @@ class StreamFeeder(wiring.Component):
             m.d.comb += [port.addr.eq(addr[p]), port.en.eq(reading & reads[p])]
 
         # Hold registers (the array's operands) between the RAM outputs (slow clock-to-output) and the
-        # multipliers: an operand is taken in the cycle after its read, and all are zeroed at the clear and
+        # multipliers: an operand is taken in the cycle its data arrives, and all are zeroed at the clear and
         # after the last slice's step, so that unused rows and columns, and the flush steps, see zeros.
-        arrived = [Signal(name=f"op{p}_arrived") for p in range(n_ops)]
-        m.d.sync += [got.eq(port.en) for got, port in zip(arrived, ports)]
-        read_d, step_now, last_d, last_step = Signal(), Signal(), Signal(), Signal()
-        m.d.sync += [read_d.eq(slice_read), step_now.eq(read_d), last_d.eq(slice_read & last_slice),
-                     last_step.eq(last_d)]
+        arrived = [delayed(m, port.en, READ_LATENCY, f"op{p}_arrived") for p, port in enumerate(ports)]
+        step_now = delayed(m, slice_read, READ_LATENCY + 1, "step_now")
+        last_step = delayed(m, slice_read & last_slice, READ_LATENCY + 1, "last_step")
         for got, port, hold in zip(arrived, ports, [*ctl.a, *ctl.b]):
             with m.If(ctl.clear | last_step):
                 m.d.sync += hold.eq(0)
@@ -166,3 +169,12 @@ class StreamFeeder(wiring.Component):
 def useds(instr, config):
     """Whether the MM uses each operand port: rows ``i < M``, then columns ``j < N``."""
     return [instr.M > i for i in range(config.rows)] + [instr.N > j for j in range(config.cols)]
+
+
+def delayed(m, value, cycles, name):
+    """``value`` as it was ``cycles`` cycles ago (a chain of registers named ``name``, ``name_1``, ...)."""
+    for n in range(cycles):
+        reg = Signal(name=name if n == cycles - 1 else f"{name}_{n + 1}")
+        m.d.sync += reg.eq(value)
+        value = reg
+    return value

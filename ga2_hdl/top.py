@@ -28,7 +28,10 @@ UNIT_CLASSES = {
 }
 assert set(UNIT_CLASSES) == set(UNITS)
 
-DEBUG_GROUP = {False: "shared", True: "compute"}   # whose read port the host's debug reads share, per mode
+# The host's debug reads: in order they share the chip's read port; decoupled they are a group of their own that
+# bypasses the banked scratchpad's request register, so that their data comes a cycle after the address in
+# both modes.
+DEBUG_GROUP = {False: "shared", True: "debug"}
 
 
 class GA2(wiring.Component):
@@ -57,8 +60,8 @@ class GA2(wiring.Component):
         groups = dict(reads={g: len(p) for g, p in self._reads.items()},
                       writes={g: len(p) for g, p in self._writes.items()})
         # In order, one memory with one read and one write port; decoupled, banks whose port A is the DMA lane's.
-        self.scratchpad = (BankedScratchpad(config, **groups, port_a=("dma",)) if config.decoupled
-                           else Scratchpad(config, **groups))
+        self.scratchpad = (BankedScratchpad(config, **groups, port_a=("dma",), bypass=(DEBUG_GROUP[True],))
+                           if config.decoupled else Scratchpad(config, **groups))
 
     @property
     def config(self):
@@ -68,7 +71,8 @@ class GA2(wiring.Component):
         """Which scratchpad port serves which unit port. A lane runs one instruction at a time, so the units
         of a lane share one memory port for reads and one for writes (in order, the whole chip is one lane);
         a unit with several read ports (the streaming matrix unit) has a memory port for each. The host's
-        debug reads share a lane's read port: they happen only while no unit is busy."""
+        debug reads share the in-order chip's read port (they happen only while no unit is busy); decoupled,
+        they have a group of their own (DEBUG_GROUP)."""
         decoupled = self._config.decoupled
         reads, writes = {DEBUG_GROUP[decoupled]: [self._debug_rd]}, {}
         for name, unit in self.units.items():

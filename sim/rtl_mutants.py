@@ -175,7 +175,7 @@ RTL_MUTANTS = (
     _m("rq: reads one element too few", "requantiser",
        "reading.eq(rd_left != 1)", "reading.eq(rd_left != 2)"),
     _m("rq: busy ends a cycle early (last step len + depth - 1)", "requantiser",
-       "last_step.eq(instr.len + RQ_DEPTH),", "last_step.eq(instr.len + RQ_DEPTH - 1),"),
+       "last_step.eq(instr.len + pipeline.latency),", "last_step.eq(instr.len + pipeline.latency - 1),"),
     # -- softmax -------------------------------------------------------------------------------------------
     _m("sm: the exp pass starts one score late", "softmax",
        "rd_addr.eq(Mux(rd_last, src_base, rd_addr + 1))", "rd_addr.eq(Mux(rd_last, src_base + 1, rd_addr + 1))",
@@ -294,6 +294,14 @@ RTL_MUTANTS = (
        "m.d.sync += skew.eq(write_skew(instr.src, instr.dst, self._config))", "m.d.sync += skew.eq(0)"),
     _m("bank: debug reads start in the first idle cycle, beside the last write", "scratchpad",
        "self._debug_rd.en.eq(idle & was_idle)", "self._debug_rd.en.eq(idle)", file="ga2_hdl/top.py"),
+    _m("bank: port B's reads skip the request register (data a cycle before the units expect it)", "scratchpad",
+       "if self.read_latency(group) == 1:", "if True:", file="ga2_hdl/banked_scratchpad.py"),
+    _m("bank: a request's bank hits ignore its enable", "scratchpad",
+       "return Mux(en, Const(1, self._config.sp_banks) << bank_index(addr, self._config), 0)",
+       "return Const(1, self._config.sp_banks) << bank_index(addr, self._config)", file="ga2_hdl/banked_scratchpad.py"),
+    _m("smm: the hold registers take their operands a cycle early", "matrix_unit",
+       "arrived = [delayed(m, port.en, READ_LATENCY, f\"op{p}_arrived\")",
+       "arrived = [delayed(m, port.en, READ_LATENCY - 1, f\"op{p}_arrived\")", file="ga2_hdl/stream_feeder.py"),
     _m("bank: the requantiser's skew is not added to its busy time", "requantiser",
        "m.d.sync += last_step.eq(last_step + skew)", "m.d.sync += last_step.eq(last_step)"),
 )

@@ -12,6 +12,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import connect
 from amaranth.sim import Simulator
 
+from ga2_hdl.banked_scratchpad import BankedScratchpad
 from ga2_hdl.scratchpad import Scratchpad
 from ga2_sw.asm import to_words
 from ga2_sw.cycles import Counters
@@ -44,11 +45,15 @@ def arbitrated_rounds(addresses, bank_of):
 
 
 class UnitBench(Elaboratable):
-    """An execution unit whose scratchpad ports are connected to a Scratchpad with initial contents."""
+    """An execution unit whose scratchpad ports are connected to a scratchpad with initial contents: the
+    one-memory Scratchpad in order, and decoupled a BankedScratchpad whose port B serves the unit, as the
+    compute lane's units are served on the chip (registered read requests, one access per bank a cycle)."""
 
     def __init__(self, unit, config, sp_init=()):
         self.unit = unit
-        self.sp = Scratchpad(config, init=sp_init, reads={f"rd{n}": 1 for n in range(len(unit.read_ports))})
+        reads = {f"rd{n}": 1 for n in range(len(unit.read_ports))}
+        self.sp = (BankedScratchpad(config, init=sp_init, reads=reads, writes={"shared": 1}) if config.decoupled
+                   else Scratchpad(config, init=sp_init, reads=reads))
 
     def elaborate(self, platform):
         m = Module()

@@ -101,33 +101,34 @@ def test_decoupled_busy_times_count_the_conflicts():
     clean = isa.mm(2000, 0, 4, 1, 16, 4, 0, 16, 16, 4)          # A's bank never meets B's
     rows_on_one_bank = isa.mm(2000, 0, 1, 2, 8, 1, 0, 16 * 17, 0, 4)
     assert mm_extra_cycles(clean, c) == 0
-    assert isa.OPS[isa.Op.MM].busy(clean, c) == 16 + 4 + 4          # K, plan + drain, M*N writes
+    # K slices; plan, request register, read, hold register, last product; M*N writes
+    assert isa.OPS[isa.Op.MM].busy(clean, c) == 16 + 5 + 4
     assert mm_extra_cycles(rows_on_one_bank, c) > 0
 
 
 def _scratchpad_bench(config, accesses):
-    """Drive a BankedScratchpad with per-cycle requests {group: (en, addr[, data])}; return the data each
-    read group saw one cycle after its read, and the collided flag at the end."""
+    """Drive a BankedScratchpad with per-cycle requests {group: (en, addr[, data])}; return the data each read
+    group saw in each cycle after the first (seen[t]: the cycle after request cycle t) and, last, the
+    collided flag and the words. Port B's read groups (mm0, mm1) are registered: their data comes in seen[t+1]."""
     sp = BankedScratchpad(config, reads={"dma": 1, "mm0": 1, "mm1": 1}, writes={"dma": 1, "compute": 1},
                           port_a=("dma",), init=list(range(config.sp_words)))
+    assert [sp.read_latency(g) for g in ("dma", "mm0", "mm1")] == [1, 2, 2]
     seen = []
 
     async def bench(ctx):
-        for cycle in accesses:
+        for cycle in accesses + [{}] * 2:
             for g in ("dma", "mm0", "mm1"):
                 en, addr = cycle.get(("r", g), (0, 0))
-                ctx.set(sp.read_group(g)[0].en, en)
-                ctx.set(sp.read_group(g)[0].addr, addr)
+                port = sp.read_group(g)[0]
+                # A port without a request parks its address elsewhere: data must follow the requests only.
+                ctx.set(port.en, en)
+                ctx.set(port.addr, addr if en else (ctx.get(port.addr) + 1) % config.sp_words)
             for g in ("dma", "compute"):
                 en, addr, data = cycle.get(("w", g), (0, 0, 0))
                 ctx.set(sp.write_group(g)[0].en, en)
                 ctx.set(sp.write_group(g)[0].addr, addr)
                 ctx.set(sp.write_group(g)[0].data, data)
             await ctx.tick()
-            for g in ("dma", "mm0", "mm1"):       # the next cycle's requests go elsewhere: data must not follow
-                port = sp.read_group(g)[0]
-                ctx.set(port.en, 0)
-                ctx.set(port.addr, (ctx.get(port.addr) + 1) % config.sp_words)
             seen.append({g: ctx.get(sp.read_group(g)[0].data) for g in ("dma", "mm0", "mm1")})
         await ctx.tick().repeat(2)
         seen.append({"collided": ctx.get(sp.collided), "words": [ctx.get(sp.cell(a)) for a in range(config.sp_words)]})
@@ -147,8 +148,8 @@ def test_banked_scratchpad_routes_reads_and_writes():
         {("w", "dma"): (1, 7, 0xABCD), ("w", "compute"): (1, 8, 0x1234)},
         {}, {("r", "mm0"): (1, 7), ("r", "mm1"): (1, 8)},
     ])
-    assert (seen[0]["mm0"], seen[0]["mm1"], seen[0]["dma"]) == (a, b, 200)
-    assert (seen[3]["mm0"], seen[3]["mm1"]) == (0xABCD, 0x1234)
+    assert seen[0]["dma"] == 200 and (seen[1]["mm0"], seen[1]["mm1"]) == (a, b)
+    assert (seen[4]["mm0"], seen[4]["mm1"]) == (0xABCD, 0x1234)
     assert not seen[-1]["collided"]
     assert seen[-1]["words"][7:9] == [0xABCD, 0x1234]
 
@@ -157,8 +158,9 @@ def test_banked_scratchpad_flags_a_collision():
     config = Config(mode="decoupled", sp_words=256)
     same_bank = next(x for x in range(1, 256) if bank_of(x, config) == bank_of(0, config))
     assert _scratchpad_bench(config, [{("r", "mm0"): (1, 0), ("r", "mm1"): (1, same_bank)}])[-1]["collided"]
-    # A write on port A to the word port B reads in the same cycle.
-    assert _scratchpad_bench(config, [{("w", "dma"): (1, 9, 1)}, {("r", "mm0"): (1, 9)}])[-1]["collided"]
+    # A write on port A to the word port B reads in the same cycle: both requests reach the bank a cycle later.
+    assert _scratchpad_bench(config, [{("w", "dma"): (1, 9, 1), ("r", "mm0"): (1, 9)}])[-1]["collided"]
+    assert not _scratchpad_bench(config, [{("w", "dma"): (1, 9, 1)}, {("r", "mm0"): (1, 9)}])[-1]["collided"]
 
 
 def test_debug_reads_wait_for_the_last_write():

@@ -132,18 +132,18 @@ def test_conflicting_compute_waits_for_the_load(second):
 
 
 def test_store_waits_for_the_compute_that_feeds_it_and_a_load_for_its_lane():
-    rq = isa.rq(dst=300, src=200, len=10, m=1, s=0)  # busy 15
+    rq = isa.rq(dst=300, src=200, len=10, m=1, s=0)  # busy 16: 10 + 5 stages + the read request register
     st = isa.st(src=305, dst=0, len=4)               # RAW on 305
     ld = isa.ld(dst=400, src=0, len=4)               # same lane as st: waits for it
     s = _starts([rq, st, ld])
-    assert s == [2, 2 + 15 + 1, 18 + 5 + 1]
+    assert s == [2, 2 + 16 + 1, 19 + 5 + 1]
 
 
 def test_write_after_read_is_a_hazard():
     mm = isa.mm(dst=900, A=0, B=100, M=4, K=16, N=4, lda=16, ldb=4, ldc=4)
     ld = isa.ld(dst=110, src=0, len=4)               # overwrites B while the MM reads it
     assert conflict(ld, mm)
-    assert _starts([mm, ld]) == [2, 2 + 16 + mm_extra_cycles(mm, DECOUPLED) + 4 + 16 + 1]
+    assert _starts([mm, ld]) == [2, 2 + 16 + mm_extra_cycles(mm, DECOUPLED) + 5 + 16 + 1]
 
 
 def test_fault_waits_for_the_lanes_too():
@@ -174,7 +174,7 @@ def test_decode_table_json_has_both_modes(tmp_path, capsys):
     out = tmp_path / "t.json"
     assert main(["decode-table", "--mode", "both", "--json", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "in order against decoupled" in text and "11,015" in text
+    assert "in order against decoupled" in text and "11,087" in text
     rows = json.loads(out.read_text())["programs"]
     assert [r["mode"] for r in rows] == ["inorder"] * 5 + ["decoupled"] * 5
     assert all(r["memory_bound"] == r["words"] and r["matches_reference"] for r in rows)

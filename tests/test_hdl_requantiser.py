@@ -10,7 +10,7 @@ from sim.testing import assert_build_refused, UnitBench, run_bench, start_and_wa
 from ga2_sw.config import Config
 from ga2_sw.isa import encode, halt, rq
 from ga2_sw.numerics import requant, s32, u32
-from ga2_sw.timing import RQ_DEPTH      # an element is written RQ_DEPTH steps after its read
+from ga2_sw.timing import BANKED_READ_DELAY, RQ_DEPTH      # an element is written RQ_DEPTH steps after its read
 
 CONFIG = Config(sp_words=256)
 IN_MEMORY = RQ_DEPTH + 1   # the scratchpad registers each write request: the word lands one step later
@@ -184,7 +184,8 @@ def test_pipeline_depth_is_the_cycle_models(monkeypatch):
 
 def test_decoupled_skews_its_writes_off_the_read_bank():
     """Decoupled, an RQ whose read and write could meet on a bank delays its writes by the skew of
-    ga2_sw.banking (0, 1 or 2 cycles, each reached here): busy len + 5 + skew, and the same memory as the
+    ga2_sw.banking (0, 1 or 2 cycles, each reached here): busy len + 5 + 1 (the banked scratchpad's read request
+    register) + skew, and the same memory as the
     reference machine's RQ, overlapping ranges included (the skew never changes what an RQ computes)."""
     from ga2_sw.banking import rq_write_skew
     from ga2_sw.machine import Machine
@@ -199,6 +200,6 @@ def test_decoupled_skews_its_writes_off_the_read_bank():
     assert skews == {0, 1, 2}, skews
     contents, busy = run_rq_program(words, instrs, config)
     program = [rq(*i) for i in instrs]
-    assert busy == [12 + RQ_DEPTH + rq_write_skew(i, config) for i in program]
+    assert busy == [12 + RQ_DEPTH + BANKED_READ_DELAY + rq_write_skew(i, config) for i in program]
     expected = Machine(config).run(program + [halt()], sp=[u32(w) for w in words]).sp
     assert contents == expected
