@@ -40,7 +40,9 @@ class BankedScratchpad(PortGroups):
     except those named in ``bypass`` (the host's debug reads, made only while the chip is idle). Each
     registered request holds its bank decoded, one bit per bank, so that between the registers and a bank's
     address there is only the bank's AND-OR of its requesters: the units' address and arbitration logic ends
-    at the registers, not in 32 block RAMs across the die.
+    at the registers, not in 32 block RAMs across the die. The requesters of a group (a lane's units, which
+    run one instruction at a time) are merged before the register, so a bank sees one request per group and
+    a write's data fans out from one register without a multiplexer per bank.
 
     Members
     -------
@@ -79,7 +81,11 @@ class BankedScratchpad(PortGroups):
     def elaborate(self, platform):
         m = Module()
         accesses = {}                       # (port, bank) -> (any access, write, row)
-        clashes = []
+        # Two requesters of one group asking in one cycle (a lane runs one instruction at a time), two requests
+        # on one bank and port, or the ports on one word while one writes it: watched, see below.
+        clashes = [sum(Cat(*(r.en for r in group))) > 1
+                   for group in [*map(self.read_group, self._reads), *map(self.write_group, self._writes)]
+                   if len(group) > 1]
         for n, bank in enumerate(self.banks):
             m.submodules[f"bank{n}"] = bank
         assert SP_WRITE_DELAY == 1, "a write request is registered once before the memory"
@@ -90,8 +96,7 @@ class BankedScratchpad(PortGroups):
             ports = [(bank.read_port(), bank.write_port()) for bank in self.banks]
             reads = [self._read_request(m, g, [rp.data for rp, _ in ports])
                      for g in self._reads if on_port(g)]
-            writes = [self._write_request(m, g, k, req)
-                      for g in self._writes if on_port(g) for k, req in enumerate(self.write_group(g))]
+            writes = [self._write_request(m, g) for g in self._writes if on_port(g)]
             for n, (rp, wp) in enumerate(ports):
                 read_hits = [(hits[n], row) for hits, row in reads]
                 write_hits = [(hits[n], row, data) for hits, row, data in writes]
@@ -107,8 +112,8 @@ class BankedScratchpad(PortGroups):
                     wp.data.eq(and_or([(hit, d) for hit, _, d in write_hits]) if len(write_hits) > 1
                                else write_hits[0][2] if write_hits else 0),
                 ]
-        # What the ports' users promise (two requests on one bank and port, or the ports on one word while one
-        # writes it), watched for the simulators: `collided` is sticky and drives nothing, so synthesis drops it.
+        # What the ports' users promise, watched for the simulators: `collided` is sticky and drives nothing, so
+        # synthesis drops it.
         for n in range(len(self.banks)):
             (a_any, a_we, a_row), (b_any, b_we, b_row) = accesses["a", n], accesses["b", n]
             clashes.append((a_row == b_row) & (a_we & b_any | b_we & a_any))
@@ -140,10 +145,16 @@ class BankedScratchpad(PortGroups):
         m.d.comb += [r.data.eq(Array(bank_data)[bank_q]) for r in requesters]
         return hits, row
 
-    def _write_request(self, m, group, k, req):
-        """(bank hits, row, data) of a write requester, registered."""
+    def _write_request(self, m, group):
+        """(bank hits, row, data) of a write group's request, registered. The group's requesters (a lane's
+        units, one instruction at a time) are merged before the register, so that each bank sees one write
+        request per port and the write data fans out from one register without a multiplexer per bank."""
+        requesters = list(self.write_group(group))
+        en = Cat(*(r.en for r in requesters)).any()
+        addr = and_or([(r.en, r.addr) for r in requesters]) if len(requesters) > 1 else requesters[0].addr
+        wdata = and_or([(r.en, r.data) for r in requesters]) if len(requesters) > 1 else requesters[0].data
         b = bank_bits(self._config)
-        hits = Signal(self._config.sp_banks, name=f"{group}{k}_hits")
-        row, data = Signal(len(req.addr) - b, name=f"{group}{k}_row"), Signal.like(req.data, name=f"{group}{k}_data")
-        m.d.sync += [hits.eq(self._bank_hits(req.en, req.addr)), row.eq(req.addr[b:]), data.eq(req.data)]
+        hits = Signal(self._config.sp_banks, name=f"{group}_wr_hits")
+        row, data = Signal(len(addr) - b, name=f"{group}_wr_row"), Signal(WORD, name=f"{group}_wr_data")
+        m.d.sync += [hits.eq(self._bank_hits(en, addr)), row.eq(addr[b:]), data.eq(wdata)]
         return hits, row, data

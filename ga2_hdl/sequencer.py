@@ -118,7 +118,7 @@ class Sequencer(wiring.Component):
                 m.d.sync += [ir.as_value().eq(rd.data), word_err.eq(err_rd.data),
                              pc_overflow.eq(pc == cfg.imem_words)]
                 if scoreboard is not None:        # the word's ranges, computed by the checker at load time
-                    m.d.sync += scoreboard.cand.eq(self._acc_rd.data)
+                    m.d.comb += scoreboard.load.eq(1)
                 m.next = "CHECK"
             if scoreboard is not None:
                 self._issue_decoupled(m, ir, err, fetch_addr, counting, scoreboard)
@@ -155,7 +155,7 @@ class Sequencer(wiring.Component):
         m.submodules.scoreboard = scoreboard = Scoreboard(self._config)
         acc_wr, self._acc_rd = accmem.write_port(), accmem.read_port()
         m.d.comb += [acc_wr.en.eq(checker.err_we), acc_wr.addr.eq(checker.err_addr), acc_wr.data.eq(checker.access),
-                     self._acc_rd.addr.eq(fetch_addr),
+                     self._acc_rd.addr.eq(fetch_addr), scoreboard.ranges.eq(self._acc_rd.data),
                      scoreboard.dma_busy.eq(self._busy_of("lane", "dma")),
                      scoreboard.compute_busy.eq(self._busy_of("lane", "compute"))]
         return scoreboard
