@@ -5,7 +5,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import memory
 
 from ga2_sw.banking import bank_bits, bank_of, row_of
-from ga2_sw.timing import BANKED_READ_DELAY, SP_WRITE_DELAY
+from ga2_sw.timing import BANKED_DATA_DELAY, BANKED_READ_DELAY, SP_WRITE_DELAY
 
 from .ports import check_config, WORD
 from .scratchpad import PortGroups, and_or
@@ -36,11 +36,13 @@ class BankedScratchpad(PortGroups):
     same-clock true dual-port memory otherwise). Simulation returns the old word in both cases.
 
     Write requests are registered for ``SP_WRITE_DELAY`` cycle, as in the one-memory scratchpad, and so are the
-    read requests of port B's groups (``BANKED_READ_DELAY``: their data comes two cycles after the request)
-    except those named in ``bypass`` (the host's debug reads, made only while the chip is idle). Each
-    registered request holds its bank decoded, one bit per bank, so that between the registers and a bank's
-    address there is only the bank's AND-OR of its requesters: the units' address and arbitration logic ends
-    at the registers, not in 32 block RAMs across the die. The requesters of a group (a lane's units, which
+    read requests of port B's groups (``BANKED_READ_DELAY``) except those named in ``bypass`` (the host's debug
+    reads, made only while the chip is idle). Each registered request holds its bank decoded, one bit per bank,
+    so that between the registers and a bank's address there is only the bank's AND-OR of its requesters: the
+    units' address and arbitration logic ends at the registers, not in 32 block RAMs across the die. The data
+    a bank reads for those groups is registered at the bank (``BANKED_DATA_DELAY``) before each requester
+    selects its bank, so the block RAMs' clock-to-output and the select never share a cycle: their data comes
+    three cycles after the request. The requesters of a group (a lane's units, which
     run one instruction at a time) are merged before the register, so a bank sees one request per group and
     a write's data fans out from one register without a multiplexer per bank.
 
@@ -75,8 +77,10 @@ class BankedScratchpad(PortGroups):
 
     def read_latency(self, group):
         """Cycles from a read request of ``group`` to its data."""
-        registered = group not in self._port_a and group not in self._bypass
-        return 1 + (BANKED_READ_DELAY if registered else 0)
+        return 1 + (BANKED_READ_DELAY + BANKED_DATA_DELAY if self._registered(group) else 0)
+
+    def _registered(self, group):
+        return group not in self._port_a and group not in self._bypass
 
     def elaborate(self, platform):
         m = Module()
@@ -89,12 +93,17 @@ class BankedScratchpad(PortGroups):
         for n, bank in enumerate(self.banks):
             m.submodules[f"bank{n}"] = bank
         assert SP_WRITE_DELAY == 1, "a write request is registered once before the memory"
-        assert BANKED_READ_DELAY == 1, "a registered read request is registered once before the memory"
+        assert BANKED_READ_DELAY == 1 and BANKED_DATA_DELAY == 1, \
+            "a registered read is registered once before the memory and once after it"
         for port_name in ("a", "b"):
             on_port = (lambda g: g in self._port_a) if port_name == "a" else (lambda g: g not in self._port_a)
             # One read-or-write port per bank: a read port and a write port on one address, which Yosys merges.
             ports = [(bank.read_port(), bank.write_port()) for bank in self.banks]
-            reads = [self._read_request(m, g, [rp.data for rp, _ in ports])
+            # Each bank's read data, registered at the bank for the registered groups (port B's but the bypass).
+            registered = [Signal(WORD, name=f"{port_name}{n}_data") for n in range(len(ports))]
+            if any(self._registered(g) for g in self._reads if on_port(g)):
+                m.d.sync += [reg.eq(rp.data) for reg, (rp, _) in zip(registered, ports)]
+            reads = [self._read_request(m, g, registered if self._registered(g) else [rp.data for rp, _ in ports])
                      for g in self._reads if on_port(g)]
             writes = [self._write_request(m, g) for g in self._writes if on_port(g)]
             for n, (rp, wp) in enumerate(ports):
@@ -127,21 +136,24 @@ class BankedScratchpad(PortGroups):
 
     def _read_request(self, m, group, bank_data):
         """(bank hits, row) of a read group's request as the banks see it; connects its requesters' data to
-        the bank it read. A request of a group on port B is registered first (``BANKED_READ_DELAY``), its bank
-        decoded, unless the group bypasses the register."""
+        the bank it read (``bank_data``: the banks' outputs, or their data registers). A request of a group on
+        port B is registered first (``BANKED_READ_DELAY``), its bank decoded, and its data comes through the
+        bank's data register (``BANKED_DATA_DELAY``), unless the group bypasses both."""
         requesters = list(self.read_group(group))
         en = Cat(*(r.en for r in requesters)).any()
         addr = and_or([(r.en, r.addr) for r in requesters]) if len(requesters) > 1 else requesters[0].addr
         b = bank_bits(self._config)
         bank, bank_q = Signal(b, name=f"{group}_bank"), Signal(b, name=f"{group}_bank_q")
         hits, row = Signal(self._config.sp_banks, name=f"{group}_hits"), Signal(len(addr) - b, name=f"{group}_row")
-        if self.read_latency(group) == 1:
-            m.d.comb += [bank.eq(bank_index(addr, self._config)), hits.eq(self._bank_hits(en, addr)),
-                         row.eq(addr[b:])]
+        request = [bank.eq(bank_index(addr, self._config)), hits.eq(self._bank_hits(en, addr)), row.eq(addr[b:])]
+        if self._registered(group):
+            m.d.sync += request
+            # The data comes from the bank addressed in the previous cycle, through the bank's data register.
+            bank_read = Signal(b, name=f"{group}_bank_read")
+            m.d.sync += [bank_read.eq(bank), bank_q.eq(bank_read)]
         else:
-            m.d.sync += [bank.eq(bank_index(addr, self._config)), hits.eq(self._bank_hits(en, addr)),
-                         row.eq(addr[b:])]
-        m.d.sync += bank_q.eq(bank)         # the data comes from the bank addressed in the previous cycle
+            m.d.comb += request
+            m.d.sync += bank_q.eq(bank)     # the data comes from the bank addressed in the previous cycle
         m.d.comb += [r.data.eq(Array(bank_data)[bank_q]) for r in requesters]
         return hits, row
 

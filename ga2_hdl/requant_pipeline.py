@@ -74,8 +74,9 @@ class RequantPipeline(wiring.Component):
     """``o = sat8((word * mult + 2**(shift-1)) >> shift)``, one word per cycle, ``RQ_DEPTH`` stages.
 
     With a word's scratchpad read requested in cycle ``t`` (``read`` high) and a read latency of 1 (the word on
-    ``word`` in cycle ``t+1``; the banked scratchpad's ``read_latency`` of 2 adds its request register in front
-    and moves every stage a cycle later), the registered stages are
+    ``word`` in cycle ``t+1``; the banked scratchpad's ``read_latency`` of 3 adds its request register in front
+    and its data register after the read, which takes the place of stage 2: ``registered_word``), the
+    registered stages are
 
     1. the read itself (its data register is the block RAM's);
     2. the word, registered before it meets the multiplier, since the block RAM's clock-to-output plus a
@@ -109,16 +110,19 @@ class RequantPipeline(wiring.Component):
     shift: In(SHIFT_WIDTH)
     o: Out(stream.Signature(signed(8), always_ready=True))
 
-    def __init__(self, read_latency=1):
+    def __init__(self, read_latency=1, registered_word=False):
         if read_latency < 1:
             raise ValueError(f"read_latency must be at least 1, not {read_latency}")
         self.read_latency = read_latency
+        self.registered_word = registered_word
         super().__init__()
 
     @property
     def latency(self):
-        """Cycles from a word's read request to its result: ``RQ_DEPTH`` with a 1-cycle read."""
-        return RQ_DEPTH + self.read_latency - 1
+        """Cycles from a word's read request to its result: ``RQ_DEPTH`` with a 1-cycle read from the block
+        RAM; each further cycle of read latency adds one, and a word that comes from a register already
+        (``registered_word``: the banked scratchpad's data register) needs no word register of its own."""
+        return RQ_DEPTH + self.read_latency - 1 - (1 if self.registered_word else 0)
 
     def elaborate(self, platform):
         m = Module()
@@ -137,9 +141,12 @@ class RequantPipeline(wiring.Component):
 
         chain = ValidChain(m, self.read)
         for n in range(self.read_latency - 1):
-            chain.stage(f"request{n}")      # the banked scratchpad's request register (decoupled mode)
+            chain.stage(f"request{n}")      # the banked scratchpad's request and data registers (decoupled)
         chain.stage("data")
-        chain.stage("word", word.eq(self.word.as_signed()))
+        if self.registered_word:
+            m.d.comb += word.eq(self.word.as_signed())
+        else:
+            chain.stage("word", word.eq(self.word.as_signed()))
         chain.stage("partial", low.eq(word[:16] * self.mult), high.eq(word[16:].as_signed() * self.mult))
         chain.stage("product", product.eq((high << 16) + low))
         # The shift and, beside it, the clamp decided on the product: the last stage only rounds 10 bits and

@@ -37,7 +37,8 @@ class Requantiser(Unit):
     machine models it.
 
     Decoupled, the scratchpad is banked and registers each read request for a cycle before the memory
-    (``BANKED_READ_DELAY``): every element is read from the memory, and written, a cycle later, so the memory
+    (``BANKED_READ_DELAY``) and the word read at the bank (``BANKED_DATA_DELAY``), which serves as the
+    pipeline's word register: every element is read from the memory, and written, a cycle later, so the memory
     sees the same distance between them and ``busy`` lasts a cycle longer. An RQ whose read and write of one
     cycle could share a bank also delays its words by ``skew`` cycles between the block RAM and the pipeline
     (``ga2_sw.banking.rq_write_skew``, 0 to 2, chosen at start from ``src - dst``): every write then comes
@@ -53,7 +54,8 @@ class Requantiser(Unit):
     def elaborate(self, platform):
         m = Module()
         instr = self.ctl.instr
-        m.submodules.pipeline = pipeline = RequantPipeline(compute_read_latency(self._config))
+        m.submodules.pipeline = pipeline = RequantPipeline(compute_read_latency(self._config),
+                                                           registered_word=self._config.decoupled)
 
         # Fields latched at start: the sequencer only holds instr valid in the start cycle.
         dst = Signal.like(instr.dst, name="dst")

@@ -5,7 +5,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ga2_sw.timing import BANKED_READ_DELAY, STREAM_MM_OVERHEAD
+from ga2_sw.timing import BANKED_DATA_DELAY, BANKED_READ_DELAY, STREAM_MM_OVERHEAD
 
 from .banked_scratchpad import bank_index
 from .feeder import FeederSignature
@@ -17,8 +17,9 @@ __all__ = ["StreamFeeder"]
 # start. (Planning it in the start cycle itself put the sequencer's instruction, the operand address adders,
 # the bank adders and their compares in one path: 63 MHz on ECP5.)
 PLAN_CYCLES = 1
-# The cycles from the slice's read data to the operands' arrival: the scratchpad's request register, then the read.
-READ_LATENCY = BANKED_READ_DELAY + 1
+# The cycles from an operand's read request to its data: the scratchpad's request register, the read, the
+# bank's data register.
+READ_LATENCY = BANKED_READ_DELAY + 1 + BANKED_DATA_DELAY
 # The cycles from the read request of the last slice's last operands (cycle c) to done: their data arrives in the
 # hold registers (c + READ_LATENCY), the array takes the slice's step (c + READ_LATENCY + 1), and PE(0,0)
 # accumulates its last product (c + READ_LATENCY + 2). With the plan cycle, the cycle model counts these as
@@ -44,7 +45,7 @@ class StreamFeeder(wiring.Component):
       cycle 2 on the slices are read, slice after slice (``K + extra`` cycles,
       ``extra = ga2_sw.banking.mm_extra_cycles``); the other ports stay disabled.
     * an operand is registered into its hold register in the cycle its data arrives, ``READ_LATENCY`` cycles
-      after its read request (the banked scratchpad registers compute-lane requests, ``BANKED_READ_DELAY``);
+      after its read request (the banked scratchpad registers compute-lane requests and the banks' data);
       the array takes slice ``k``'s step from the hold registers ``READ_LATENCY + 1`` cycles after the slice's
       last read request, and stands still in the other cycles (hold registers of rows ``>= M`` and columns
       ``>= N`` stay zero).

@@ -5,7 +5,7 @@ from enum import IntEnum
 
 from .banking import mm_extra_cycles, rq_write_skew
 from .numerics import MAX_SHIFT
-from .timing import RQ_DEPTH, SM_OVERHEAD, ST_OVERHEAD, STREAM_MM_OVERHEAD, compute_read_latency
+from .timing import SM_OVERHEAD, ST_OVERHEAD, STREAM_MM_OVERHEAD, compute_read_latency, rq_latency
 
 __all__ = ["Op", "Err", "Instr", "FIELDS", "SLOTS", "OPS", "OpSpec", "UNITS", "LANES", "unit_ops", "encode",
            "decode", "check", "footprints", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS", "EncodingError"]
@@ -88,7 +88,7 @@ OPS = {
                     busy=lambda i, config: i.len + ST_OVERHEAD),
     Op.MM:   OpSpec("mm", "compute", "mm", sp=(("A", "r"), ("B", "r"), ("dst", "w")), busy=_mm_busy),
     Op.RQ:   OpSpec("rq", "compute", "vec", sp=(("src", "r"), ("dst", "w")),
-                    busy=lambda i, config: i.len + RQ_DEPTH + compute_read_latency(config) - 1
+                    busy=lambda i, config: i.len + rq_latency(config)
                     + (rq_write_skew(i, config) if config.decoupled else 0)),
     Op.SM:   OpSpec("sm", "compute", "vec", sp=(("src", "r"), ("dst", "w")),
                     busy=lambda i, config: 3 * i.len + SM_OVERHEAD + compute_read_latency(config) - 1),

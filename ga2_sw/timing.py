@@ -6,7 +6,7 @@ at elaboration that its pipeline has exactly that depth: change a pipeline and t
 file, the cycle model and docs/ISA.md say the same."""
 
 __all__ = ["FETCH_CYCLES", "ISSUE_CYCLES", "SP_WRITE_DELAY", "ST_OVERHEAD", "RQ_DEPTH", "DIVIDER_LATENCY",
-           "SM_OVERHEAD", "STREAM_MM_OVERHEAD", "CHECK_LATENCY", "BANKED_READ_DELAY", "compute_read_latency"]
+           "SM_OVERHEAD", "STREAM_MM_OVERHEAD", "CHECK_LATENCY", "BANKED_READ_DELAY", "BANKED_DATA_DELAY", "compute_read_latency", "rq_latency"]
 
 FETCH_CYCLES = 1        # the first instruction's fetch
 ISSUE_CYCLES = 2        # decode, check: paid by every instruction, HALT and the faulting one included
@@ -17,16 +17,27 @@ DIVIDER_LATENCY = 17    # the softmax divider: one quotient bit per stage (Q16 p
 SM_OVERHEAD = 4 + DIVIDER_LATENCY   # read, score register, ROM, buffer read, then the divider
 # Decoupled mode: a compute-lane read request is registered, its bank decoded, before it is routed to the banks
 # (routed straight from the units' logic, the requests ran through the crossbar into 32 block RAMs in one
-# cycle). Writes are registered anyway (SP_WRITE_DELAY), so only reads move: every MM, RQ and SM takes a cycle
-# more, and an RQ's read-to-write distance in the memory (what an overlapping RQ computes) is unchanged.
+# cycle), and the data each bank reads is registered at the bank before the requester's bank select (from the
+# block RAMs' slow clock-to-output across the die, into a 16-way select, was the next long path). Writes are
+# registered anyway (SP_WRITE_DELAY): a read request and a write request of one cycle still reach the memory
+# together. Every MM and SM takes two cycles more; the requantiser's first pipeline register is the bank's data
+# register, so an RQ takes one more, and its read-to-write distance in the memory (what an overlapping RQ
+# computes) is unchanged.
 BANKED_READ_DELAY = 1
-# streaming MM (decoupled only): bank plan, read request register, slice read, hold register, then the last
-# PE's product and accumulate
-STREAM_MM_OVERHEAD = 4 + BANKED_READ_DELAY
+BANKED_DATA_DELAY = 1
+# streaming MM (decoupled only): bank plan, read request register, slice read, bank data register, hold
+# register, then the last PE's product and accumulate
+STREAM_MM_OVERHEAD = 4 + BANKED_READ_DELAY + BANKED_DATA_DELAY
 CHECK_LATENCY = 4       # load-time validation: cycles from the host's write to the error code's write
 
 
 def compute_read_latency(config):
-    """Cycles from a compute-lane unit's scratchpad read request to its data: 1, plus the request register of
-    the banked scratchpad in decoupled mode."""
-    return 1 + (BANKED_READ_DELAY if config.decoupled else 0)
+    """Cycles from a compute-lane unit's scratchpad read request to its data: 1, plus the banked scratchpad's
+    request and data registers in decoupled mode."""
+    return 1 + (BANKED_READ_DELAY + BANKED_DATA_DELAY if config.decoupled else 0)
+
+
+def rq_latency(config):
+    """Cycles from an RQ element's read request to its result: ``RQ_DEPTH``; decoupled, the banked scratchpad's
+    request register adds one, and its data register takes the place of the requantiser's word register."""
+    return RQ_DEPTH + (BANKED_READ_DELAY + BANKED_DATA_DELAY - 1 if config.decoupled else 0)

@@ -101,18 +101,18 @@ def test_decoupled_busy_times_count_the_conflicts():
     clean = isa.mm(2000, 0, 4, 1, 16, 4, 0, 16, 16, 4)          # A's bank never meets B's
     rows_on_one_bank = isa.mm(2000, 0, 1, 2, 8, 1, 0, 16 * 17, 0, 4)
     assert mm_extra_cycles(clean, c) == 0
-    # K slices; plan, request register, read, hold register, last product; M*N writes
-    assert isa.OPS[isa.Op.MM].busy(clean, c) == 16 + 5 + 4
+    # K slices; plan, request register, read, data register, hold register, last product; M*N writes
+    assert isa.OPS[isa.Op.MM].busy(clean, c) == 16 + 6 + 4
     assert mm_extra_cycles(rows_on_one_bank, c) > 0
 
 
 def _scratchpad_bench(config, accesses):
     """Drive a BankedScratchpad with per-cycle requests {group: (en, addr[, data])}; return the data each read
     group saw in each cycle after the first (seen[t]: the cycle after request cycle t) and, last, the
-    collided flag and the words. Port B's read groups (mm0, mm1) are registered: their data comes in seen[t+1]."""
+    collided flag and the words. Port B's read groups (mm0, mm1) are registered: their data comes in seen[t+2]."""
     sp = BankedScratchpad(config, reads={"dma": 1, "mm0": 1, "mm1": 1}, writes={"dma": 1, "compute": 1},
                           port_a=("dma",), init=list(range(config.sp_words)))
-    assert [sp.read_latency(g) for g in ("dma", "mm0", "mm1")] == [1, 2, 2]
+    assert [sp.read_latency(g) for g in ("dma", "mm0", "mm1")] == [1, 3, 3]
     seen = []
 
     async def bench(ctx):
@@ -148,8 +148,8 @@ def test_banked_scratchpad_routes_reads_and_writes():
         {("w", "dma"): (1, 7, 0xABCD), ("w", "compute"): (1, 8, 0x1234)},
         {}, {("r", "mm0"): (1, 7), ("r", "mm1"): (1, 8)},
     ])
-    assert seen[0]["dma"] == 200 and (seen[1]["mm0"], seen[1]["mm1"]) == (a, b)
-    assert (seen[4]["mm0"], seen[4]["mm1"]) == (0xABCD, 0x1234)
+    assert seen[0]["dma"] == 200 and (seen[2]["mm0"], seen[2]["mm1"]) == (a, b)
+    assert (seen[5]["mm0"], seen[5]["mm1"]) == (0xABCD, 0x1234)
     assert not seen[-1]["collided"]
     assert seen[-1]["words"][7:9] == [0xABCD, 0x1234]
 

@@ -25,8 +25,9 @@ DECOUPLED = Config(mode="decoupled")
 
 # Issue 6: every program under 1.4x its words, the five together within 1.25x (12,840 cycles); the moonshot
 # is 1.10x for each, which the simulation-only chip met and the buildable, banked one misses by its bank
-# conflicts and its plan cycle (B = 1 at 1.112x, the ragged batch at 1.147x; issue 12). These are the model's figures; the
-# simulators are held to the model below and in tests/test_verilator.py and tests/test_differential.py.
+# conflicts, its plan cycle and the crossbar's request and data registers (B = 1 at 1.119x, the ragged batch at
+# 1.202x, the five at 1.085x; issue 12). These are the model's figures; the simulators are held to the model
+# below and in tests/test_verilator.py and tests/test_differential.py.
 @pytest.fixture(scope="module")
 def table():
     return decode_table_programs(DECOUPLED)
@@ -43,7 +44,7 @@ def test_five_programs_meet_the_targets(table):
         total_words += words
     assert total_words == 10_272
     assert total_cycles <= 12_840
-    assert total_cycles <= 1.08 * total_words, total_cycles
+    assert total_cycles <= 1.085 * total_words, total_cycles
 
 
 def test_decoupled_programs_move_the_same_words_and_compute_the_same(table):
@@ -143,7 +144,7 @@ def test_write_after_read_is_a_hazard():
     mm = isa.mm(dst=900, A=0, B=100, M=4, K=16, N=4, lda=16, ldb=4, ldc=4)
     ld = isa.ld(dst=110, src=0, len=4)               # overwrites B while the MM reads it
     assert conflict(ld, mm)
-    assert _starts([mm, ld]) == [2, 2 + 16 + mm_extra_cycles(mm, DECOUPLED) + 5 + 16 + 1]
+    assert _starts([mm, ld]) == [2, 2 + 16 + mm_extra_cycles(mm, DECOUPLED) + 6 + 16 + 1]
 
 
 def test_fault_waits_for_the_lanes_too():
@@ -174,7 +175,7 @@ def test_decode_table_json_has_both_modes(tmp_path, capsys):
     out = tmp_path / "t.json"
     assert main(["decode-table", "--mode", "both", "--json", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "in order against decoupled" in text and "11,087" in text
+    assert "in order against decoupled" in text and "11,138" in text
     rows = json.loads(out.read_text())["programs"]
     assert [r["mode"] for r in rows] == ["inorder"] * 5 + ["decoupled"] * 5
     assert all(r["memory_bound"] == r["words"] and r["matches_reference"] for r in rows)
