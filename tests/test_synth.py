@@ -160,7 +160,8 @@ def test_a_scratchpad_bank_is_true_dual_port_block_ram(tmp_path):
     stat = (tmp_path / "stat.txt").read_text()
     counts = {m.group(2): int(m.group(1)) for m in re.finditer(r"^\s+(\d+)\s+(\S+)\s*$", stat, re.M)}
     assert counts.get("DP16KD") == 2 * config.sp_banks, stat
-    assert counts.get("TRELLIS_FF", 0) < 200, stat       # request registers only, not 8,192 memory bits
+    # Request registers and the port B banks' data registers (4 x 32 bits) only, not 8,192 memory bits.
+    assert counts.get("TRELLIS_FF", 0) < 400, stat
 
 
 def _sweep_on(kind, cache_dir, **kw):
