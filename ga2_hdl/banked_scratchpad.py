@@ -55,12 +55,11 @@ class BankedScratchpad(PortGroups):
     def __init__(self, config, *, reads, writes, port_a=(), bypass=(), init=()):
         self._config = check_config(config)
         super().__init__(config, reads, writes)
-        for what, groups, allowed in (("Port A", port_a, set(self._reads) | set(self._writes)),
-                                      ("Bypass", bypass, set(self._reads) - set(port_a))):
+        for what, groups, allowed, kind in (("Port A", port_a, set(self._reads) | set(self._writes), "read or write"),
+                                            ("Bypass", bypass, set(self._reads) - set(port_a), "port B read")):
             unknown = set(groups) - allowed
             if unknown:
-                raise ValueError(f"{what} group(s) {', '.join(sorted(unknown))} are not "
-                                 f"{'read or write' if what == 'Port A' else 'port B read'} groups")
+                raise ValueError(f"{what} group(s) {', '.join(sorted(unknown))} are not {kind} groups")
         self._port_a, self._bypass = tuple(port_a), tuple(bypass)
         nb, depth = config.sp_banks, config.sp_words // config.sp_banks
         words = list(init) + [0] * (config.sp_words - len(init))
@@ -99,11 +98,14 @@ class BankedScratchpad(PortGroups):
             on_port = (lambda g: g in self._port_a) if port_name == "a" else (lambda g: g not in self._port_a)
             # One read-or-write port per bank: a read port and a write port on one address, which Yosys merges.
             ports = [(bank.read_port(), bank.write_port()) for bank in self.banks]
-            # Each bank's read data, registered at the bank for the registered groups (port B's but the bypass).
-            registered = [Signal(WORD, name=f"{port_name}{n}_data") for n in range(len(ports))]
+            # Each bank's read data, and its register at the bank for the registered groups (port B's but the
+            # bypass).
+            outputs = [rp.data for rp, _ in ports]
+            registered = []
             if any(self._registered(g) for g in self._reads if on_port(g)):
-                m.d.sync += [reg.eq(rp.data) for reg, (rp, _) in zip(registered, ports)]
-            reads = [self._read_request(m, g, registered if self._registered(g) else [rp.data for rp, _ in ports])
+                registered = [Signal(WORD, name=f"{port_name}{n}_data") for n in range(len(ports))]
+                m.d.sync += [reg.eq(out) for reg, out in zip(registered, outputs)]
+            reads = [self._read_request(m, g, registered if self._registered(g) else outputs)
                      for g in self._reads if on_port(g)]
             writes = [self._write_request(m, g) for g in self._writes if on_port(g)]
             for n, (rp, wp) in enumerate(ports):
@@ -130,9 +132,9 @@ class BankedScratchpad(PortGroups):
             m.d.sync += self.collided.eq(1)
         return m
 
-    def _bank_hits(self, en, addr):
-        """One bit per bank: ``en`` and ``addr`` in that bank."""
-        return Mux(en, Const(1, self._config.sp_banks) << bank_index(addr, self._config), 0)
+    def _bank_hits(self, en, bank):
+        """One bit per bank: ``en`` and the bank is ``bank`` (a bank index)."""
+        return Mux(en, Const(1, self._config.sp_banks) << bank, 0)
 
     def _read_request(self, m, group, bank_data):
         """(bank hits, row) of a read group's request as the banks see it; connects its requesters' data to
@@ -145,7 +147,8 @@ class BankedScratchpad(PortGroups):
         b = bank_bits(self._config)
         bank, bank_q = Signal(b, name=f"{group}_bank"), Signal(b, name=f"{group}_bank_q")
         hits, row = Signal(self._config.sp_banks, name=f"{group}_hits"), Signal(len(addr) - b, name=f"{group}_row")
-        request = [bank.eq(bank_index(addr, self._config)), hits.eq(self._bank_hits(en, addr)), row.eq(addr[b:])]
+        index = bank_index(addr, self._config)
+        request = [bank.eq(index), hits.eq(self._bank_hits(en, index)), row.eq(addr[b:])]
         if self._registered(group):
             m.d.sync += request
             # The data comes from the bank addressed in the previous cycle, through the bank's data register.
@@ -168,5 +171,5 @@ class BankedScratchpad(PortGroups):
         b = bank_bits(self._config)
         hits = Signal(self._config.sp_banks, name=f"{group}_wr_hits")
         row, data = Signal(len(addr) - b, name=f"{group}_wr_row"), Signal(WORD, name=f"{group}_wr_data")
-        m.d.sync += [hits.eq(self._bank_hits(en, addr)), row.eq(addr[b:]), data.eq(wdata)]
+        m.d.sync += [hits.eq(self._bank_hits(en, bank_index(addr, self._config))), row.eq(addr[b:]), data.eq(wdata)]
         return hits, row, data

@@ -75,8 +75,9 @@ class Requantiser(Unit):
         busy = Signal(name="busy_r")
         m.d.comb += [self.ctl.busy.eq(busy), self.ctl.done.eq(busy & (step == last_step))]
         with m.If(self.ctl.start):
-            m.d.sync += [dst.eq(instr.dst), mult.eq(instr.m), shift.eq(instr.s), last_step.eq(instr.len + pipeline.latency),
-                         step.eq(1), rd_addr.eq(instr.src), rd_left.eq(instr.len), reading.eq(1), wr_index.eq(0),
+            m.d.sync += [dst.eq(instr.dst), mult.eq(instr.m), shift.eq(instr.s),
+                         last_step.eq(instr.len + pipeline.latency), step.eq(1), rd_addr.eq(instr.src),
+                         rd_left.eq(instr.len), reading.eq(1), wr_index.eq(0),
                          busy.eq(1)]         # len >= 1: the checker faults an empty RQ
         with m.Elif(busy):
             m.d.sync += step.eq(step + 1)

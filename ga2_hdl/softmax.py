@@ -3,7 +3,7 @@
 from amaranth.hdl import Module, Signal
 from amaranth.lib.wiring import connect, flipped
 
-from ga2_sw.timing import SM_OVERHEAD, compute_read_latency
+from ga2_sw.timing import sm_overhead
 
 from .ports import Unit
 from .softmax_back import SoftmaxBack
@@ -26,9 +26,10 @@ class Softmax(Unit):
     * the quotient is written to ``dst+i`` in cycle ``2n+5+D+i``.
 
     ``busy`` is high in cycles ``1 .. 3n+4+D`` (X = ``3*len + SM_OVERHEAD``), ``done`` in the last of them
-    only. Decoupled, the banked scratchpad's read request register (``BANKED_READ_DELAY``) moves everything
-    after the reads a cycle later: X = ``3*len + SM_OVERHEAD + 1``. The source is read only in the first two passes (the exps are kept in the buffer), so ``dst`` may
-    overlap ``src``. Requires ``1 <= len <= config.sm_max_len``, which the sequencer checks.
+    only. Decoupled, the banked scratchpad's request and data registers (``BANKED_READ_DELAY``,
+    ``BANKED_DATA_DELAY``) move everything after the reads two cycles later: X = ``3*len + SM_OVERHEAD + 2``
+    (``ga2_sw.timing.sm_overhead``). The source is read only in the first two passes (the exps are kept in the
+    buffer), so ``dst`` may overlap ``src``. Requires ``1 <= len <= config.sm_max_len``, which the sequencer checks.
 
     Its members are those of every :class:`ga2_hdl.ports.Unit`.
     """
@@ -41,11 +42,11 @@ class Softmax(Unit):
         # Exp i is read in cycle n+1+i, leaves the front end `front.latency` cycles later, waits n cycles in
         # the buffer and is written `back.latency` cycles after its buffer read: the last write, in cycle X, is
         # 3n + front.latency + back.latency.
-        overhead = SM_OVERHEAD + compute_read_latency(self._config) - 1     # + the request register, decoupled
+        overhead = sm_overhead(self._config)
         if front.latency + back.latency != overhead:
             raise AssertionError(f"The softmax's stages add up to {front.latency} + {back.latency} cycles where "
-                                 f"the cycle model (ga2_sw.timing) says SM_OVERHEAD = {SM_OVERHEAD}"
-                                 + (" + 1 for the banked scratchpad's request register" if overhead != SM_OVERHEAD else ""))
+                                 f"the cycle model (ga2_sw.timing) says SM_OVERHEAD = {overhead}"
+                                 + (" with the banked scratchpad's registers" if self._config.decoupled else ""))
 
         # Fields latched at start: the sequencer only holds instr valid in the start cycle.
         dst = Signal.like(instr.dst, name="dst")

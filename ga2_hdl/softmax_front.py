@@ -6,7 +6,6 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
 from ga2_sw.numerics import EXP_TABLE
-
 from ga2_sw.timing import compute_read_latency
 
 from .ports import SpReadSignature, sp_addr_width
@@ -51,8 +50,8 @@ class SoftmaxFront(wiring.Component):
     last_index : In
         ``len - 1``, held from the cycle after ``start``.
     sp_rd : Out(SpReadSignature)
-        Scratchpad read port (1-cycle latency; 2 decoupled, where every cycle above from the score register on
-        comes one later).
+        Scratchpad read port (1-cycle latency; 3 decoupled, where every cycle above from the score register on
+        comes two later).
     o : Out(stream.Signature(ExpLayout, always_ready=True))
         The exps of the exp pass, in order; ``last`` marks the vector's last.
     """
@@ -60,8 +59,9 @@ class SoftmaxFront(wiring.Component):
     def __init__(self, config):
         self._max_len = config.sm_max_len
         self._read_latency = compute_read_latency(config)
-        # Registered stages from a score's read request to its exp: the scratchpad read (and, decoupled, the
-        # banked scratchpad's request register before it), the score register, the exp ROM.
+        # Registered stages from a score's read request to its exp: the scratchpad read (decoupled, with the
+        # banked scratchpad's request register before it and its data register after), the score register,
+        # the exp ROM.
         self.latency = self._read_latency + 2
         aw = sp_addr_width(config)
         super().__init__({"start": In(1), "src": In(aw), "last_index": In(range(self._max_len)),
@@ -97,7 +97,7 @@ class SoftmaxFront(wiring.Component):
         score_max = Signal(signed(8), name="score_max")
         chain = ValidChain(m, reading & second_pass)
         read_max, read_last = reading & ~second_pass, reading & second_pass & rd_last
-        for n in range(self._read_latency - 1):     # the banked scratchpad's request register
+        for n in range(self._read_latency - 1):     # the banked scratchpad's request and data registers
             req_max, req_last = Signal(name=f"request{n}_max"), Signal(name=f"request{n}_last")
             chain.stage(f"request{n}", req_max.eq(read_max), req_last.eq(read_last))
             read_max, read_last = req_max, req_last

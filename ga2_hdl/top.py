@@ -6,7 +6,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from ga2_sw.isa import OPS, UNITS, unit_ops
-from ga2_sw.timing import SP_WRITE_DELAY
+from ga2_sw.timing import SP_WRITE_DELAY, compute_read_latency
 
 from .banked_scratchpad import BankedScratchpad
 from .dma import DMA
@@ -29,8 +29,8 @@ UNIT_CLASSES = {
 assert set(UNIT_CLASSES) == set(UNITS)
 
 # The host's debug reads: in order they share the chip's read port; decoupled they are a group of their own that
-# bypasses the banked scratchpad's request register, so that their data comes a cycle after the address in
-# both modes.
+# bypasses the banked scratchpad's request and data registers, so that their data comes a cycle after the
+# address in both modes.
 DEBUG_GROUP = {False: "shared", True: "debug"}
 
 
@@ -62,6 +62,10 @@ class GA2(wiring.Component):
         # In order, one memory with one read and one write port; decoupled, banks whose port A is the DMA lane's.
         self.scratchpad = (BankedScratchpad(config, **groups, port_a=("dma",), bypass=(DEBUG_GROUP[True],))
                            if config.decoupled else Scratchpad(config, **groups))
+        if config.decoupled:        # the compute lane's units wait as long for their data as the banks take
+            assert all(self.scratchpad.read_latency(g) == compute_read_latency(config)
+                       for g in self._reads if g not in ("dma", DEBUG_GROUP[True])), \
+                "the compute lane's read latency (ga2_sw.timing) is the banked scratchpad's"
 
     @property
     def config(self):

@@ -5,7 +5,7 @@ from enum import IntEnum
 
 from .banking import mm_extra_cycles, rq_write_skew
 from .numerics import MAX_SHIFT
-from .timing import SM_OVERHEAD, ST_OVERHEAD, STREAM_MM_OVERHEAD, compute_read_latency, rq_latency
+from .timing import ST_OVERHEAD, STREAM_MM_OVERHEAD, rq_latency, sm_overhead
 
 __all__ = ["Op", "Err", "Instr", "FIELDS", "SLOTS", "OPS", "OpSpec", "UNITS", "LANES", "unit_ops", "encode",
            "decode", "check", "footprints", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS", "EncodingError"]
@@ -91,7 +91,7 @@ OPS = {
                     busy=lambda i, config: i.len + rq_latency(config)
                     + (rq_write_skew(i, config) if config.decoupled else 0)),
     Op.SM:   OpSpec("sm", "compute", "vec", sp=(("src", "r"), ("dst", "w")),
-                    busy=lambda i, config: 3 * i.len + SM_OVERHEAD + compute_read_latency(config) - 1),
+                    busy=lambda i, config: 3 * i.len + sm_overhead(config)),
     Op.HALT: OpSpec(None, None, None, busy=lambda i, config: 0),
 }
 assert set(OPS) == set(Op) == set(FIELDS)

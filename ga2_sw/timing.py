@@ -6,7 +6,8 @@ at elaboration that its pipeline has exactly that depth: change a pipeline and t
 file, the cycle model and docs/ISA.md say the same."""
 
 __all__ = ["FETCH_CYCLES", "ISSUE_CYCLES", "SP_WRITE_DELAY", "ST_OVERHEAD", "RQ_DEPTH", "DIVIDER_LATENCY",
-           "SM_OVERHEAD", "STREAM_MM_OVERHEAD", "CHECK_LATENCY", "BANKED_READ_DELAY", "BANKED_DATA_DELAY", "compute_read_latency", "rq_latency"]
+           "SM_OVERHEAD", "STREAM_MM_OVERHEAD", "CHECK_LATENCY", "BANKED_READ_DELAY", "BANKED_DATA_DELAY",
+           "compute_read_latency", "rq_latency", "sm_overhead"]
 
 FETCH_CYCLES = 1        # the first instruction's fetch
 ISSUE_CYCLES = 2        # decode, check: paid by every instruction, HALT and the faulting one included
@@ -41,3 +42,9 @@ def rq_latency(config):
     """Cycles from an RQ element's read request to its result: ``RQ_DEPTH``; decoupled, the banked scratchpad's
     request register adds one, and its data register takes the place of the requantiser's word register."""
     return RQ_DEPTH + (BANKED_READ_DELAY + BANKED_DATA_DELAY - 1 if config.decoupled else 0)
+
+
+def sm_overhead(config):
+    """The SM's busy time beyond its ``3 * len`` cycles: ``SM_OVERHEAD``, plus the cycles the banked scratchpad's
+    request and data registers add to its reads in decoupled mode."""
+    return SM_OVERHEAD + compute_read_latency(config) - 1

@@ -24,8 +24,8 @@ from .compare import compare_results
 from .extmem import ExtMemoryModel
 from .jobs import DEFAULT_CYCLE_LIMIT, HangError, hang_message
 
-__all__ = ["arbitrated_rounds", "UnitBench", "simulate", "run_bench", "start_and_wait", "ChipBench", "assert_same", "unit_verilog", "verilog_ports",
-           "assert_build_refused"]
+__all__ = ["arbitrated_rounds", "UnitBench", "simulate", "run_bench", "start_and_wait", "ChipBench", "assert_same",
+           "unit_verilog", "verilog_ports", "assert_build_refused"]
 
 
 def arbitrated_rounds(addresses, bank_of):
@@ -47,7 +47,7 @@ def arbitrated_rounds(addresses, bank_of):
 class UnitBench(Elaboratable):
     """An execution unit whose scratchpad ports are connected to a scratchpad with initial contents: the
     one-memory Scratchpad in order, and decoupled a BankedScratchpad whose port B serves the unit, as the
-    compute lane's units are served on the chip (registered read requests, one access per bank a cycle)."""
+    compute lane's units are served on the chip (registered read requests and data, one access per bank a cycle)."""
 
     def __init__(self, unit, config, sp_init=()):
         self.unit = unit

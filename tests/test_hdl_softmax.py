@@ -149,7 +149,7 @@ def test_verilog():
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 def test_overhead_is_the_cycle_models(monkeypatch):
     """The front end's and the back end's stages must add up to the cycle model's SM_OVERHEAD."""
-    monkeypatch.setattr(softmax, "SM_OVERHEAD", 22)
+    monkeypatch.setattr(softmax, "sm_overhead", lambda config: 22)
     assert_build_refused(lambda: Softmax(Config()),
                          "The softmax's stages add up to 3 + 18 cycles where the cycle model "
                          '(ga2_sw.timing) says SM_OVERHEAD = 22')
@@ -159,7 +159,7 @@ def test_overhead_is_the_cycle_models(monkeypatch):
 def test_divider_latency_holds_a_probability(monkeypatch):
     """The divider makes one quotient bit per stage: DIVIDER_LATENCY bits must hold 65536."""
     monkeypatch.setattr(softmax_back, "DIVIDER_LATENCY", 16)
-    monkeypatch.setattr(softmax, "SM_OVERHEAD", 20)         # a cycle model consistent with it
+    monkeypatch.setattr(softmax, "sm_overhead", lambda config: 20)     # a cycle model consistent with it
     assert_build_refused(lambda: Softmax(Config()),
                          'A Q16 probability needs 17 quotient bits, but the divider of the cycle '
                          'model (ga2_sw.timing) has 16 stages')
