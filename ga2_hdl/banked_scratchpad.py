@@ -36,8 +36,8 @@ class BankedScratchpad(PortGroups):
     same-clock true dual-port memory otherwise). Simulation returns the old word in both cases.
 
     Write requests are registered for ``SP_WRITE_DELAY`` cycle, as in the one-memory scratchpad, and so are the
-    read requests of port B's groups (``BANKED_READ_DELAY``) except those named in ``bypass`` (the host's debug
-    reads, made only while the chip is idle). Each registered request holds its bank decoded, one bit per bank,
+    read requests of port B's groups (``BANKED_READ_DELAY``); port A's reads are not (the DMA lane's, and the
+    host's debug reads, which share its group: their data comes a cycle after the request). Each registered request holds its bank decoded, one bit per bank,
     so that between the registers and a bank's address there is only the bank's AND-OR of its requesters: the
     units' address and arbitration logic ends at the registers, not in 32 block RAMs across the die. The data
     a bank reads for those groups is registered at the bank (``BANKED_DATA_DELAY``) before each requester
@@ -52,15 +52,13 @@ class BankedScratchpad(PortGroups):
     wr_<group> : In(SpWriteSignature).array(n)
     """
 
-    def __init__(self, config, *, reads, writes, port_a=(), bypass=(), init=()):
+    def __init__(self, config, *, reads, writes, port_a=(), init=()):
         self._config = check_config(config)
         super().__init__(config, reads, writes)
-        for what, groups, allowed, kind in (("Port A", port_a, set(self._reads) | set(self._writes), "read or write"),
-                                            ("Bypass", bypass, set(self._reads) - set(port_a), "port B read")):
-            unknown = set(groups) - allowed
-            if unknown:
-                raise ValueError(f"{what} group(s) {', '.join(sorted(unknown))} are not {kind} groups")
-        self._port_a, self._bypass = tuple(port_a), tuple(bypass)
+        unknown = set(port_a) - set(self._reads) - set(self._writes)
+        if unknown:
+            raise ValueError(f"Port A group(s) {', '.join(sorted(unknown))} are not read or write groups")
+        self._port_a = tuple(port_a)
         nb, depth = config.sp_banks, config.sp_words // config.sp_banks
         words = list(init) + [0] * (config.sp_words - len(init))
         images = [[0] * depth for _ in range(nb)]
@@ -79,7 +77,7 @@ class BankedScratchpad(PortGroups):
         return 1 + (BANKED_READ_DELAY + BANKED_DATA_DELAY if self._registered(group) else 0)
 
     def _registered(self, group):
-        return group not in self._port_a and group not in self._bypass
+        return group not in self._port_a
 
     def elaborate(self, platform):
         m = Module()
@@ -98,8 +96,7 @@ class BankedScratchpad(PortGroups):
             on_port = (lambda g: g in self._port_a) if port_name == "a" else (lambda g: g not in self._port_a)
             # One read-or-write port per bank: a read port and a write port on one address, which Yosys merges.
             ports = [(bank.read_port(), bank.write_port()) for bank in self.banks]
-            # Each bank's read data, and its register at the bank for the registered groups (port B's but the
-            # bypass).
+            # Each bank's read data, and its register at the bank for the registered groups (port B's).
             outputs = [rp.data for rp, _ in ports]
             registered = []
             if any(self._registered(g) for g in self._reads if on_port(g)):
@@ -140,7 +137,7 @@ class BankedScratchpad(PortGroups):
         """(bank hits, row) of a read group's request as the banks see it; connects its requesters' data to
         the bank it read (``bank_data``: the banks' outputs, or their data registers). A request of a group on
         port B is registered first (``BANKED_READ_DELAY``), its bank decoded, and its data comes through the
-        bank's data register (``BANKED_DATA_DELAY``), unless the group bypasses both."""
+        bank's data register (``BANKED_DATA_DELAY``)."""
         requesters = list(self.read_group(group))
         en = Cat(*(r.en for r in requesters)).any()
         addr = and_or([(r.en, r.addr) for r in requesters]) if len(requesters) > 1 else requesters[0].addr

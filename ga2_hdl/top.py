@@ -28,10 +28,10 @@ UNIT_CLASSES = {
 }
 assert set(UNIT_CLASSES) == set(UNITS)
 
-# The host's debug reads: in order they share the chip's read port; decoupled they are a group of their own that
-# bypasses the banked scratchpad's request and data registers, so that their data comes a cycle after the
-# address in both modes.
-DEBUG_GROUP = {False: "shared", True: "debug"}
+# The host's debug reads share a lane's read port (they happen only while no unit is busy): in order the chip's
+# only one; decoupled the DMA lane's, port A of the banks, which has no request or data register, so that their
+# data comes a cycle after the address in both modes, and the compute lane's crossbar has no extra requester.
+DEBUG_GROUP = {False: "shared", True: "dma"}
 
 
 class GA2(wiring.Component):
@@ -60,11 +60,11 @@ class GA2(wiring.Component):
         groups = dict(reads={g: len(p) for g, p in self._reads.items()},
                       writes={g: len(p) for g, p in self._writes.items()})
         # In order, one memory with one read and one write port; decoupled, banks whose port A is the DMA lane's.
-        self.scratchpad = (BankedScratchpad(config, **groups, port_a=("dma",), bypass=(DEBUG_GROUP[True],))
+        self.scratchpad = (BankedScratchpad(config, **groups, port_a=("dma",))
                            if config.decoupled else Scratchpad(config, **groups))
         if config.decoupled:        # the compute lane's units wait as long for their data as the banks take
             assert all(self.scratchpad.read_latency(g) == compute_read_latency(config)
-                       for g in self._reads if g not in ("dma", DEBUG_GROUP[True])), \
+                       for g in self._reads if g != "dma"), \
                 "the compute lane's read latency (ga2_sw.timing) is the banked scratchpad's"
 
     @property
@@ -75,8 +75,7 @@ class GA2(wiring.Component):
         """Which scratchpad port serves which unit port. A lane runs one instruction at a time, so the units
         of a lane share one memory port for reads and one for writes (in order, the whole chip is one lane);
         a unit with several read ports (the streaming matrix unit) has a memory port for each. The host's
-        debug reads share the in-order chip's read port (they happen only while no unit is busy); decoupled,
-        they have a group of their own (DEBUG_GROUP)."""
+        debug reads share a read port with a lane (DEBUG_GROUP; they happen only while no unit is busy)."""
         decoupled = self._config.decoupled
         reads, writes = {DEBUG_GROUP[decoupled]: [self._debug_rd]}, {}
         for name, unit in self.units.items():

