@@ -37,9 +37,10 @@ class BankedScratchpad(PortGroups):
 
     Write requests are registered for ``SP_WRITE_DELAY`` cycle, as in the one-memory scratchpad, and so are the
     read requests of port B's groups (``BANKED_READ_DELAY``); port A's reads are not (the DMA lane's, and the
-    host's debug reads, which share its group: their data comes a cycle after the request). Each registered request holds its bank decoded, one bit per bank,
-    so that between the registers and a bank's address there is only the bank's AND-OR of its requesters: the
-    units' address and arbitration logic ends at the registers, not in 32 block RAMs across the die. The data
+    host's debug reads, which share its group: their data comes a cycle after the request). Each registered
+    request holds its bank decoded, one bit per bank, so that between the registers and a bank's address there
+    is only the bank's AND-OR of its requesters: the units' address and arbitration logic ends at the
+    registers, not in 32 block RAMs across the die. The data
     a bank reads for those groups is registered at the bank (``BANKED_DATA_DELAY``) before each requester
     selects its bank, so the block RAMs' clock-to-output and the select never share a cycle: their data comes
     three cycles after the request. The requesters of a group (a lane's units, which

@@ -154,11 +154,11 @@ class Sequencer(wiring.Component):
 
         The ranges reach the scoreboard from a register, not from the block RAM: compared straight from its
         output (whose clock-to-output alone is 5.8 ns on ECP5), the eighteen magnitude compares made the
-        decoupled chip's critical path (67.45 MHz, routed on an LFE5U-45F). So the memory is read a word ahead: in DECODE and CHECK it
-        reads word ``pc + 1``, whose ranges are in the register when that word's DECODE comes, however soon
-        it issues (DECODE, CHECK, DECODE: read in the first, registered in the second); before the first
-        DECODE (IDLE, HALTED, FETCH) it reads word 0. The checker writes every word before ``start`` is
-        taken, so word 0 is read after its last write."""
+        decoupled chip's critical path (67.45 MHz, routed on an LFE5U-45F). So the memory is read a word
+        ahead: in DECODE and CHECK it reads word ``pc + 1``, whose ranges are in the register when that word's
+        DECODE comes, however soon it issues (DECODE, CHECK, DECODE: read in the first, registered in the
+        second); before the first DECODE (IDLE, HALTED, FETCH) it reads word 0. The checker writes every word
+        before ``start`` is taken, so word 0 is read after its last write."""
         m.submodules.accmem = accmem = self.accmem
         m.submodules.scoreboard = scoreboard = Scoreboard(self._config)
         acc_wr, acc_rd = accmem.write_port(), accmem.read_port()

@@ -5,7 +5,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ga2_sw.timing import BANKED_DATA_DELAY, BANKED_READ_DELAY, STREAM_MM_OVERHEAD
+from ga2_sw.timing import BANKED_DATA_DELAY, BANKED_READ_DELAY, STREAM_MM_OVERHEAD, compute_read_latency
 
 from .banked_scratchpad import bank_index
 from .feeder import FeederSignature
@@ -87,6 +87,8 @@ class StreamFeeder(wiring.Component):
         ctl, config = self.ctl, self._config
         assert PLAN_CYCLES + DRAIN_CYCLES == STREAM_MM_OVERHEAD, \
             "the cycle model's decoupled MM time is K + extra + STREAM_MM_OVERHEAD + M*N"
+        assert READ_LATENCY == compute_read_latency(config), \
+            "the feeder waits for its operands as long as the compute lane's reads take (ga2_sw.timing)"
         instr, ports, rows = ctl.instr, self.read_ports, config.rows
         n_ops, aw = len(ports), sp_addr_width(config)
         pairs = [(q, p) for p in range(n_ops) for q in range(p)]
