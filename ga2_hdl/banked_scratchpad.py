@@ -5,7 +5,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import memory
 
 from ga2_sw.banking import bank_bits, bank_of, row_of
-from ga2_sw.timing import BANKED_DATA_DELAY, BANKED_READ_DELAY, SP_WRITE_DELAY
+from ga2_sw.timing import BANKED_DATA_DELAY, BANKED_READ_DELAY, BANKED_SELECT_DELAY, SP_WRITE_DELAY
 
 from .ports import check_config, WORD
 from .scratchpad import PortGroups, and_or
@@ -35,15 +35,16 @@ class BankedScratchpad(PortGroups):
     in the netlist, which is what maps a bank onto an ECP5 DP16KD in true dual-port mode (Yosys cannot map a
     same-clock true dual-port memory otherwise). Simulation returns the old word in both cases.
 
-    Write requests are registered for ``SP_WRITE_DELAY`` cycle, as in the one-memory scratchpad, and so are the
-    read requests of port B's groups (``BANKED_READ_DELAY``); port A's reads are not (the DMA lane's, and the
-    host's debug reads, which share its group: their data comes a cycle after the request). Each registered
-    request holds its bank decoded, one bit per bank, so that between the registers and a bank's address there
-    is only the bank's AND-OR of its requesters: the units' address and arbitration logic ends at the
-    registers, not in 32 block RAMs across the die. The data
-    a bank reads for those groups is registered at the bank (``BANKED_DATA_DELAY``) before each requester
-    selects its bank, so the block RAMs' clock-to-output and the select never share a cycle: their data comes
-    three cycles after the request. The requesters of a group (a lane's units, which
+    Write requests are registered for ``SP_WRITE_DELAY`` cycle, as in the one-memory scratchpad, and so are all
+    read requests (``BANKED_READ_DELAY``). Each registered request holds its bank decoded, one bit per bank, so
+    that between the registers and a bank's address there is only the bank's AND-OR of its requesters: the
+    units' address and arbitration logic ends at the registers, not in 32 block RAMs across the die. The data a
+    bank reads for port B's groups is registered at the bank (``BANKED_DATA_DELAY``) before each group selects
+    its bank, and the selected word is registered again (``BANKED_SELECT_DELAY``) before the group's units see
+    it, so the block RAMs' clock-to-output, the routes across the die, the select and the units' own logic
+    each have a cycle: their data comes four cycles after the request. Port A's reads (the DMA lane's, and
+    the host's debug reads, which share its group) take their data straight from the banks, two cycles after
+    the request. The requesters of a group (a lane's units, which
     run one instruction at a time) are merged before the register, so a bank sees one request per group and
     a write's data fans out from one register without a multiplexer per bank.
 
@@ -75,9 +76,10 @@ class BankedScratchpad(PortGroups):
 
     def read_latency(self, group):
         """Cycles from a read request of ``group`` to its data."""
-        return 1 + (BANKED_READ_DELAY + BANKED_DATA_DELAY if self._registered(group) else 0)
+        return 1 + BANKED_READ_DELAY + (BANKED_DATA_DELAY + BANKED_SELECT_DELAY if self._registered(group) else 0)
 
     def _registered(self, group):
+        """Whether ``group``'s read data is registered at the bank and after its select (port B's groups)."""
         return group not in self._port_a
 
     def elaborate(self, platform):
@@ -91,8 +93,8 @@ class BankedScratchpad(PortGroups):
         for n, bank in enumerate(self.banks):
             m.submodules[f"bank{n}"] = bank
         assert SP_WRITE_DELAY == 1, "a write request is registered once before the memory"
-        assert BANKED_READ_DELAY == 1 and BANKED_DATA_DELAY == 1, \
-            "a registered read is registered once before the memory and once after it"
+        assert BANKED_READ_DELAY == 1 and BANKED_DATA_DELAY == 1 and BANKED_SELECT_DELAY == 1, \
+            "a registered read is registered once before the memory, once at the bank and once after the select"
         for port_name in ("a", "b"):
             on_port = (lambda g: g in self._port_a) if port_name == "a" else (lambda g: g not in self._port_a)
             # One read-or-write port per bank: a read port and a write port on one address, which Yosys merges.
@@ -136,9 +138,10 @@ class BankedScratchpad(PortGroups):
 
     def _read_request(self, m, group, bank_data):
         """(bank hits, row) of a read group's request as the banks see it; connects its requesters' data to
-        the bank it read (``bank_data``: the banks' outputs, or their data registers). A request of a group on
-        port B is registered first (``BANKED_READ_DELAY``), its bank decoded, and its data comes through the
-        bank's data register (``BANKED_DATA_DELAY``)."""
+        the bank it read (``bank_data``: the banks' outputs, or their data registers). Every read request is
+        registered first (``BANKED_READ_DELAY``), its bank decoded; the data of a group on port B comes
+        through the bank's data register (``BANKED_DATA_DELAY``) and the group's select register
+        (``BANKED_SELECT_DELAY``)."""
         requesters = list(self.read_group(group))
         en = Cat(*(r.en for r in requesters)).any()
         addr = and_or([(r.en, r.addr) for r in requesters]) if len(requesters) > 1 else requesters[0].addr
@@ -146,16 +149,16 @@ class BankedScratchpad(PortGroups):
         bank, bank_q = Signal(b, name=f"{group}_bank"), Signal(b, name=f"{group}_bank_q")
         hits, row = Signal(self._config.sp_banks, name=f"{group}_hits"), Signal(len(addr) - b, name=f"{group}_row")
         index = bank_index(addr, self._config)
-        request = [bank.eq(index), hits.eq(self._bank_hits(en, index)), row.eq(addr[b:])]
+        m.d.sync += [bank.eq(index), hits.eq(self._bank_hits(en, index)), row.eq(addr[b:])]
+        m.d.sync += bank_q.eq(bank)         # the data comes from the bank the request register addressed
         if self._registered(group):
-            m.d.sync += request
-            # The data comes from the bank addressed in the previous cycle, through the bank's data register.
-            bank_read = Signal(b, name=f"{group}_bank_read")
-            m.d.sync += [bank_read.eq(bank), bank_q.eq(bank_read)]
+            # ... through the bank's data register, and the selected word is registered before the requesters
+            # see it.
+            bank_read, selected = Signal(b, name=f"{group}_bank_read"), Signal(WORD, name=f"{group}_selected")
+            m.d.sync += [bank_read.eq(bank_q), selected.eq(Array(bank_data)[bank_read])]
+            m.d.comb += [r.data.eq(selected) for r in requesters]
         else:
-            m.d.comb += request
-            m.d.sync += bank_q.eq(bank)     # the data comes from the bank addressed in the previous cycle
-        m.d.comb += [r.data.eq(Array(bank_data)[bank_q]) for r in requesters]
+            m.d.comb += [r.data.eq(Array(bank_data)[bank_q]) for r in requesters]
         return hits, row
 
     def _write_request(self, m, group):

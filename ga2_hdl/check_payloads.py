@@ -33,8 +33,9 @@ def pipeline_reg(shape, name):
 
 
 def tag_layout(config):
-    """The word's instruction-memory address and its ILLEGAL and SHAPE verdicts, carried to the last stage."""
-    return data.StructLayout({"addr": imem_addr_width(config), "stray": 1, "bad_shape": 1})
+    """The word's instruction-memory address and its ILLEGAL, SHAPE and OVERLAP verdicts, carried to the last
+    stage."""
+    return data.StructLayout({"addr": imem_addr_width(config), "stray": 1, "bad_shape": 1, "overlap": 1})
 
 
 def word_layout(config):

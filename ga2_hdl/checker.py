@@ -20,11 +20,11 @@ class InstrChecker(wiring.Component):
     """Validates instruction words against the configuration (docs/ISA.md, "Validation and error codes").
 
     The check depends only on the word and on fixed sizes, so it runs in a pipeline beside the instruction
-    memory's write port: :class:`CheckOperands` registers the word, then its ILLEGAL and SHAPE verdicts and
-    the operands of its ranges; :class:`CheckRanges` the footprint products, then the extreme addresses;
-    then these are compared with the memory sizes and the code is written (``err_we``), ``CHECK_LATENCY``
-    cycles after the host's write. Doing it at issue time instead put an instruction-memory read, a
-    multiplier and two adders in series, which held the whole chip to about 40 MHz on ECP5.
+    memory's write port: :class:`CheckOperands` registers the word, then its ILLEGAL, SHAPE and OVERLAP
+    verdicts and the operands of its ranges; :class:`CheckRanges` the footprint products, then the extreme
+    addresses; then these are compared with the memory sizes and the code is written (``err_we``),
+    ``CHECK_LATENCY`` cycles after the host's write. Doing it at issue time instead put an instruction-memory
+    read, a multiplier and two adders in series, which held the whole chip to about 40 MHz on ECP5.
 
     Members
     -------
@@ -73,7 +73,8 @@ class InstrChecker(wiring.Component):
         m.d.comb += [
             self.err_we.eq(ranges.o.valid), self.err_addr.eq(ends.tag.addr),
             self.err.eq(Mux(ends.tag.stray, Err.ILLEGAL, Mux(ends.tag.bad_shape, Err.SHAPE,
-                        Mux(sp_out, Err.SP_RANGE, Mux(ext_out, Err.EXT_RANGE, Err.NONE))))),
+                        Mux(ends.tag.overlap, Err.OVERLAP,
+                            Mux(sp_out, Err.SP_RANGE, Mux(ext_out, Err.EXT_RANGE, Err.NONE)))))),
             self.busy.eq(operands.busy | ranges.busy),
         ]
         return m

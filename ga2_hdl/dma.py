@@ -4,6 +4,7 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib.wiring import Out
 
 from ga2_sw.isa import Op
+from ga2_sw.timing import dma_read_latency
 
 from .ports import ExtSignature, Unit, ext_addr_width, sp_addr_width
 
@@ -15,8 +16,9 @@ class DMA(Unit):
 
     LD issues a read request every cycle and writes each response into the scratchpad the cycle it
     arrives, so it is busy for ``len + ext_latency`` cycles. ST reads the scratchpad every cycle and writes
-    each word to the external memory the next cycle (``len + 1``). Reads are issued blindly: the memory has
-    a fixed latency and never stalls (docs/ARCHITECTURE.md).
+    each word to the external memory in the cycle it arrives (``len + dma_read_latency``: one cycle in order,
+    two decoupled, where the banked scratchpad registers the request, ``ga2_sw.timing``). Reads are issued
+    blindly: the memory has a fixed latency and never stalls (docs/ARCHITECTURE.md).
 
     Members
     -------
@@ -37,7 +39,6 @@ class DMA(Unit):
         issue_left = Signal(16)
         write_addr = Signal(max(spw, extw))
         write_left = Signal(16)
-        st_data_valid = Signal()                 # an ST read was issued last cycle: its word is on sp_rd.data
 
         with m.If(self.ctl.start):
             m.d.sync += [
@@ -52,7 +53,12 @@ class DMA(Unit):
         issuing = self.ctl.busy & (issue_left != 0)
         with m.If(issuing):
             m.d.sync += [issue_addr.eq(issue_addr + 1), issue_left.eq(issue_left - 1)]
-        m.d.sync += st_data_valid.eq(issuing & ~is_ld)
+        # An ST read issued dma_read_latency cycles ago: its word is on sp_rd.data.
+        st_data_valid = issuing & ~is_ld
+        for n in range(dma_read_latency(self._config)):
+            arrived = Signal(name=f"st_read_{n + 1}")
+            m.d.sync += arrived.eq(st_data_valid)
+            st_data_valid = arrived
 
         writing = Signal()
         with m.If(is_ld):

@@ -75,12 +75,12 @@ class RequantPipeline(wiring.Component):
 
     With a word's scratchpad read requested in cycle ``t`` (``read`` high) and a read latency of 1 (the word on
     ``word`` in cycle ``t+1``; the banked scratchpad's ``read_latency`` of 3 adds its request register in front
-    and its data register after the read, which takes the place of stage 2: ``registered_word``), the
-    registered stages are
+    of the read and its data register after it), the registered stages are
 
     1. the read itself (its data register is the block RAM's);
     2. the word, registered before it meets the multiplier, since the block RAM's clock-to-output plus a
-       32 x 16 multiply was the chip's critical path on ECP5 (60 MHz);
+       32 x 16 multiply was the chip's critical path on ECP5 (60 MHz), and the banked scratchpad's 16-way
+       bank select plus the multiply the decoupled chip's (68 MHz);
     3. two 16 x 16 partial products: each fits one 18 x 18 DSP block, and the 32 x 16 product in one stage
        (two DSPs and their sum) was the critical path at 98 MHz;
     4. the 48-bit product;
@@ -110,19 +110,17 @@ class RequantPipeline(wiring.Component):
     shift: In(SHIFT_WIDTH)
     o: Out(stream.Signature(signed(8), always_ready=True))
 
-    def __init__(self, read_latency=1, registered_word=False):
+    def __init__(self, read_latency=1):
         if read_latency < 1:
             raise ValueError(f"read_latency must be at least 1, not {read_latency}")
         self.read_latency = read_latency
-        self.registered_word = registered_word
         super().__init__()
 
     @property
     def latency(self):
         """Cycles from a word's read request to its result: ``RQ_DEPTH`` with a 1-cycle read from the block
-        RAM; each further cycle of read latency adds one, and a word that comes from a register already
-        (``registered_word``: the banked scratchpad's data register) needs no word register of its own."""
-        return RQ_DEPTH + self.read_latency - 1 - (1 if self.registered_word else 0)
+        RAM; each further cycle of read latency adds one."""
+        return RQ_DEPTH + self.read_latency - 1
 
     def elaborate(self, platform):
         m = Module()
@@ -143,10 +141,7 @@ class RequantPipeline(wiring.Component):
         for n in range(self.read_latency - 1):
             chain.stage(f"request{n}")      # the banked scratchpad's request and data registers (decoupled)
         chain.stage("data")
-        if self.registered_word:
-            m.d.comb += word.eq(self.word.as_signed())
-        else:
-            chain.stage("word", word.eq(self.word.as_signed()))
+        chain.stage("word", word.eq(self.word.as_signed()))
         chain.stage("partial", low.eq(word[:16] * self.mult), high.eq(word[16:].as_signed() * self.mult))
         chain.stage("product", product.eq((high << 16) + low))
         # The shift and, beside it, the clamp decided on the product: the last stage only rounds 10 bits and

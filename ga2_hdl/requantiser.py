@@ -13,7 +13,8 @@ __all__ = ["Requantiser", "write_skew"]
 
 def write_skew(src, dst, config):
     """The RTL of ``ga2_sw.banking.rq_write_skew``: the cycles the decoupled requantiser delays its writes by so
-    that a write never reaches the bank read in the same cycle (0 .. ``RQ_MAX_SKEW``)."""
+    that a write never reaches the bank read in the same cycle (0 .. ``RQ_MAX_SKEW``). Only ``src - dst``
+    modulo ``2**16`` matters (a multiple of ``Nb << b``), so 16-bit fields may be read as signed."""
     b, nb = bank_bits(config), config.sp_banks
     e = src.as_signed() - dst.as_signed() + RQ_READ_TO_WRITE
 
@@ -31,19 +32,16 @@ class Requantiser(Unit):
     one element per cycle. With the start pulse in cycle 0, element ``i`` is read (``sp_rd`` at ``src+i``)
     in cycle ``1+i`` and written (``sp_wr`` at ``dst+i``) in cycle ``1+RQ_DEPTH+i`` (``ga2_sw.timing``).
     ``busy`` is high in cycles ``1 .. len+RQ_DEPTH`` (X = ``len + RQ_DEPTH``) and ``done`` in the last of them
-    only. A read in the cycle of a write returns the old word (the scratchpad is not transparent) and the
-    scratchpad registers each write request for a cycle, so with ``dst`` more than ``RQ_DEPTH + 1`` words
-    ahead of ``src`` a later element reads a value this instruction already wrote, exactly as the reference
-    machine models it.
+    only. The checker lets the destination be the source or disjoint from it (``ga2_sw.isa.rq_overlaps_partly``),
+    so no element reads a word this instruction writes before it reads it, whatever the pipeline's depth.
 
-    Decoupled, the scratchpad is banked and registers each read request for a cycle before the memory
-    (``BANKED_READ_DELAY``) and the word read at the bank (``BANKED_DATA_DELAY``), which serves as the
-    pipeline's word register: every element is read from the memory, and written, a cycle later, so the memory
-    sees the same distance between them and ``busy`` lasts a cycle longer. An RQ whose read and write of one
-    cycle could share a bank also delays its words by ``skew`` cycles between the block RAM and the pipeline
-    (``ga2_sw.banking.rq_write_skew``, 0 to 2, chosen at start from ``src - dst``): every write then comes
-    ``skew`` cycles later and ``busy`` lasts ``len + RQ_DEPTH + 1 + skew`` cycles. Neither delay changes what
-    the instruction computes.
+    Decoupled, the scratchpad is banked and registers each read request for a cycle before the memory, the word
+    read at the bank and the word selected from the banks (``ga2_sw.timing``): every element is written three
+    cycles later and ``busy`` lasts three cycles longer (``ga2_sw.timing.rq_latency``). An RQ whose read and
+    write of one cycle could share a bank also delays its words by ``skew`` cycles between the scratchpad and
+    the pipeline's word register (``ga2_sw.banking.rq_write_skew``, 0 to 2, chosen at start from
+    ``src - dst``): every write then comes ``skew`` cycles later and ``busy`` lasts
+    ``len + RQ_DEPTH + 3 + skew`` cycles.
 
     The instruction fields are latched at ``start``: ``dst``, ``src``, ``len``, ``m`` (signed 16-bit, in the
     K slot) and ``s`` (the low 6 bits of the M slot, 0 .. 47; the sequencer rejects larger shifts).
@@ -54,8 +52,7 @@ class Requantiser(Unit):
     def elaborate(self, platform):
         m = Module()
         instr = self.ctl.instr
-        m.submodules.pipeline = pipeline = RequantPipeline(compute_read_latency(self._config),
-                                                           registered_word=self._config.decoupled)
+        m.submodules.pipeline = pipeline = RequantPipeline(compute_read_latency(self._config))
 
         # Fields latched at start: the sequencer only holds instr valid in the start cycle.
         dst = Signal.like(instr.dst, name="dst")
@@ -96,16 +93,21 @@ class Requantiser(Unit):
             # bank being read, the words enter the pipeline `skew` cycles after their read, which delays every
             # write by as much (ga2_sw.banking.rq_write_skew). The delay sits between the block RAM and the
             # pipeline's first register, away from the round-and-clamp path into the write port.
-            skew = Signal(range(RQ_MAX_SKEW + 1), name="skew")
+            # The skew is computed in cycle 1 from the latched src (rd_addr) and dst, not in the start cycle from
+            # the sequencer's instruction bus, whose long routes to every unit and the skew's adders and
+            # compares in one cycle were the decoupled chip's critical path (85.8 MHz on a 45F); it is used
+            # from cycle 1, the first read, and kept in a register after it.
+            skew_now, skew_kept = Signal(range(RQ_MAX_SKEW + 1)), Signal(range(RQ_MAX_SKEW + 1), name="skew")
+            skew = Signal(range(RQ_MAX_SKEW + 1), name="skew_used")
+            m.d.comb += [skew_now.eq(write_skew(rd_addr, dst, self._config)),
+                         skew.eq(Mux(step == 1, skew_now, skew_kept))]
             reads, words = [reading], [self.sp_rd.data]
             for n in range(RQ_MAX_SKEW):
                 reads.append(Signal(name=f"read_d{n + 1}"))
                 words.append(Signal(WORD, name=f"word_d{n + 1}"))
                 m.d.sync += [reads[-1].eq(reads[-2]), words[-1].eq(words[-2])]
-            with m.If(self.ctl.start):
-                m.d.sync += skew.eq(write_skew(instr.src, instr.dst, self._config))
-            with m.Elif(busy & (step == 1)):
-                m.d.sync += last_step.eq(last_step + skew)
+            with m.If(busy & (step == 1)):
+                m.d.sync += [skew_kept.eq(skew_now), last_step.eq(last_step + skew_now)]
             m.d.comb += [pipeline.read.eq(Array(reads)[skew]), pipeline.word.eq(Array(words)[skew])]
         else:
             m.d.comb += [pipeline.read.eq(reading), pipeline.word.eq(self.sp_rd.data)]

@@ -60,8 +60,8 @@ class SoftmaxFront(wiring.Component):
         self._max_len = config.sm_max_len
         self._read_latency = compute_read_latency(config)
         # Registered stages from a score's read request to its exp: the scratchpad read (decoupled, with the
-        # banked scratchpad's request register before it and its data register after), the score register,
-        # the exp ROM.
+        # banked scratchpad's request register before it and its data and select registers after), the score
+        # register, the exp ROM.
         self.latency = self._read_latency + 2
         aw = sp_addr_width(config)
         super().__init__({"start": In(1), "src": In(aw), "last_index": In(range(self._max_len)),
@@ -97,7 +97,7 @@ class SoftmaxFront(wiring.Component):
         score_max = Signal(signed(8), name="score_max")
         chain = ValidChain(m, reading & second_pass)
         read_max, read_last = reading & ~second_pass, reading & second_pass & rd_last
-        for n in range(self._read_latency - 1):     # the banked scratchpad's request and data registers
+        for n in range(self._read_latency - 1):     # the banked scratchpad's request, data, select registers
             req_max, req_last = Signal(name=f"request{n}_max"), Signal(name=f"request{n}_last")
             chain.stage(f"request{n}", req_max.eq(read_max), req_last.eq(read_last))
             read_max, read_last = req_max, req_last

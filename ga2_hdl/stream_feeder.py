@@ -5,7 +5,8 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ga2_sw.timing import BANKED_DATA_DELAY, BANKED_READ_DELAY, STREAM_MM_OVERHEAD, compute_read_latency
+from ga2_sw.timing import (BANKED_DATA_DELAY, BANKED_READ_DELAY, BANKED_SELECT_DELAY, STREAM_MM_OVERHEAD,
+                           compute_read_latency)
 
 from .banked_scratchpad import bank_index
 from .feeder import FeederSignature
@@ -18,8 +19,8 @@ __all__ = ["StreamFeeder"]
 # the bank adders and their compares in one path: 63 MHz on ECP5.)
 PLAN_CYCLES = 1
 # The cycles from an operand's read request to its data: the scratchpad's request register, the read, the
-# bank's data register.
-READ_LATENCY = BANKED_READ_DELAY + 1 + BANKED_DATA_DELAY
+# bank's data register and the select register.
+READ_LATENCY = BANKED_READ_DELAY + 1 + BANKED_DATA_DELAY + BANKED_SELECT_DELAY
 # The cycles from the read request of the last slice's last operands (cycle c) to done: their data arrives in the
 # hold registers (c + READ_LATENCY), the array takes the slice's step (c + READ_LATENCY + 1), and PE(0,0)
 # accumulates its last product (c + READ_LATENCY + 2). With the plan cycle, the cycle model counts these as

@@ -6,7 +6,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from ga2_sw.isa import OPS, UNITS, unit_ops
-from ga2_sw.timing import SP_WRITE_DELAY, compute_read_latency
+from ga2_sw.timing import DEBUG_READ_LATENCY, SP_WRITE_DELAY, compute_read_latency, dma_read_latency
 
 from .banked_scratchpad import BankedScratchpad
 from .dma import DMA
@@ -29,8 +29,9 @@ UNIT_CLASSES = {
 assert set(UNIT_CLASSES) == set(UNITS)
 
 # The host's debug reads share a lane's read port (they happen only while no unit is busy): in order the chip's
-# only one; decoupled the DMA lane's, port A of the banks, which has no request or data register, so that their
-# data comes a cycle after the address in both modes, and the compute lane's crossbar has no extra requester.
+# only one; decoupled the DMA lane's, port A of the banks, whose data is not registered, so that the compute
+# lane's crossbar has no extra requester. Their data comes DEBUG_READ_LATENCY cycles after the address in both
+# modes: in order a register after the scratchpad's one-cycle read, decoupled port A's request register.
 DEBUG_GROUP = {False: "shared", True: "dma"}
 
 
@@ -38,8 +39,9 @@ class GA2(wiring.Component):
     """The GA-2 accelerator, built from one ``ga2_sw.config.Config``.
 
     Host protocol (``HostSignature``): write the program, pulse ``start``, wait for ``done``; then read
-    ``error``, ``pc`` and the counters, and read the scratchpad through ``debug`` (data one cycle after the
-    address; only while no program runs). The external memory is outside the chip.
+    ``error``, ``pc`` and the counters, and read the scratchpad through ``debug`` (data
+    ``DEBUG_READ_LATENCY`` = two cycles after the address; only while no program runs). The external memory is
+    outside the chip.
 
     Members
     -------
@@ -62,10 +64,14 @@ class GA2(wiring.Component):
         # In order, one memory with one read and one write port; decoupled, banks whose port A is the DMA lane's.
         self.scratchpad = (BankedScratchpad(config, **groups, port_a=("dma",))
                            if config.decoupled else Scratchpad(config, **groups))
-        if config.decoupled:        # the compute lane's units wait as long for their data as the banks take
+        if config.decoupled:        # the units wait as long for their data as the banks take
             assert all(self.scratchpad.read_latency(g) == compute_read_latency(config)
                        for g in self._reads if g != "dma"), \
                 "the compute lane's read latency (ga2_sw.timing) is the banked scratchpad's"
+            assert self.scratchpad.read_latency("dma") == dma_read_latency(config), \
+                "the DMA lane's read latency (ga2_sw.timing) is the banked scratchpad's"
+        self._debug_extra = DEBUG_READ_LATENCY - (dma_read_latency(config) if config.decoupled else 1)
+        assert self._debug_extra >= 0, "the debug reads' latency covers the scratchpad's"
 
     @property
     def config(self):
@@ -107,6 +113,11 @@ class GA2(wiring.Component):
         assert SP_WRITE_DELAY == 1, "a unit's last write reaches the scratchpad one cycle after its last busy cycle"
         idle, was_idle = ~Cat(*(port.busy for port in seq.units)).any(), Signal()
         m.d.sync += was_idle.eq(idle)
-        m.d.comb += [self._debug_rd.en.eq(idle & was_idle), self._debug_rd.addr.eq(self.debug.addr),
-                     self.debug.data.eq(self._debug_rd.data)]
+        m.d.comb += [self._debug_rd.en.eq(idle & was_idle), self._debug_rd.addr.eq(self.debug.addr)]
+        data = self._debug_rd.data
+        for n in range(self._debug_extra):      # up to the host protocol's latency
+            registered = Signal.like(data, name=f"debug_data_{n + 1}")
+            m.d.sync += registered.eq(data)
+            data = registered
+        m.d.comb += self.debug.data.eq(data)
         return m

@@ -114,6 +114,9 @@ def _config_problem(i, config):
             return f"field 's' must be in range 0..{MAX_SHIFT}, not {i.s}"
         if i.op == Op.SM:
             return f"field 'len' must be in range 1..{config.sm_max_len} (sm_max_len), not {i.len}"
+    if err == Err.OVERLAP:
+        return (f"fields 'dst'={i.dst} and 'src'={i.src} with 'len'={i.len}: the destination overlaps the source "
+                f"without being it (RQ's dst must equal src or differ from it by at least len)")
     for name, memory, lo, hi in _footprints(i):
         size = config.sp_words if memory == "scratchpad" else config.ext_words
         if hi >= size and (err == Err.SP_RANGE) == (memory == "scratchpad"):

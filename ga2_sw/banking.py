@@ -12,19 +12,21 @@ alone, by the cycle model here and by the RTL (``ga2_hdl.stream_feeder``, ``ga2_
 
 * the matrix unit reads each k-slice's ``M + N`` operands in rounds, one operand per bank per round
   (``slice_rounds``); a slice takes as many cycles as the most operands on one bank.
-* the requantiser reads ``src + t`` in the cycle in which the write of element ``t - RQ_DEPTH - 1`` reaches
-  the memory; where those two can share a bank it delays its writes by ``rq_write_skew`` cycles."""
+* the requantiser reads ``src + t`` in the cycle in which the write of element ``t - RQ_READ_TO_WRITE``
+  reaches the memory; where those two can share a bank it delays its writes by ``rq_write_skew`` cycles."""
 
 from collections import Counter
 from functools import lru_cache
 
-from .timing import RQ_DEPTH, SP_WRITE_DELAY
+from .timing import BANKED_DATA_DELAY, BANKED_SELECT_DELAY, RQ_DEPTH, SP_WRITE_DELAY
 
 __all__ = ["bank_bits", "bank_of", "row_of", "slice_addresses", "slice_rounds", "most_on_one_bank", "mm_extra_cycles",
            "rq_write_skew", "RQ_MAX_SKEW", "RQ_READ_TO_WRITE"]
 
-# Steps from an RQ element's read to its write reaching the memory (the reference machine's RQ model).
-RQ_READ_TO_WRITE = RQ_DEPTH + SP_WRITE_DELAY
+# Cycles from a decoupled RQ element's read in the memory to its write reaching the memory, without skew: the
+# bank's data and select registers, the RQ_DEPTH stages from the word register on, and the write request
+# register.
+RQ_READ_TO_WRITE = BANKED_DATA_DELAY + BANKED_SELECT_DELAY + RQ_DEPTH + SP_WRITE_DELAY
 # The largest write skew ``rq_write_skew`` ever chooses (proved in its docstring, checked by the tests).
 RQ_MAX_SKEW = 2
 
@@ -95,8 +97,8 @@ def rq_write_skew(instr, config):
 
     ``s <= 2``: ``v(e) = e + e // Nb`` grows by 1 or 2 when ``e`` grows by 1, so at most two consecutive
     values of ``e`` have ``v`` in ``{0, -1}`` (mod Nb). The skew never changes what the instruction computes:
-    a later write is seen by a later read only if ``dst - src`` is ``RQ_READ_TO_WRITE + 1`` or ``+ 2``, where
-    ``v`` is ``-2`` or ``-3``, never ``0`` or ``-1`` with ``Nb >= 4``; so the skew is 0 there."""
+    its destination is its source or disjoint from it (the checker faults the rest, ``isa.rq_overlaps_partly``),
+    so no read can see one of its writes, however late they come."""
     e = instr.src - instr.dst + RQ_READ_TO_WRITE
     for skew in range(RQ_MAX_SKEW + 1):
         if not _may_collide(e + skew, config):

@@ -5,10 +5,11 @@ from enum import IntEnum
 
 from .banking import mm_extra_cycles, rq_write_skew
 from .numerics import MAX_SHIFT
-from .timing import ST_OVERHEAD, STREAM_MM_OVERHEAD, rq_latency, sm_overhead
+from .timing import STREAM_MM_OVERHEAD, dma_read_latency, rq_latency, sm_overhead
 
 __all__ = ["Op", "Err", "Instr", "FIELDS", "SLOTS", "OPS", "OpSpec", "UNITS", "LANES", "unit_ops", "encode",
-           "decode", "check", "footprints", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS", "EncodingError"]
+           "decode", "check", "rq_overlaps_partly", "footprints", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS",
+           "EncodingError"]
 
 INSTR_BITS = 128
 
@@ -29,6 +30,7 @@ class Err(IntEnum):
     EXT_RANGE = 3
     SHAPE = 4
     PC_OVERFLOW = 5
+    OVERLAP = 6
 
 
 # Bit slots: name -> (lsb, width, signed). One slot may carry different fields for different opcodes.
@@ -85,7 +87,7 @@ OPS = {
     Op.LD:   OpSpec("dma", "dma", "dma", sp=(("dst", "w"),), ext=(("src", "r"),),
                     busy=lambda i, config: i.len + config.ext_latency),
     Op.ST:   OpSpec("dma", "dma", "dma", sp=(("src", "r"),), ext=(("dst", "w"),),
-                    busy=lambda i, config: i.len + ST_OVERHEAD),
+                    busy=lambda i, config: i.len + dma_read_latency(config)),
     Op.MM:   OpSpec("mm", "compute", "mm", sp=(("A", "r"), ("B", "r"), ("dst", "w")), busy=_mm_busy),
     Op.RQ:   OpSpec("rq", "compute", "vec", sp=(("src", "r"), ("dst", "w")),
                     busy=lambda i, config: i.len + rq_latency(config)
@@ -244,6 +246,14 @@ def footprints(instr):
     return [], []
 
 
+def rq_overlaps_partly(instr):
+    """An RQ whose destination overlaps its source without being it (``0 < |dst - src| < len``): the OVERLAP
+    fault. What such an RQ would compute depends on the requantiser's pipeline depth, which the ISA leaves to
+    the implementation (docs/ISA.md, "Overlapping source and destination ranges")."""
+    i = instr
+    return i.op == Op.RQ and 0 < abs(i.dst - i.src) < i.len
+
+
 def check(instr, config):
     """Static validation of a decoded instruction against a configuration: the hardware's error code."""
     i = instr
@@ -259,6 +269,8 @@ def check(instr, config):
             return Err.SHAPE
         if i.op == Op.SM and i.len > config.sm_max_len:
             return Err.SHAPE
+    if rq_overlaps_partly(i):
+        return Err.OVERLAP
     sp, ext = footprints(i)
     if any(hi >= config.sp_words for _, hi in sp):
         return Err.SP_RANGE
@@ -287,6 +299,9 @@ def explain(instr, config):
         if i.op == Op.RQ:
             return f"s={i.s} is outside 0..{MAX_SHIFT}"
         return f"len={i.len} is outside 1..{config.sm_max_len} (sm_max_len)"
+    if err == Err.OVERLAP:
+        return (f"destination {i.dst}..{i.dst + i.len - 1} overlaps source {i.src}..{i.src + i.len - 1} "
+                f"without being it (RQ's destination is its source or is disjoint from it)")
     sp, ext = footprints(i)
     if err == Err.SP_RANGE:
         lo, hi = next(r for r in sp if r[1] >= config.sp_words)

@@ -4,7 +4,6 @@ from dataclasses import dataclass
 
 from .cycles import Counters, run_program
 from .isa import Op, Err
-from .timing import RQ_DEPTH, SP_WRITE_DELAY
 from .numerics import s8, s32, u32, requant, softmax_q16
 
 __all__ = ["Machine", "Result", "run"]
@@ -65,16 +64,10 @@ def _execute(i, sp, ext):
             for c in range(i.N):
                 sp[i.dst + r * i.ldc + c] = u32(out[r][c])
     elif i.op == Op.RQ:
-        # The requantiser pipeline: element t is read in step t and its result reaches memory in step
-        # t + RQ_DEPTH + SP_WRITE_DELAY; a read sees only what reached memory in earlier steps.
-        delay = RQ_DEPTH + SP_WRITE_DELAY
-        read = []
-        for t in range(i.len + delay):
-            if t < i.len:
-                read.append(sp[i.src + t])
-            w = t - delay
-            if w >= 0:
-                sp[i.dst + w] = u32(requant(s32(read[w]), i.m, i.s))
+        # The checker lets an RQ's destination be its source or disjoint from it (isa.rq_overlaps_partly), so
+        # reading every element before writing any computes what the pipeline does, at any depth.
+        words = [u32(requant(s32(w), i.m, i.s)) for w in sp[i.src:i.src + i.len]]
+        sp[i.dst:i.dst + i.len] = words
     elif i.op == Op.SM:
         probs = softmax_q16([s8(sp[i.src + t]) for t in range(i.len)])
         sp[i.dst:i.dst + i.len] = probs

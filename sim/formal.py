@@ -540,7 +540,7 @@ _ISA_USES = {Op.LD: ("dst", "src", "len"), Op.ST: ("dst", "src", "len"), Op.SM: 
              Op.RQ: ("dst", "src", "len", "K", "s"),
              Op.MM: ("tb", "dst", "src", "len", "K", "M", "N", "lda", "ldb", "ldc"), Op.HALT: ()}
 # Error codes of docs/ISA.md.
-ILLEGAL, SP_RANGE, EXT_RANGE, SHAPE = 1, 2, 3, 4
+ILLEGAL, SP_RANGE, EXT_RANGE, SHAPE, OVERLAP = 1, 2, 3, 4, 6
 
 
 def _times_small(m, value, count_minus_1, n_max, name, width):
@@ -583,6 +583,10 @@ def _expected_error(m, word, cfg, order="isa"):
                 (op != Op.HALT) & ((ln == 0) | ((op == Op.RQ) & (f["s"] > 47)) |
                                    ((op == Op.SM) & (ln > cfg.sm_max_len))))
 
+    # RQ: the destination range meets the source range and does not start where it starts.
+    dst, src = f["dst"], f["src"]
+    overlap = (op == Op.RQ) & (dst != src) & (dst < src + ln) & (src < dst + ln)
+
     # Footprints (highest word touched), 40 bits wide so nothing wraps. (M-1)*lda etc. with M <= rows are
     # written as a choice between constant multiples; only (K-1)*ldb needs a multiplier.
     W = 40
@@ -610,11 +614,11 @@ def _expected_error(m, word, cfg, order="isa"):
               Mux(op == Op.ST, lin_hi(f["dst"]) >= cfg.ext_words, 0))
     err = Signal(3, name="exp_error")
     if order == "isa":
-        m.d.comb += err.eq(Mux(illegal, ILLEGAL, Mux(shape, SHAPE, Mux(sp_bad, SP_RANGE,
-                                                                         Mux(ext_bad, EXT_RANGE, 0)))))
+        m.d.comb += err.eq(Mux(illegal, ILLEGAL, Mux(shape, SHAPE, Mux(overlap, OVERLAP, Mux(sp_bad, SP_RANGE,
+                                                                         Mux(ext_bad, EXT_RANGE, 0))))))
     else:
         m.d.comb += err.eq(Mux(illegal, ILLEGAL, Mux(sp_bad, SP_RANGE, Mux(ext_bad, EXT_RANGE,
-                                                                            Mux(shape, SHAPE, 0)))))
+                                                                            Mux(shape, SHAPE, Mux(overlap, OVERLAP, 0))))))
     return err, op
 
 

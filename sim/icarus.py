@@ -21,6 +21,7 @@ from pathlib import Path
 from amaranth.utils import ceil_log2
 
 from ga2_sw.banking import bank_bits
+from ga2_sw.timing import DEBUG_READ_LATENCY
 
 from .cache import cache_root, file_lock
 from .jobs import (DEFAULT_CYCLE_LIMIT, Job, Session, SimulatorError, SimulatorMissing, as_job, check_job, parse_results,
@@ -73,6 +74,7 @@ class IcarusSim(Session):
     def _params(self):
         c = self.config
         return {"EXT_WORDS": c.ext_words, "SP_WORDS": c.sp_words, "SP_BANKS": c.sp_banks if c.decoupled else 0,
+                "DEBUG_LATENCY": DEBUG_READ_LATENCY,
                 "IMEM_WORDS": c.imem_words,
                 "EXT_LATENCY": c.ext_latency, "EXT_AW": max(1, ceil_log2(c.ext_words)),
                 "SP_AW": max(1, ceil_log2(c.sp_words)), "IMEM_AW": max(1, ceil_log2(c.imem_words)),

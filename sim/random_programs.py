@@ -21,11 +21,11 @@ __all__ = ["random_valid_instr", "random_fault", "random_program", "random_words
 # faults and PC overflow are easy to reach.
 FUZZ_CONFIG = Config(sp_words=512, ext_words=512, imem_words=64)
 
-FAULT_KINDS = ("illegal_opcode", "stray_bits", "halt_stray", "shape", "sp_range", "ext_range", "fall_off",
-               "pc_overflow")
+FAULT_KINDS = ("illegal_opcode", "stray_bits", "halt_stray", "shape", "overlap", "sp_range", "ext_range",
+               "fall_off", "pc_overflow")
 
 FAULT_ERRORS = {"illegal_opcode": Err.ILLEGAL, "stray_bits": Err.ILLEGAL, "halt_stray": Err.ILLEGAL,
-                "shape": Err.SHAPE, "sp_range": Err.SP_RANGE, "ext_range": Err.EXT_RANGE, "fall_off": Err.ILLEGAL,
+                "shape": Err.SHAPE, "overlap": Err.OVERLAP, "sp_range": Err.SP_RANGE, "ext_range": Err.EXT_RANGE, "fall_off": Err.ILLEGAL,
                 "pc_overflow": Err.PC_OVERFLOW}
 
 # From the ISA's tables: the opcodes a program computes with (every one with a unit; MM and RQ drawn twice
@@ -68,6 +68,24 @@ def _near(draw, base, lo, hi):
     return max(lo, min(hi, base + draw(-6, 8)))
 
 
+def _disjoint(draw, src, n, sp):
+    """A destination for an RQ of ``n`` words at ``src``: anywhere in the scratchpad, not partly over the source
+    (its own start, or at least ``n`` words away: isa.rq_overlaps_partly)."""
+    dst = draw(0, sp - n)
+    return dst if not 0 < abs(dst - src) < n else src
+
+
+def _rq_pair(draw, n, sp):
+    """(dst, src) of a legal RQ of ``n`` words anywhere in the scratchpad."""
+    src = draw(0, sp - n)
+    return _disjoint(draw, src, n, sp), src
+
+
+def _adjacent(draw, src, n, sp):
+    """The destination right before or right after the source (the closest legal partners), else ``src``."""
+    return _pick(draw, tuple(d for d in (src - n, src + n) if 0 <= d <= sp - n) or (src,))
+
+
 def random_valid_instr(draw, config):
     """One instruction that passes ``isa.check`` on ``config``."""
     sp, ext = config.sp_words, config.ext_words
@@ -80,7 +98,7 @@ def random_valid_instr(draw, config):
     if op == Op.RQ:
         n = _length(draw, min(sp, 96))
         src = draw(0, sp - n)
-        dst = _pick(draw, (lambda: draw(0, sp - n), lambda: _near(draw, src, 0, sp - n), lambda: src))()
+        dst = _pick(draw, (lambda: _disjoint(draw, src, n, sp), lambda: _adjacent(draw, src, n, sp), lambda: src))()
         lo, hi = M_RANGE
         m = _pick(draw, (lambda: draw(lo, hi), lambda: _pick(draw, (lo, hi, 0, 1, -1, (hi + 1) // 2))))()
         s = _pick(draw, (lambda: draw(0, MAX_SHIFT),
@@ -143,9 +161,17 @@ def random_fault(draw, config, kind):
             return isa.rq(0, 0, draw(1, 8), draw(-5, 5), draw(MAX_SHIFT + 1, S_MAX)), Err.SHAPE
         if variant == 5:
             return isa.sm(0, 0, draw(config.sm_max_len + 1, min(_hi(Op.SM, "len"), config.sm_max_len + 40))), Err.SHAPE
-        if variant == 6:                         # SHAPE outranks a range fault in the same instruction
-            return isa.rq(_FAR, _FAR, 10, 1, draw(MAX_SHIFT + 1, S_MAX)), Err.SHAPE
+        if variant == 6:                         # SHAPE outranks a range fault and an overlap
+            return isa.rq(_FAR, _FAR + draw(0, 1), 10, 1, draw(MAX_SHIFT + 1, S_MAX)), Err.SHAPE
         return isa.mm(_FAR, 0, 0, 1, 1, 0), Err.SHAPE
+    if kind == "overlap":
+        n = draw(2, 64)
+        distance = _pick(draw, (1, n - 1, draw(1, n - 1))) * _pick(draw, (1, -1))
+        if draw(0, 3):
+            src = draw(max(0, -distance), sp - n - max(0, distance))
+        else:                                    # OVERLAP outranks SP_RANGE
+            src = draw(sp - n + 1, _hi(Op.RQ, "src") - n - 1)
+        return isa.rq(src + distance, src, n, draw(-5, 5), draw(0, MAX_SHIFT)), Err.OVERLAP
     if kind == "sp_range":
         variant = draw(0, 4)
         if variant == 0:
@@ -199,7 +225,7 @@ def random_program(draw, config, fault=None, max_len=10, cramped=False):
         for _ in range(config.imem_words):
             n = draw(1, 4)
             prog.append(_pick(draw, (lambda: isa.ld(draw(0, config.sp_words - n), draw(0, config.ext_words - n), n),
-                                     lambda: isa.rq(draw(0, config.sp_words - n), draw(0, config.sp_words - n), n,
+                                     lambda: isa.rq(*_rq_pair(draw, n, config.sp_words), n,
                                                     draw(-300, 300), draw(0, 12))))())
         return prog
     small = _cramped(config) if cramped else config

@@ -18,7 +18,7 @@ from ga2_sw.asm import to_words
 from ga2_sw.cycles import Counters
 from ga2_sw.isa import Err
 from ga2_sw.machine import Result
-from ga2_sw.timing import SP_WRITE_DELAY
+from ga2_sw.timing import DEBUG_READ_LATENCY, SP_WRITE_DELAY
 
 from .compare import compare_results
 from .extmem import ExtMemoryModel
@@ -219,12 +219,15 @@ class ChipBench(Elaboratable):
         return Result(ext, sp, self.counters(ctx), Err(ctx.get(host.error)), ctx.get(host.pc))
 
     async def read_sp_via_host(self, ctx, addrs):
-        """Read scratchpad words through the debug port (data one cycle after the address)."""
-        out = []
-        for a in addrs:
-            ctx.set(self.chip.debug.addr, a)
+        """Read scratchpad words through the debug port (data ``DEBUG_READ_LATENCY`` cycles after the address, a
+        new address every cycle)."""
+        addrs, out = list(addrs), []
+        for n in range(len(addrs) + DEBUG_READ_LATENCY - 1):
+            if n < len(addrs):
+                ctx.set(self.chip.debug.addr, addrs[n])
             await ctx.tick()
-            out.append(ctx.get(self.chip.debug.data))
+            if n + 1 >= DEBUG_READ_LATENCY:
+                out.append(ctx.get(self.chip.debug.data))
         return out
 
 

@@ -36,6 +36,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ga2_sw.timing import DEBUG_READ_LATENCY
+
 from .cache import cache_root, file_lock, prune
 from .jobs import (DEFAULT_CYCLE_LIMIT, Job, Session, SimulatorError, SimulatorMissing, as_job, check_job, make_result,
                    parse_result_block, parse_results, write_header, write_job, write_jobs)
@@ -343,7 +345,7 @@ class VerilatorSim(Session):
 
     # -- building --
     def _flags(self):
-        flags = list(BUILD_FLAGS)
+        flags = list(BUILD_FLAGS) + ["-CFLAGS", f"-DGA2_DEBUG_LATENCY={DEBUG_READ_LATENCY}"]
         if _cpu_signature():
             flags += ["-CFLAGS", "-march=native"]
         for mf in self.tool.make_flags:

@@ -25,8 +25,8 @@ DECOUPLED = Config(mode="decoupled")
 
 # Issue 6: every program under 1.4x its words, the five together within 1.25x (12,840 cycles); the moonshot
 # is 1.10x for each, which the simulation-only chip met and the buildable, banked one misses by its bank
-# conflicts, its plan cycle and the crossbar's request and data registers (B = 1 at 1.119x, the ragged batch at
-# 1.202x, the five at 1.085x; issue 12). These are the model's figures; the simulators are held to the model
+# conflicts, its plan cycle and the crossbar's request, data and select registers (B = 1 at 1.124x, the ragged
+# batch at 1.247x, the five at 1.096x; issue 12). These are the model's figures; the simulators are held to the model
 # below and in tests/test_verilator.py and tests/test_differential.py.
 @pytest.fixture(scope="module")
 def table():
@@ -44,7 +44,7 @@ def test_five_programs_meet_the_targets(table):
         total_words += words
     assert total_words == 10_272
     assert total_cycles <= 12_840
-    assert total_cycles <= 1.085 * total_words, total_cycles
+    assert total_cycles <= 1.096 * total_words, total_cycles
 
 
 def test_decoupled_programs_move_the_same_words_and_compute_the_same(table):
@@ -133,18 +133,18 @@ def test_conflicting_compute_waits_for_the_load(second):
 
 
 def test_store_waits_for_the_compute_that_feeds_it_and_a_load_for_its_lane():
-    rq = isa.rq(dst=300, src=200, len=10, m=1, s=0)  # busy 16: 10 + 5 stages + the read request register
-    st = isa.st(src=305, dst=0, len=4)               # RAW on 305
+    rq = isa.rq(dst=300, src=200, len=10, m=1, s=0)  # busy 18: 10 + 5 stages + the crossbar's 3 registers
+    st = isa.st(src=305, dst=0, len=4)               # RAW on 305; busy 6: 4 + the request register and the read
     ld = isa.ld(dst=400, src=0, len=4)               # same lane as st: waits for it
     s = _starts([rq, st, ld])
-    assert s == [2, 2 + 16 + 1, 19 + 5 + 1]
+    assert s == [2, 2 + 18 + 1, 21 + 6 + 1]
 
 
 def test_write_after_read_is_a_hazard():
     mm = isa.mm(dst=900, A=0, B=100, M=4, K=16, N=4, lda=16, ldb=4, ldc=4)
     ld = isa.ld(dst=110, src=0, len=4)               # overwrites B while the MM reads it
     assert conflict(ld, mm)
-    assert _starts([mm, ld]) == [2, 2 + 16 + mm_extra_cycles(mm, DECOUPLED) + 6 + 16 + 1]
+    assert _starts([mm, ld]) == [2, 2 + 16 + mm_extra_cycles(mm, DECOUPLED) + 7 + 16 + 1]
 
 
 def test_fault_waits_for_the_lanes_too():
@@ -175,7 +175,7 @@ def test_decode_table_json_has_both_modes(tmp_path, capsys):
     out = tmp_path / "t.json"
     assert main(["decode-table", "--mode", "both", "--json", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "in order against decoupled" in text and "11,138" in text
+    assert "in order against decoupled" in text and "11,254" in text
     rows = json.loads(out.read_text())["programs"]
     assert [r["mode"] for r in rows] == ["inorder"] * 5 + ["decoupled"] * 5
     assert all(r["memory_bound"] == r["words"] and r["matches_reference"] for r in rows)

@@ -149,7 +149,7 @@ def test_every_fault_kind(sims, config):
     results = check_batch(sims(config), config, batch)
     for (program, _, _), want, got in zip(batch, expected, results):
         assert got.error == want, format_program(program)
-    assert {r.error for r in results} == {Err.ILLEGAL, Err.SHAPE, Err.SP_RANGE, Err.EXT_RANGE, Err.PC_OVERFLOW}
+    assert {r.error for r in results} == set(Err) - {Err.NONE}      # every code is reached
 
 
 @pytest.mark.parametrize("config", [FUZZ_CONFIG, FUZZ_DECOUPLED], ids=["inorder", "decoupled"])

@@ -420,9 +420,9 @@ def test_smm_schedule(rows, cols, shape):
     """As StreamFeeder's docstring describes: from cycle 2 on (cycle 1 plans), slice after slice, ``A[i][k]`` on
     row port ``i`` (``i < M``) and ``Bop(k, j)`` on column port ``j`` (``j < N``), the other ports disabled; in each cycle every
     operand of the slice not yet read is read unless an earlier one not yet read is on its bank (worked out
-    here from the bank map alone); the results written from the sixth cycle after the last read request on
-    (the banked scratchpad's request register, the read, the bank's data register, the hold register, the last
-    slice's step, PE(0,0)'s last accumulate)."""
+    here from the bank map alone); the results written from the seventh cycle after the last read request on
+    (the banked scratchpad's request register, the read, the bank's data and select registers, the hold
+    register, the last slice's step, PE(0,0)'s last accumulate)."""
     config = Config(rows=rows, cols=cols, **STREAM)
     c = dict(shape)
     first_read = 2
@@ -436,7 +436,7 @@ def test_smm_schedule(rows, cols, shape):
         cycle += max(rounds) + 1
     if shape["lda"] == 31:
         assert cycle - first_read > c["K"], "the case meant to put operands on one bank does not"
-    check_schedule(config, c, reads, write_schedule(c, cycle + 5))
+    check_schedule(config, c, reads, write_schedule(c, cycle + 6))
 
 
 def test_smm_verilog():

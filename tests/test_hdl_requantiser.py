@@ -1,4 +1,5 @@
-"""The requantiser RTL against ga2_sw.numerics.requant: values, timing (X = len + 5) and overlapping ranges."""
+"""The requantiser RTL against ga2_sw.numerics.requant: values, timing (X = len + 5), and a destination on or next
+to its source."""
 
 import random
 
@@ -10,7 +11,7 @@ from sim.testing import assert_build_refused, UnitBench, run_bench, start_and_wa
 from ga2_sw.config import Config
 from ga2_sw.isa import encode, halt, rq
 from ga2_sw.numerics import requant, s32, u32
-from ga2_sw.timing import BANKED_READ_DELAY, RQ_DEPTH      # an element is written RQ_DEPTH steps after its read
+from ga2_sw.timing import RQ_DEPTH      # an element is written RQ_DEPTH steps after its read
 
 CONFIG = Config(sp_words=256)
 IN_MEMORY = RQ_DEPTH + 1   # the scratchpad registers each write request: the word lands one step later
@@ -120,24 +121,17 @@ def test_untouched_outside_destination():
     assert contents[50:59] == [u32(requant(w, 1234, 20)) for w in words[10:19]]
 
 
-def test_overlap_destination_ahead_of_source():
-    # dst = src + 7: element i >= 7 reads sp[src+i] = sp[dst+i-7], which element i-7 landed at step i-1.
+def test_destination_next_to_or_on_its_source():
+    # The legal RQs closest to their sources (docs/ISA.md: dst == src, or |dst - src| >= len): every element is
+    # read before anything lands on its word, whatever the pipeline's depth.
     rng = random.Random(3)
-    words = [rng.randrange(-2**31, 2**31) for _ in range(40)]
-    instr = (17, 10, 20, 3, 1)      # m/2**s = 1.5 so written int8 values are distinguishable when reread
-    check_program(words, [instr])
-    # The model itself differs from "read everything, then write" here, so the case is meaningful.
-    sp = [u32(w) for w in words]
-    pipeline_model(sp, *instr)
-    naive = [u32(requant(s32(w), 3, 1)) for w in words[10:30]]
-    assert sp[17:37] != naive
-
-
-def test_overlap_six_ahead_reads_old_values():
-    # dst = src + 6: element i+6 is read in the very step element i lands in memory, so it sees the old word.
-    words = [1000 * (i + 1) for i in range(20)]
-    contents, _ = run_rq_program(words, [(6, 0, 12, 1, 4)])
-    assert contents[6:18] == [u32(requant(w, 1, 4)) for w in words[0:12]]
+    words = [rng.randrange(-2**31, 2**31) for _ in range(120)]
+    instrs = [(30, 10, 20, 3, 1), (0, 20, 20, 3, 1), (60, 60, 20, -5, 2), (100, 99, 1, 7, 0)]
+    check_program(words, instrs)
+    sp = [u32(w) for w in words] + [0] * (CONFIG.sp_words - len(words))
+    for dst, src, length, m, s in instrs:          # check_program's model is "read everything, then write" here
+        sp[dst:dst + length] = [u32(requant(s32(w), m, s)) for w in sp[src:src + length]]
+    assert sp == run_rq_program(words, instrs)[0]
 
 
 def test_port_schedule():
@@ -184,22 +178,26 @@ def test_pipeline_depth_is_the_cycle_models(monkeypatch):
 
 def test_decoupled_skews_its_writes_off_the_read_bank():
     """Decoupled, an RQ whose read and write could meet on a bank delays its writes by the skew of
-    ga2_sw.banking (0, 1 or 2 cycles, each reached here): busy len + 5 + 1 (the banked scratchpad's read request
-    register) + skew, and the same memory as the
-    reference machine's RQ, overlapping ranges included (the skew never changes what an RQ computes)."""
+    ga2_sw.banking (0, 1 or 2 cycles, each reached here): busy len + 5 + 3 (the banked scratchpad's read request,
+    data and select registers) + skew, and the same memory as the reference machine's RQ, in place and disjoint (the
+    skew never changes what an RQ computes)."""
     from ga2_sw.banking import rq_write_skew
     from ga2_sw.machine import Machine
     config = CONFIG.replace(mode="decoupled")
     rng = random.Random(21)
     words = [rng.randrange(-2**31, 2**31) for _ in range(config.sp_words)]
     instrs, skews = [], set()
-    for dst, src in [(100, 0), (106, 100), (6, 0), (0, 24), (37, 15), (60, 53), (200, 190), (22, 0)]:
+    pairs = [(100, 0), (50, 50), (0, 24), (136, 100), (200, 160)]
+    for skew in range(3):                   # the first destination after a source at 15 that needs each skew
+        pairs.append(next((d, 15) for d in range(27, 200) if rq_write_skew(rq(d, 15, 12, 1, 0), config) == skew))
+    for dst, src in pairs:
         instr = rq(dst, src, 12, rng.randrange(-300, 300), rng.randrange(0, 12))
         instrs.append((instr.dst, instr.src, instr.len, instr.m, instr.s))
         skews.add(rq_write_skew(instr, config))
     assert skews == {0, 1, 2}, skews
     contents, busy = run_rq_program(words, instrs, config)
     program = [rq(*i) for i in instrs]
-    assert busy == [12 + RQ_DEPTH + BANKED_READ_DELAY + rq_write_skew(i, config) for i in program]
+    # the banked scratchpad's read request, data and select registers add three cycles, the skew its own
+    assert busy == [12 + RQ_DEPTH + 3 + rq_write_skew(i, config) for i in program]
     expected = Machine(config).run(program + [halt()], sp=[u32(w) for w in words]).sp
     assert contents == expected

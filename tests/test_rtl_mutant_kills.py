@@ -81,10 +81,18 @@ def same_as_machine(prog, config=SMALL):
     (rq(0, 8, 4, 3, MAX_SHIFT), Err.NONE),
     (rq(0, 8, 4, 3, MAX_SHIFT + 1), Err.SHAPE),
     (sm(0, 0, SMALL.sm_max_len), Err.NONE),
+    (rq(8, 8, 4, 3, 1), Err.NONE),                              # in place
+    (rq(12, 8, 4, 3, 1), Err.NONE),                             # right after its source
+    (rq(4, 8, 4, 3, 1), Err.NONE),                              # right before it
+    (rq(11, 8, 4, 3, 1), Err.OVERLAP),                          # one word over it
+    (rq(5, 8, 4, 3, 1), Err.OVERLAP),
+    (rq(254, 253, 4, 3, 1), Err.OVERLAP),                       # overlapping AND past the end: overlap first
 ], ids=["ext-last", "ext-past", "ld-ext-past", "mm-c-last", "mm-c-past", "mm-tb1-last", "mm-tb1-past",
-        "mm-tb0-last", "mm-tb0-past", "shape-over-range", "sp-over-ext", "k0", "rq-max-shift", "rq-shift-past", "sm-max-len"])
+        "mm-tb0-last", "mm-tb0-past", "shape-over-range", "sp-over-ext", "k0", "rq-max-shift", "rq-shift-past",
+        "sm-max-len", "rq-in-place", "rq-after", "rq-before", "rq-over-after", "rq-over-before", "overlap-over-range"])
 def test_checker_boundaries(instr, code):
-    """chk mutants: range checks off by one, footprint ignoring tb, shape/range ranking, missing checks."""
+    """chk mutants: range checks off by one, footprint ignoring tb, shape/range/overlap ranking, missing
+    checks."""
     r = same_as_machine([ld(0, 0, 40), instr, halt()])
     assert r.error == code
 

@@ -50,6 +50,9 @@ typedef VerilatedVcdC TraceFile;
 #define EXT_PORT(name) ext___05F##name
 #define HOST_PORT(name) host___05F##name
 #define DEBUG_PORT(name) debug___05F##name
+#ifndef GA2_DEBUG_LATENCY   // cycles from a debug address to its data: ga2_sw.timing.DEBUG_READ_LATENCY, passed in
+#error "build with -DGA2_DEBUG_LATENCY=<ga2_sw.timing.DEBUG_READ_LATENCY> (sim/verilator.py does)"
+#endif
 
 // With GA2_DIRECT_EVAL (set by sim/verilator.py when the generated model has it), a clock phase calls the
 // model's own evaluation function instead of eval(), skipping the per-call bookkeeping of the Verilator
@@ -315,13 +318,17 @@ public:
         std::vector<uint32_t> sp;
         unsigned long long port_mismatch = 0;
         if (job.dump_sp && !hang) {
-            // Through the debug port (data one cycle after the address), checked against the memory itself.
+            // Through the debug port (data GA2_DEBUG_LATENCY cycles after the address, a new address every
+            // cycle), checked against the memory itself.
             sp.resize(cfg_.sp_words);
-            for (unsigned a = 0; a < cfg_.sp_words; ++a) {
-                top_->DEBUG_PORT(addr) = a;
+            for (unsigned n = 0; n < cfg_.sp_words + GA2_DEBUG_LATENCY - 1; ++n) {
+                if (n < cfg_.sp_words) top_->DEBUG_PORT(addr) = n;
                 cycle();
-                sp[a] = top_->DEBUG_PORT(data);
-                if (sp[a] != sp_word(a)) ++port_mismatch;
+                if (n + 1 >= GA2_DEBUG_LATENCY) {
+                    unsigned a = n + 1 - GA2_DEBUG_LATENCY;
+                    sp[a] = top_->DEBUG_PORT(data);
+                    if (sp[a] != sp_word(a)) ++port_mismatch;
+                }
             }
         }
         out.str(" sp_port_mismatch "); out.num(port_mismatch);

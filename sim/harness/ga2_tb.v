@@ -15,6 +15,7 @@
 module ga2_tb;
     parameter EXT_WORDS = 8192;
     parameter SP_WORDS = 4096;
+    parameter DEBUG_LATENCY = 2;    // cycles from a debug address to its data: ga2_sw.timing.DEBUG_READ_LATENCY
     parameter SP_BANKS = 0;         // 0: one scratchpad memory (in order); else its banks (decoupled)
     parameter IMEM_WORDS = 1024;
     parameter EXT_LATENCY = 4;
@@ -235,12 +236,15 @@ module ga2_tb;
                     job_id, ok_run ? "ok" : "hang", simulated, cycles, mm_cycles, dma_cycles, vec_cycles, instructions,
                     error, pc, oob, start_wait);
             if (ok_run && (dump & 2)) begin
-                for (i = 0; i < SP_WORDS; i = i + 1) begin
-                    dbg_sp_addr = i;
+                // A new address every cycle; its data DEBUG_LATENCY cycles later.
+                for (i = 0; i < SP_WORDS + DEBUG_LATENCY - 1; i = i + 1) begin
+                    if (i < SP_WORDS) dbg_sp_addr = i;
                     tick;
                     #1;
-                    sp_out[i] = dbg_sp_data;
-                    if (dbg_sp_data !== sp_peek(i)) port_mismatch = port_mismatch + 1;
+                    if (i + 1 >= DEBUG_LATENCY) begin
+                        sp_out[i + 1 - DEBUG_LATENCY] = dbg_sp_data;
+                        if (dbg_sp_data !== sp_peek(i + 1 - DEBUG_LATENCY)) port_mismatch = port_mismatch + 1;
+                    end
                 end
             end
             $fwrite(fout, " sp_port_mismatch %0d\n", port_mismatch);
