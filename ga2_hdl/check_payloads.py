@@ -33,8 +33,8 @@ def pipeline_reg(shape, name):
 
 
 def tag_layout(config):
-    """The word's instruction-memory address and its ILLEGAL, SHAPE and OVERLAP verdicts, carried to the last
-    stage."""
+    """The word's instruction-memory address and its ILLEGAL, SHAPE and OVERLAP verdicts (OVERLAP from stage 3
+    on), carried to the last stage."""
     return data.StructLayout({"addr": imem_addr_width(config), "stray": 1, "bad_shape": 1, "overlap": 1})
 
 
@@ -47,8 +47,10 @@ def operands_layout(config):
     """Stage 2: the verdicts, and each range's base, tail, the factors of its footprint product and whether
     it is read and/or written (``ga2_sw.cycles.accesses``)."""
     rng = data.StructLayout({"base": RANGE_WIDTH, "x": signed(17), "y": 12, "tail": signed(18), "rd": 1, "wr": 1})
+    # RQ: dst - src and src - dst, for the OVERLAP verdict of the next stage (tag.overlap is set there).
     return data.StructLayout({"tag": tag_layout(config), **{r: rng for r in RANGES},
-                              "ext_base": RANGE_WIDTH, "ext_tail": signed(18)})
+                              "ext_base": RANGE_WIDTH, "ext_tail": signed(18), "is_rq": 1,
+                              "dst_ahead": signed(17), "src_ahead": signed(17)})
 
 
 def ends_layout(config):

@@ -21,7 +21,8 @@ def _sums_layout(config):
 
 class CheckRanges(wiring.Component):
     """Stage 3 registers each range's ``base + tail`` and its footprint product ``x * y``, from registers into
-    registers (a multiplier alone in its stage); stage 4 registers ``hi``, their sum. The verdicts, ``lo``
+    registers (a multiplier alone in its stage), and an RQ's OVERLAP verdict; stage 4 registers ``hi``, their
+    sum. The verdicts, ``lo``
     and the read/written flags ride along.
 
     Members
@@ -49,7 +50,9 @@ class CheckRanges(wiring.Component):
         chain = ValidChain(m, self.i.valid, reset_less=RESET_LESS)
 
         # Stage 3: the products beside base + tail.
-        stage = [sums.tag.eq(ops.tag), sums.ext_end.eq(ops.ext_base + ops.ext_tail)]
+        # OVERLAP: an RQ whose destination is neither its source nor at least len = tail + 1 words away.
+        overlap = ops.is_rq & (ops.dst_ahead != 0) & (ops.dst_ahead <= ops.a.tail) & (ops.src_ahead <= ops.a.tail)
+        stage = [sums.tag.eq(ops.tag), sums.tag.overlap.eq(overlap), sums.ext_end.eq(ops.ext_base + ops.ext_tail)]
         for r in RANGES:
             x, y = getattr(ops, r), getattr(sums, r)
             stage += [y.start.eq(x.base + x.tail), y.prod.eq(x.x * x.y), y.lo.eq(x.base), y.rd.eq(x.rd), y.wr.eq(x.wr)]

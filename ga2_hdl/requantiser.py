@@ -95,20 +95,21 @@ class Requantiser(Unit):
             # pipeline's first register, away from the round-and-clamp path into the write port.
             # The skew is computed in cycle 1 from the latched src (rd_addr) and dst, not in the start cycle from
             # the sequencer's instruction bus, whose long routes to every unit and the skew's adders and
-            # compares in one cycle were the decoupled chip's critical path (85.8 MHz on a 45F); it is used
-            # from cycle 1, the first read, and kept in a register after it.
-            skew_now, skew_kept = Signal(range(RQ_MAX_SKEW + 1)), Signal(range(RQ_MAX_SKEW + 1), name="skew")
-            skew = Signal(range(RQ_MAX_SKEW + 1), name="skew_used")
-            m.d.comb += [skew_now.eq(write_skew(rd_addr, dst, self._config)),
-                         skew.eq(Mux(step == 1, skew_now, skew_kept))]
+            # compares in one cycle were the decoupled chip's critical path (85.8 MHz on a 45F), and it is
+            # registered before it selects the words (the first arrives in cycle 1 + the read latency; from
+            # the skew's adders into the 32-bit select was the next, 74.5 MHz). Only the first read's valid
+            # bit needs it in cycle 1: the earlier taps are still empty then, so it passes with skew 0 only.
+            skew_now, skew = Signal(range(RQ_MAX_SKEW + 1)), Signal(range(RQ_MAX_SKEW + 1), name="skew")
+            m.d.comb += skew_now.eq(write_skew(rd_addr, dst, self._config))
             reads, words = [reading], [self.sp_rd.data]
             for n in range(RQ_MAX_SKEW):
                 reads.append(Signal(name=f"read_d{n + 1}"))
                 words.append(Signal(WORD, name=f"word_d{n + 1}"))
                 m.d.sync += [reads[-1].eq(reads[-2]), words[-1].eq(words[-2])]
             with m.If(busy & (step == 1)):
-                m.d.sync += [skew_kept.eq(skew_now), last_step.eq(last_step + skew_now)]
-            m.d.comb += [pipeline.read.eq(Array(reads)[skew]), pipeline.word.eq(Array(words)[skew])]
+                m.d.sync += [skew.eq(skew_now), last_step.eq(last_step + skew_now)]
+            m.d.comb += [pipeline.read.eq(Mux(step == 1, reading & (skew_now == 0), Array(reads)[skew])),
+                         pipeline.word.eq(Array(words)[skew])]
         else:
             m.d.comb += [pipeline.read.eq(reading), pipeline.word.eq(self.sp_rd.data)]
         with m.If(reading):
