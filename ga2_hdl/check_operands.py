@@ -16,9 +16,9 @@ __all__ = ["CheckOperands"]
 
 class CheckOperands(wiring.Component):
     """Stage 1 registers the host's write; stage 2 registers whether the word has stray bits (ILLEGAL) or a bad
-    shape (SHAPE, docs/ISA.md), an RQ's two distances between source and destination (for OVERLAP), and the operands of each scratchpad range (``check_payloads``): its base,
-    tail and the factors of its footprint product ``(M-1)*lda``, ``(K-1)*ldb`` ..., and whether it is read
-    and/or written (``ga2_sw.cycles.accesses``).
+    shape (SHAPE, docs/ISA.md), an RQ's two distances between source and destination (for OVERLAP), and the
+    operands of each scratchpad range (``check_payloads``): its base, tail and the factors of its footprint
+    product ``(M-1)*lda``, ``(K-1)*ldb`` ..., and whether it is read and/or written (``ga2_sw.cycles.accesses``).
 
     Members
     -------

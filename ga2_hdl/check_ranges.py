@@ -22,8 +22,7 @@ def _sums_layout(config):
 class CheckRanges(wiring.Component):
     """Stage 3 registers each range's ``base + tail`` and its footprint product ``x * y``, from registers into
     registers (a multiplier alone in its stage), and an RQ's OVERLAP verdict; stage 4 registers ``hi``, their
-    sum. The verdicts, ``lo``
-    and the read/written flags ride along.
+    sum. The verdicts, ``lo`` and the read/written flags ride along.
 
     Members
     -------

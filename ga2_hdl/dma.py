@@ -7,6 +7,7 @@ from ga2_sw.isa import Op
 from ga2_sw.timing import dma_read_latency
 
 from .ports import ExtSignature, Unit, ext_addr_width, sp_addr_width
+from .valid_chain import delayed
 
 __all__ = ["DMA"]
 
@@ -54,11 +55,7 @@ class DMA(Unit):
         with m.If(issuing):
             m.d.sync += [issue_addr.eq(issue_addr + 1), issue_left.eq(issue_left - 1)]
         # An ST read issued dma_read_latency cycles ago: its word is on sp_rd.data.
-        st_data_valid = issuing & ~is_ld
-        for n in range(dma_read_latency(self._config)):
-            arrived = Signal(name=f"st_read_{n + 1}")
-            m.d.sync += arrived.eq(st_data_valid)
-            st_data_valid = arrived
+        st_data_valid = delayed(m, issuing & ~is_ld, dma_read_latency(self._config), "st_data_valid")
 
         writing = Signal()
         with m.If(is_ld):

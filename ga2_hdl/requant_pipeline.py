@@ -74,8 +74,8 @@ class RequantPipeline(wiring.Component):
     """``o = sat8((word * mult + 2**(shift-1)) >> shift)``, one word per cycle, ``RQ_DEPTH`` stages.
 
     With a word's scratchpad read requested in cycle ``t`` (``read`` high) and a read latency of 1 (the word on
-    ``word`` in cycle ``t+1``; the banked scratchpad's ``read_latency`` of 3 adds its request register in front
-    of the read and its data register after it), the registered stages are
+    ``word`` in cycle ``t+1``; the banked scratchpad's ``read_latency`` of 4 adds its request register in front
+    of the read and its data and select registers after it), the registered stages are
 
     1. the read itself (its data register is the block RAM's);
     2. the word, registered before it meets the multiplier, since the block RAM's clock-to-output plus a
@@ -139,7 +139,7 @@ class RequantPipeline(wiring.Component):
 
         chain = ValidChain(m, self.read)
         for n in range(self.read_latency - 1):
-            chain.stage(f"request{n}")      # the banked scratchpad's request and data registers (decoupled)
+            chain.stage(f"request{n}")      # the banked scratchpad's request, data and select registers
         chain.stage("data")
         chain.stage("word", word.eq(self.word.as_signed()))
         chain.stage("partial", low.eq(word[:16] * self.mult), high.eq(word[16:].as_signed() * self.mult))

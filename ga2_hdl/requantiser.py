@@ -32,15 +32,16 @@ class Requantiser(Unit):
     one element per cycle. With the start pulse in cycle 0, element ``i`` is read (``sp_rd`` at ``src+i``)
     in cycle ``1+i`` and written (``sp_wr`` at ``dst+i``) in cycle ``1+RQ_DEPTH+i`` (``ga2_sw.timing``).
     ``busy`` is high in cycles ``1 .. len+RQ_DEPTH`` (X = ``len + RQ_DEPTH``) and ``done`` in the last of them
-    only. The checker lets the destination be the source or disjoint from it (``ga2_sw.isa.rq_overlaps_partly``),
-    so no element reads a word this instruction writes before it reads it, whatever the pipeline's depth.
+    only. The checker lets the destination be the source or disjoint from it
+    (``ga2_sw.isa.rq_overlaps_partly``), so no element reads a word this instruction writes before it reads
+    it, whatever the pipeline's depth.
 
     Decoupled, the scratchpad is banked and registers each read request for a cycle before the memory, the word
     read at the bank and the word selected from the banks (``ga2_sw.timing``): every element is written three
     cycles later and ``busy`` lasts three cycles longer (``ga2_sw.timing.rq_latency``). An RQ whose read and
     write of one cycle could share a bank also delays its words by ``skew`` cycles between the scratchpad and
-    the pipeline's word register (``ga2_sw.banking.rq_write_skew``, 0 to 2, chosen at start from
-    ``src - dst``): every write then comes ``skew`` cycles later and ``busy`` lasts
+    the pipeline's word register (``ga2_sw.banking.rq_write_skew``, 0 to 2, computed in cycle 1 from the
+    latched ``src - dst``): every write then comes ``skew`` cycles later and ``busy`` lasts
     ``len + RQ_DEPTH + 3 + skew`` cycles.
 
     The instruction fields are latched at ``start``: ``dst``, ``src``, ``len``, ``m`` (signed 16-bit, in the

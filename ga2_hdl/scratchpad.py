@@ -79,6 +79,10 @@ class Scratchpad(PortGroups):
         """The simulator's handle on word ``addr`` (for ``ctx.get``/``ctx.set``)."""
         return self.mem.data[addr]
 
+    def read_latency(self, group):
+        """Cycles from a read request of ``group`` to its data: the memory's one-cycle read, for every group."""
+        return 1
+
     def elaborate(self, platform):
         m = Module()
         m.submodules.mem = mem = self.mem

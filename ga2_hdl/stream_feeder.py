@@ -11,6 +11,7 @@ from ga2_sw.timing import (BANKED_DATA_DELAY, BANKED_READ_DELAY, BANKED_SELECT_D
 from .banked_scratchpad import bank_index
 from .feeder import FeederSignature
 from .ports import SpReadSignature, check_config, sp_addr_width
+from .valid_chain import delayed
 
 __all__ = ["StreamFeeder"]
 
@@ -173,12 +174,3 @@ class StreamFeeder(wiring.Component):
 def useds(instr, config):
     """Whether the MM uses each operand port: rows ``i < M``, then columns ``j < N``."""
     return [instr.M > i for i in range(config.rows)] + [instr.N > j for j in range(config.cols)]
-
-
-def delayed(m, value, cycles, name):
-    """``value`` as it was ``cycles`` cycles ago (a chain of registers named ``name``, ``name_1``, ...)."""
-    for n in range(cycles):
-        reg = Signal(name=name if n == cycles - 1 else f"{name}_{n + 1}")
-        m.d.sync += reg.eq(value)
-        value = reg
-    return value

@@ -16,6 +16,7 @@ from .requantiser import Requantiser
 from .scratchpad import Scratchpad
 from .sequencer import Sequencer
 from .softmax import Softmax
+from .valid_chain import delayed
 
 __all__ = ["GA2", "UNIT_CLASSES"]
 
@@ -70,7 +71,7 @@ class GA2(wiring.Component):
                 "the compute lane's read latency (ga2_sw.timing) is the banked scratchpad's"
             assert self.scratchpad.read_latency("dma") == dma_read_latency(config), \
                 "the DMA lane's read latency (ga2_sw.timing) is the banked scratchpad's"
-        self._debug_extra = DEBUG_READ_LATENCY - (dma_read_latency(config) if config.decoupled else 1)
+        self._debug_extra = DEBUG_READ_LATENCY - self.scratchpad.read_latency(DEBUG_GROUP[config.decoupled])
         assert self._debug_extra >= 0, "the debug reads' latency covers the scratchpad's"
 
     @property
@@ -114,10 +115,6 @@ class GA2(wiring.Component):
         idle, was_idle = ~Cat(*(port.busy for port in seq.units)).any(), Signal()
         m.d.sync += was_idle.eq(idle)
         m.d.comb += [self._debug_rd.en.eq(idle & was_idle), self._debug_rd.addr.eq(self.debug.addr)]
-        data = self._debug_rd.data
-        for n in range(self._debug_extra):      # up to the host protocol's latency
-            registered = Signal.like(data, name=f"debug_data_{n + 1}")
-            m.d.sync += registered.eq(data)
-            data = registered
-        m.d.comb += self.debug.data.eq(data)
+        # Registered up to the host protocol's latency.
+        m.d.comb += self.debug.data.eq(delayed(m, self._debug_rd.data, self._debug_extra, "debug_data"))
         return m

@@ -1,9 +1,19 @@
 """The valid bits of a fixed-latency pipeline, counted as its stages are built, so that an ``elaborate`` can
 check the depth it built against the cycle model (``ga2_sw.timing``) before it returns."""
 
-from amaranth.hdl import Signal
+from amaranth.hdl import Signal, Value
 
-__all__ = ["ValidChain"]
+__all__ = ["ValidChain", "delayed"]
+
+
+def delayed(m, value, cycles, name):
+    """``value`` as it was ``cycles`` cycles ago (a chain of registers named ``name``, ``name_1``, ...)."""
+    shape = Value.cast(value).shape()
+    for n in range(cycles):
+        reg = Signal(shape, name=name if n == cycles - 1 else f"{name}_{n + 1}")
+        m.d.sync += reg.eq(value)
+        value = reg
+    return value
 
 
 class ValidChain:

@@ -1,9 +1,8 @@
 """The chip's latencies, said once.
 
-The cycle model (``cycles.py``) builds its busy-time formulas from these numbers, the reference machine
-models the scratchpad's write delay with them, and every RTL unit imports the ones it implements and asserts
-at elaboration that its pipeline has exactly that depth: change a pipeline and the build fails until this
-file, the cycle model and docs/ISA.md say the same."""
+The cycle model (``cycles.py``) builds its busy-time formulas from these numbers, and every RTL unit imports
+the ones it implements and asserts at elaboration that its pipeline has exactly that depth: change a pipeline
+and the build fails until this file, the cycle model and docs/ISA.md say the same."""
 
 __all__ = ["FETCH_CYCLES", "ISSUE_CYCLES", "SP_WRITE_DELAY", "DEBUG_READ_LATENCY", "RQ_DEPTH", "DIVIDER_LATENCY",
            "SM_OVERHEAD", "STREAM_MM_OVERHEAD", "CHECK_LATENCY", "BANKED_READ_DELAY", "BANKED_DATA_DELAY",

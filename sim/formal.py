@@ -618,7 +618,7 @@ def _expected_error(m, word, cfg, order="isa"):
                                                                          Mux(ext_bad, EXT_RANGE, 0))))))
     else:
         m.d.comb += err.eq(Mux(illegal, ILLEGAL, Mux(sp_bad, SP_RANGE, Mux(ext_bad, EXT_RANGE,
-                                                                            Mux(shape, SHAPE, Mux(overlap, OVERLAP, 0))))))
+                                                 Mux(shape, SHAPE, Mux(overlap, OVERLAP, 0))))))
     return err, op
 
 

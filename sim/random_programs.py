@@ -25,8 +25,8 @@ FAULT_KINDS = ("illegal_opcode", "stray_bits", "halt_stray", "shape", "overlap",
                "fall_off", "pc_overflow")
 
 FAULT_ERRORS = {"illegal_opcode": Err.ILLEGAL, "stray_bits": Err.ILLEGAL, "halt_stray": Err.ILLEGAL,
-                "shape": Err.SHAPE, "overlap": Err.OVERLAP, "sp_range": Err.SP_RANGE, "ext_range": Err.EXT_RANGE, "fall_off": Err.ILLEGAL,
-                "pc_overflow": Err.PC_OVERFLOW}
+                "shape": Err.SHAPE, "overlap": Err.OVERLAP, "sp_range": Err.SP_RANGE, "ext_range": Err.EXT_RANGE,
+                "fall_off": Err.ILLEGAL, "pc_overflow": Err.PC_OVERFLOW}
 
 # From the ISA's tables: the opcodes a program computes with (every one with a unit; MM and RQ drawn twice
 # as often), the width of the opcode slot and the opcodes it can hold that do not exist, the opcodes with a
@@ -72,7 +72,7 @@ def _disjoint(draw, src, n, sp):
     """A destination for an RQ of ``n`` words at ``src``: anywhere in the scratchpad, not partly over the source
     (its own start, or at least ``n`` words away: isa.rq_overlaps_partly)."""
     dst = draw(0, sp - n)
-    return dst if not 0 < abs(dst - src) < n else src
+    return src if isa.rq_overlaps_partly(isa.rq(dst, src, n, 1, 0)) else dst
 
 
 def _rq_pair(draw, n, sp):
