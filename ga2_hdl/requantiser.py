@@ -7,6 +7,7 @@ from ga2_sw.timing import compute_read_latency
 
 from .ports import WORD, Unit
 from .requant_pipeline import SHIFT_WIDTH, RequantPipeline
+from .valid_chain import delayed
 
 __all__ = ["Requantiser", "write_skew"]
 
@@ -41,7 +42,7 @@ class Requantiser(Unit):
     cycles later and ``busy`` lasts three cycles longer (``ga2_sw.timing.rq_latency``). An RQ whose read and
     write of one cycle could share a bank also delays its words by ``skew`` cycles between the scratchpad and
     the pipeline's word register (``ga2_sw.banking.rq_write_skew``, 0 to 2, computed in cycle 1 from the
-    latched ``src - dst``): every write then comes ``skew`` cycles later and ``busy`` lasts
+    latched ``src - dst`` and registered, used from cycle 2 on): every write then comes ``skew`` cycles later and ``busy`` lasts
     ``len + RQ_DEPTH + 3 + skew`` cycles.
 
     The instruction fields are latched at ``start``: ``dst``, ``src``, ``len``, ``m`` (signed 16-bit, in the
@@ -53,7 +54,12 @@ class Requantiser(Unit):
     def elaborate(self, platform):
         m = Module()
         instr = self.ctl.instr
-        m.submodules.pipeline = pipeline = RequantPipeline(compute_read_latency(self._config))
+        decoupled = self._config.decoupled
+        # Decoupled, the read's valid bit passes one register of ours before the pipeline (below), so the
+        # pipeline's own chain is a cycle shorter: the latency from read request to result is the same.
+        read_latency = compute_read_latency(self._config)
+        m.submodules.pipeline = pipeline = RequantPipeline(read_latency - 1 if decoupled else read_latency)
+        latency = pipeline.latency + (1 if decoupled else 0)    # ga2_sw.timing.rq_latency: the pipeline checks it
 
         # Fields latched at start: the sequencer only holds instr valid in the start cycle.
         dst = Signal.like(instr.dst, name="dst")
@@ -74,7 +80,7 @@ class Requantiser(Unit):
         m.d.comb += [self.ctl.busy.eq(busy), self.ctl.done.eq(busy & (step == last_step))]
         with m.If(self.ctl.start):
             m.d.sync += [dst.eq(instr.dst), mult.eq(instr.m), shift.eq(instr.s),
-                         last_step.eq(instr.len + pipeline.latency), step.eq(1), rd_addr.eq(instr.src),
+                         last_step.eq(instr.len + latency), step.eq(1), rd_addr.eq(instr.src),
                          rd_left.eq(instr.len), reading.eq(1), wr_index.eq(0),
                          busy.eq(1)]         # len >= 1: the checker faults an empty RQ
         with m.Elif(busy):
@@ -89,28 +95,30 @@ class Requantiser(Unit):
             pipeline.mult.eq(mult),
             pipeline.shift.eq(shift),
         ]
-        if self._config.decoupled:
+        if decoupled:
             # The banked scratchpad serves one access per bank and port a cycle: where a write could reach the
             # bank being read, the words enter the pipeline `skew` cycles after their read, which delays every
             # write by as much (ga2_sw.banking.rq_write_skew). The delay sits between the block RAM and the
             # pipeline's first register, away from the round-and-clamp path into the write port.
-            # The skew is computed in cycle 1 from the latched src (rd_addr) and dst, not in the start cycle from
-            # the sequencer's instruction bus, whose long routes to every unit and the skew's adders and
-            # compares in one cycle were the decoupled chip's critical path (85.8 MHz on a 45F), and it is
-            # registered before it selects the words (the first arrives in cycle 1 + the read latency; from
-            # the skew's adders into the 32-bit select was the next, 74.5 MHz). Only the first read's valid
-            # bit needs it in cycle 1: the earlier taps are still empty then, so it passes with skew 0 only.
+            # The skew is computed in cycle 1 from the latched src (rd_addr) and dst and registered; nothing
+            # uses it before cycle 2. Computed from the sequencer's instruction bus in the start cycle it was
+            # the decoupled chip's critical path (85.8 MHz on a 45F); selecting the words straight from its
+            # adders the next (74.5 MHz); adding it to last_step in cycle 1 the next (73.7 MHz). So the read
+            # valid bits are tapped one register late (reads_late[n] is `reading` n + 1 cycles ago): the first
+            # read's bit is chosen in cycle 2, with the skew of this RQ, and the pipeline's own chain is one
+            # register shorter to keep the latency.
             skew_now, skew = Signal(range(RQ_MAX_SKEW + 1)), Signal(range(RQ_MAX_SKEW + 1), name="skew")
             m.d.comb += skew_now.eq(write_skew(rd_addr, dst, self._config))
-            reads, words = [reading], [self.sp_rd.data]
-            for n in range(RQ_MAX_SKEW):
-                reads.append(Signal(name=f"read_d{n + 1}"))
-                words.append(Signal(WORD, name=f"word_d{n + 1}"))
-                m.d.sync += [reads[-1].eq(reads[-2]), words[-1].eq(words[-2])]
             with m.If(busy & (step == 1)):
-                m.d.sync += [skew.eq(skew_now), last_step.eq(last_step + skew_now)]
-            m.d.comb += [pipeline.read.eq(Mux(step == 1, reading & (skew_now == 0), Array(reads)[skew])),
-                         pipeline.word.eq(Array(words)[skew])]
+                m.d.sync += skew.eq(skew_now)
+            with m.If(busy & (step == 2)):
+                m.d.sync += last_step.eq(last_step + skew)
+            reads_late, words = [], [self.sp_rd.data]
+            for n in range(RQ_MAX_SKEW + 1):
+                reads_late.append(delayed(m, reading if n == 0 else reads_late[-1], 1, f"read_d{n + 1}"))
+            for n in range(RQ_MAX_SKEW):
+                words.append(delayed(m, words[-1], 1, f"word_d{n + 1}"))
+            m.d.comb += [pipeline.read.eq(Array(reads_late)[skew]), pipeline.word.eq(Array(words)[skew])]
         else:
             m.d.comb += [pipeline.read.eq(reading), pipeline.word.eq(self.sp_rd.data)]
         with m.If(reading):

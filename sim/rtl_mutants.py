@@ -175,7 +175,7 @@ RTL_MUTANTS = (
     _m("rq: reads one element too few", "requantiser",
        "reading.eq(rd_left != 1)", "reading.eq(rd_left != 2)"),
     _m("rq: busy ends a cycle early (last step len + depth - 1)", "requantiser",
-       "last_step.eq(instr.len + pipeline.latency),", "last_step.eq(instr.len + pipeline.latency - 1),"),
+       "last_step.eq(instr.len + latency),", "last_step.eq(instr.len + latency - 1),"),
     # -- softmax -------------------------------------------------------------------------------------------
     _m("sm: the exp pass starts one score late", "softmax",
        "rd_addr.eq(Mux(rd_last, src_base, rd_addr + 1))", "rd_addr.eq(Mux(rd_last, src_base + 1, rd_addr + 1))",
@@ -337,10 +337,11 @@ RTL_MUTANTS = (
        "arrived = [delayed(m, port.en, READ_LATENCY, f\"op{p}_arrived\")",
        "arrived = [delayed(m, port.en, READ_LATENCY - 1, f\"op{p}_arrived\")", file="ga2_hdl/stream_feeder.py"),
     _m("bank: the requantiser's skew is not added to its busy time", "requantiser",
-       "last_step.eq(last_step + skew_now)]", "last_step.eq(last_step)]"),
+       "last_step.eq(last_step + skew)", "last_step.eq(last_step)"),
     _m("bank: the requantiser's first read uses the previous RQ's skew", "requantiser",
-       "pipeline.read.eq(Mux(step == 1, reading & (skew_now == 0), Array(reads)[skew]))",
-       "pipeline.read.eq(Array(reads)[skew])"),
+       "with m.If(busy & (step == 1)):", "with m.If(busy & (step == 2)):"),
+    _m("bank: the requantiser's read valid bits are tapped a cycle early", "requantiser",
+       "pipeline.read.eq(Array(reads_late)[skew])", "pipeline.read.eq(Array([reading, *reads_late[:-1]])[skew])"),
 )
 
 
