@@ -1,5 +1,5 @@
 """The decoupled chip's scratchpad: ``sp_banks`` true dual-port block RAM banks, port A for the DMA lane and
-port B for the compute lane."""
+port B for the matrix and vector lanes."""
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import memory
@@ -10,7 +10,7 @@ from ga2_sw.timing import BANKED_DATA_DELAY, BANKED_READ_DELAY, BANKED_SELECT_DE
 from .ports import check_config, WORD
 from .scratchpad import PortGroups, and_or
 
-__all__ = ["BankedScratchpad", "bank_index"]
+__all__ = ["BankedScratchpad", "bank_index", "requested_banks"]
 
 
 def bank_index(addr, config):
@@ -21,13 +21,22 @@ def bank_index(addr, config):
     return (wide + (wide >> b))[:b]
 
 
+def requested_banks(ports, config):
+    """One bit per bank: the banks that the enabled ones among ``ports`` (read or write ports, a unit's side)
+    ask for in this cycle."""
+    hits = Const(0, config.sp_banks)
+    for port in ports:
+        hits = hits | Mux(port.en, Const(1, config.sp_banks) << bank_index(port.addr, config), 0)
+    return hits
+
+
 class BankedScratchpad(PortGroups):
     """``config.sp_words`` words in ``config.sp_banks`` banks (``ga2_sw.banking``: word ``a`` is row ``a >> b`` of
     bank ``(a + (a >> b)) mod sp_banks``), with the named port groups of :class:`~ga2_hdl.scratchpad.Scratchpad`.
 
     Each bank is one memory with two ports, each able to read or write a word per cycle: port A serves the
-    groups named in ``port_a`` (the DMA lane), port B all others (the compute lane). Each requester's address
-    is routed to its bank, and a read's data comes back from the bank it addressed. The requesters of one port
+    groups named in ``port_a`` (the DMA lane), port B all others (the matrix and vector lanes). Each requester's
+    address is routed to its bank, and a read's data comes back from the bank it addressed. The requesters of one port
     must never reach one bank in the same cycle, and the two ports must never touch one word in the same cycle
     while one of them writes it: the lanes' units and the scoreboard guarantee both (docs/ARCHITECTURE.md,
     "The banked scratchpad"), which is what lets each bank be a block RAM. So the memories carry Yosys'

@@ -1,7 +1,7 @@
 """The matrix unit: executes MM on the systolic array, with the operand feeder of the chip's mode."""
 
 from amaranth.hdl import Module, Signal
-from amaranth.lib.wiring import connect, flipped
+from amaranth.lib.wiring import In, connect, flipped
 
 from .feeder import MatrixFields, latch_fields
 from .ports import Unit, check_config
@@ -48,12 +48,18 @@ class MatrixUnit(Unit):
         Decoupled: the read port of array column ``j``.
     sp_wr : Out(SpWriteSignature)
         Scratchpad write port.
+    vector_banks : In(sp_banks)
+        Decoupled: the banks the vector lane asks port B for in this cycle; the operands and results on them
+        wait (``ga2_sw.cycles.mm_last_cycle``).
     """
 
     def __init__(self, config):
         self._feeder_class = StreamFeeder if check_config(config).decoupled else StagedFeeder
         # The feeder's read ports, mirrored on the unit under the same names.
-        super().__init__(config, self._feeder_class.read_members(config), read_port=False)
+        members = self._feeder_class.read_members(config)
+        if config.decoupled:
+            members["vector_banks"] = In(config.sp_banks)
+        super().__init__(config, members, read_port=False)
 
     @property
     def read_ports(self):
@@ -64,6 +70,8 @@ class MatrixUnit(Unit):
         m.submodules.array = array = SystolicArray(self._config.rows, self._config.cols)
         m.submodules.feeder = feeder = self._feeder_class(self._config)
         m.submodules.writer = writer = ResultWriter(self._config)
+        if self._config.decoupled:
+            m.d.comb += [feeder.vector_banks.eq(self.vector_banks), writer.vector_banks.eq(self.vector_banks)]
         for port, feeder_port in zip(self.read_ports, feeder.read_ports):
             connect(m, flipped(port), feeder_port)
         connect(m, flipped(self.sp_wr), writer.sp_wr)
@@ -76,7 +84,7 @@ class MatrixUnit(Unit):
                 with m.If(feeder.ctl.done):
                     m.next = "WRITE"
             with m.State("WRITE"):
-                with m.If(writer.last):
+                with m.If(writer.done):
                     m.d.comb += self.ctl.done.eq(1)
                     m.next = "IDLE"
         m.d.comb += self.ctl.busy.eq(~fsm.ongoing("IDLE"))

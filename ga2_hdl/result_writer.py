@@ -4,6 +4,7 @@ from amaranth.hdl import Module, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from .banked_scratchpad import bank_index
 from .feeder import MatrixFields
 from .ports import SpWriteSignature, check_config, sp_addr_width
 
@@ -14,7 +15,8 @@ class ResultWriter(wiring.Component):
     """Writes result (i, j) of an ``M`` x ``N`` product, the accumulator of PE(i, j), to ``dst + i*ldc + j``.
 
     ``start`` puts the walk at result (0, 0) of the destination ``dst``. In every cycle with ``en`` high the
-    current result is written and the walk moves to the next one in row-major order. Row-major order is what
+    current result is written and the walk moves to the next one in row-major order; decoupled, not in a
+    cycle in which the vector lane asks for the result's bank (it shares port B and has it first). Row-major order is what
     lets the unit write while the array still finishes: PE(i, j) completes ``i + j`` steps after PE(0, 0), and
     its result is written ``i*N + j >= i + j`` cycles after PE(0, 0)'s. The address and the accumulator index
     ``i*cols + j`` are stepped with adders only: no multiplier sits between the counters and the write port or
@@ -29,11 +31,15 @@ class ResultWriter(wiring.Component):
     fields : In(MatrixFields)
         ``M - 1``, ``N - 1`` and ``ldc``, valid from the cycle after ``start``.
     en : In(1)
-        Write the current result this cycle and move to the next.
+        The write phase: write the current result this cycle and move to the next, unless ``vector_banks``
+        holds its bank.
     acc : In(ArrayLayout(signed(32), rows * cols))
         The results: PE(r, c)'s accumulator is ``acc[r * cols + c]``.
-    last : Out(1)
-        The current result is the last one, (M-1, N-1).
+    vector_banks : In(sp_banks)
+        Decoupled only: the banks the vector lane asks port B for in this cycle (one bit each); a result on one
+        of them waits a cycle.
+    done : Out(1)
+        The last result, (M-1, N-1), is written this cycle.
     sp_wr : Out(SpWriteSignature)
         Scratchpad write port.
     """
@@ -44,7 +50,8 @@ class ResultWriter(wiring.Component):
         super().__init__({
             "start": In(1), "dst": In(aw), "fields": In(MatrixFields), "en": In(1),
             "acc": In(data.ArrayLayout(signed(32), config.rows * config.cols)),
-            "last": Out(1), "sp_wr": Out(SpWriteSignature(aw)),
+            "done": Out(1), "sp_wr": Out(SpWriteSignature(aw)),
+            **({"vector_banks": In(config.sp_banks)} if config.decoupled else {}),
         })
 
     def elaborate(self, platform):
@@ -61,21 +68,26 @@ class ResultWriter(wiring.Component):
         sel = Signal(range(rows * cols + cols))         # i*cols + j: the PE written
 
         last_in_row = j == fields.n_last
+        write = Signal()
+        if self._config.decoupled:
+            m.d.comb += write.eq(self.en & ~self.vector_banks.bit_select(bank_index(addr, self._config), 1))
+        else:
+            m.d.comb += write.eq(self.en)
         with m.If(self.start):
             m.d.sync += [row.eq(self.dst), addr.eq(self.dst), i.eq(0), j.eq(0), sel_row.eq(0), sel.eq(0)]
-        with m.Elif(self.en & last_in_row):
+        with m.Elif(write & last_in_row):
             m.d.sync += [i.eq(i + 1), j.eq(0),
                          row.eq(row + fields.ldc),
                          addr.eq(row + fields.ldc),
                          sel_row.eq(sel_row + cols),
                          sel.eq(sel_row + cols)]
-        with m.Elif(self.en):
+        with m.Elif(write):
             m.d.sync += [j.eq(j + 1), addr.eq(addr + 1), sel.eq(sel + 1)]
 
         m.d.comb += [
-            self.sp_wr.en.eq(self.en),
+            self.sp_wr.en.eq(write),
             self.sp_wr.addr.eq(addr),
             self.sp_wr.data.eq(self.acc[0] if rows * cols == 1 else self.acc[sel]),
-            self.last.eq(last_in_row & (i == fields.m_last)),
+            self.done.eq(write & last_in_row & (i == fields.m_last)),
         ]
         return m

@@ -1,9 +1,11 @@
 """The decoupled scoreboard: holds back an instruction whose scratchpad ranges conflict with an instruction
-still in flight on either lane."""
+still in flight on another lane."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+
+from ga2_sw.isa import LANES
 
 from .ports import access_layout
 
@@ -15,15 +17,15 @@ RANGES = "abc"
 class Scoreboard(wiring.Component):
     """Hazard detection for decoupled mode (docs/ARCHITECTURE.md, "Decoupled execution").
 
-    Each lane (DMA: LD, ST; compute: MM, RQ, SM) runs one instruction at a time, so at most two are in
-    flight. When one issues, its ranges (the candidate's) are copied into its lane's entry, which counts as in
-    flight while that lane is busy. ``hazard`` is high when the candidate and an in-flight entry overlap
-    with at least one of the two writing: read-after-write, write-after-read and write-after-write alike,
-    on inclusive address ranges. The software twin is ``ga2_sw.cycles.conflict``; the cycle model's
-    ``DecoupledTimer`` assumes exactly this rule.
+    Each lane (``ga2_sw.isa.LANES``: DMA: LD, ST; matrix: MM; vector: RQ, SM) runs one instruction at a time, so
+    at most one is in flight per lane. When one issues, its ranges (the candidate's) are copied into its lane's
+    entry, which counts as in flight while that lane is busy. ``hazard`` is high when the candidate and an
+    in-flight entry overlap with at least one of the two writing: read-after-write, write-after-read and
+    write-after-write alike, on inclusive address ranges. The software twin is ``ga2_sw.cycles.conflict``; the
+    cycle model's ``DecoupledTimer`` assumes exactly this rule.
 
-    The candidate's ranges come with ``load`` (the sequencer's decode cycle), and its overlaps with both
-    entries are registered then: an instruction is decoded in the cycle after the previous one issued, so the
+    The candidate's ranges come with ``load`` (the sequencer's decode cycle), and its overlaps with every
+    entry are registered then: an instruction is decoded in the cycle after the previous one issued, so the
     entries hold their final values from the decode cycle until the candidate issues, and in the check cycles
     only the lanes' busy bits still change. (Compared in the check cycle itself, the ranges' eighteen
     magnitude compares ran into the issue decision, whose start pulse loads hundreds of registers across
@@ -39,33 +41,32 @@ class Scoreboard(wiring.Component):
         Ranges of the instruction being decoded, valid with ``load``.
     load : In(1)
         The decode cycle: the candidate becomes ``ranges``.
-    issue : In(1)
-        The candidate starts this cycle; ``issue_dma`` says on which lane.
-    issue_dma : In(1)
-    dma_busy, compute_busy : In(1)
-        The lanes' units are busy (their entries are in flight).
+    issue : In(len(LANES))
+        The candidate starts this cycle on the lane of the bit set (one-hot, ``LANES`` order).
+    busy : In(len(LANES))
+        Each lane's unit is busy (its entry is in flight).
     hazard : Out(1)
     """
 
     def __init__(self, config):
         self._config = config
         layout = access_layout(config)
-        super().__init__({"ranges": In(layout), "load": In(1), "issue": In(1), "issue_dma": In(1),
-                          "dma_busy": In(1), "compute_busy": In(1), "hazard": Out(1)})
+        super().__init__({"ranges": In(layout), "load": In(1), "issue": In(len(LANES)), "busy": In(len(LANES)),
+                          "hazard": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
         layout = access_layout(self._config)
-        cand, dma_entry, compute_entry = Signal(layout), Signal(layout), Signal(layout)
-        meets_dma, meets_compute = Signal(), Signal()       # the candidate overlaps that lane's entry
+        cand = Signal(layout)
+        entries = [Signal(layout, name=f"{lane}_entry") for lane in LANES]
+        meets = [Signal(name=f"meets_{lane}") for lane in LANES]     # the candidate overlaps that lane's entry
         with m.If(self.load):
-            m.d.sync += [cand.eq(self.ranges), meets_dma.eq(_conflict(self.ranges, dma_entry)),
-                         meets_compute.eq(_conflict(self.ranges, compute_entry))]
-        with m.If(self.issue & self.issue_dma):
-            m.d.sync += dma_entry.eq(cand)
-        with m.If(self.issue & ~self.issue_dma):
-            m.d.sync += compute_entry.eq(cand)
-        m.d.comb += self.hazard.eq((self.dma_busy & meets_dma) | (self.compute_busy & meets_compute))
+            m.d.sync += [cand.eq(self.ranges), *(meet.eq(_conflict(self.ranges, entry))
+                                                 for meet, entry in zip(meets, entries))]
+        for n, entry in enumerate(entries):
+            with m.If(self.issue[n]):
+                m.d.sync += entry.eq(cand)
+        m.d.comb += self.hazard.eq((self.busy & Cat(*meets)).any())
         return m
 
 

@@ -5,7 +5,7 @@ from amaranth.hdl import Cat, Module, Signal, Mux
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from ga2_sw.isa import OPS, UNITS, Op, Err, INSTR_BITS, unit_ops
+from ga2_sw.isa import LANES, OPS, UNITS, Op, Err, INSTR_BITS, unit_ops
 
 from .checker import InstrChecker
 from .ports import COUNTERS, ERR_WIDTH, InstrLayout, HostSignature, UnitSignature, access_layout
@@ -24,10 +24,10 @@ class Sequencer(wiring.Component):
     instructions. A faulting instruction is never dispatched: nothing is written and the error code is
     held until the next ``start``.
 
-    Decoupled (``config.mode``): the instruction waits in CHECK until its lane (DMA or compute) is free and
-    the ``Scoreboard`` sees no conflict with the instruction in flight on the other lane; it starts in that
-    cycle and the next instruction is decoded in the cycle after, while the units run. A HALT or a fault
-    waits in CHECK until both lanes are idle, so that memory and counters are final when ``done`` rises.
+    Decoupled (``config.mode``): the instruction waits in CHECK until its lane (``ga2_sw.isa.LANES``: DMA,
+    matrix, vector) is free and the ``Scoreboard`` sees no conflict with the instructions in flight on the other
+    lanes; it starts in that cycle and the next instruction is decoded in the cycle after, while the units run.
+    A HALT or a fault waits in CHECK until every lane is idle, so that memory and counters are final when ``done`` rises.
     ``ga2_sw.cycles.DecoupledTimer`` is this state machine as an event model.
 
     Members
@@ -167,23 +167,21 @@ class Sequencer(wiring.Component):
         m.d.sync += ranges.eq(acc_rd.data)
         m.d.comb += [acc_wr.en.eq(checker.err_we), acc_wr.addr.eq(checker.err_addr), acc_wr.data.eq(checker.access),
                      acc_rd.addr.eq(self._acc_addr), scoreboard.ranges.eq(ranges),
-                     scoreboard.dma_busy.eq(self._busy_of("lane", "dma")),
-                     scoreboard.compute_busy.eq(self._busy_of("lane", "compute"))]
+                     scoreboard.busy.eq(Cat(*(self._busy_of("lane", lane) for lane in LANES)))]
         return scoreboard
 
     def _issue_decoupled(self, m, ir, err, fetch_addr, counting, scoreboard):
         """The CHECK state of decoupled mode: issue when the lane is free and nothing conflicts."""
         host, pc = self.host, self.host.pc
-        dma_busy, compute_busy = scoreboard.dma_busy, scoreboard.compute_busy
-        is_dma = ir.op.matches(*(op for op, spec in OPS.items() if spec.lane == "dma"))
+        on_lane = Cat(*(ir.op.matches(*(op for op, spec in OPS.items() if spec.lane == lane)) for lane in LANES))
         go = Signal()
-        m.d.comb += [go.eq((err == Err.NONE) & (ir.op != Op.HALT) & ~Mux(is_dma, dma_busy, compute_busy) &
+        m.d.comb += [go.eq((err == Err.NONE) & (ir.op != Op.HALT) & ~(on_lane & scoreboard.busy).any() &
                            ~scoreboard.hazard),
-                     scoreboard.issue.eq(go), scoreboard.issue_dma.eq(is_dma)]
+                     scoreboard.issue.eq(Mux(go, on_lane, 0))]
         with m.State("CHECK"):
             # The next word is read all the time: it is ready in the cycle after the issue.
             m.d.comb += [counting.eq(1), fetch_addr.eq(pc + 1), self._acc_addr.eq(pc + 1)]
-            idle = ~dma_busy & ~compute_busy
+            idle = ~scoreboard.busy.any()
             with m.If(err != Err.NONE):
                 with m.If(idle):
                     m.d.sync += host.error.eq(err)

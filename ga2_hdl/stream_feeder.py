@@ -1,12 +1,12 @@
 """The matrix unit's streaming operand feeder (decoupled mode): a k-slice per cycle where its operands sit on
 distinct banks, through one scratchpad read port per array row and one per array column."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ga2_sw.timing import (BANKED_DATA_DELAY, BANKED_READ_DELAY, BANKED_SELECT_DELAY, STREAM_MM_OVERHEAD,
-                           compute_read_latency)
+from ga2_sw.timing import (BANKED_DATA_DELAY, BANKED_READ_DELAY, BANKED_SELECT_DELAY, MM_DRAIN_CYCLES,
+                           MM_PLAN_CYCLES, STREAM_MM_OVERHEAD, compute_read_latency)
 
 from .banked_scratchpad import bank_index
 from .feeder import FeederSignature
@@ -15,10 +15,11 @@ from .valid_chain import delayed
 
 __all__ = ["StreamFeeder"]
 
-# Cycle 1 plans the first slice: which of its operands share a bank, from the first addresses registered at
-# start. (Planning it in the start cycle itself put the sequencer's instruction, the operand address adders,
-# the bank adders and their compares in one path: 63 MHz on ECP5.)
-PLAN_CYCLES = 1
+# Cycle 1 computes the first slice's addresses from the fields latched at start, and cycle 2 plans the slice:
+# which of its operands share a bank. (Planning it in the start cycle itself put the sequencer's instruction,
+# the operand address adders, the bank adders and their compares in one path: 63 MHz on ECP5; computing the
+# addresses there, the instruction bus's routes across the die and the adders were the next, 83 MHz on a 45F.)
+PLAN_CYCLES = MM_PLAN_CYCLES
 # The cycles from an operand's read request to its data: the scratchpad's request register, the read, the
 # bank's data register and the select register.
 READ_LATENCY = BANKED_READ_DELAY + 1 + BANKED_DATA_DELAY + BANKED_SELECT_DELAY
@@ -37,14 +38,17 @@ class StreamFeeder(wiring.Component):
     whose operands share banks is read over several cycles: in each cycle every operand not yet read is read
     unless an earlier one (in the order ``A[0..M)``, ``Bop[0..N)``) not yet read is on its bank. So the operand
     with ``r`` earlier operands on its bank is read in the slice's cycle ``r``, and the slice takes as many
-    cycles as the most operands on one bank (``ga2_sw.banking.slice_rounds``). Which operands share a bank is
+    cycles as the most operands on one bank (``ga2_sw.banking.slice_rounds``). The vector lane shares port B
+    and has it first: an operand whose bank it asks for in a cycle waits a cycle (``vector_banks``;
+    ``ga2_sw.cycles.mm_last_cycle`` is this rule in the cycle model). Which operands share a bank is
     registered with the slice's addresses (computed from the next addresses while the slice before is read),
     so a read cycle holds only registers, a few gates and the scratchpad's routing.
 
     Schedule, with ``start`` in cycle 0:
 
-    * cycle 1: the array is cleared and the first slice planned (which of its operands share a bank); from
-      cycle 2 on the slices are read, slice after slice (``K + extra`` cycles,
+    * cycle 1: the array is cleared and the first slice's addresses computed from the latched fields; cycle 2:
+      the first slice planned (which of its operands share a bank); from cycle 3 on the slices are read,
+      slice after slice (``K + extra`` cycles,
       ``extra = ga2_sw.banking.mm_extra_cycles``); the other ports stay disabled.
     * an operand is registered into its hold register in the cycle its data arrives, ``READ_LATENCY`` cycles
       after its read request (the banked scratchpad registers compute-lane requests and the banks' data);
@@ -67,11 +71,15 @@ class StreamFeeder(wiring.Component):
         Scratchpad read port of array row ``i`` (``READ_LATENCY`` cycles): row ``i`` of A.
     b_rd : Out(SpReadSignature).array(cols)
         Scratchpad read port of array column ``j`` (``READ_LATENCY`` cycles): column ``j`` of Bop.
+    vector_banks : In(sp_banks)
+        The banks the vector lane (RQ, SM) asks port B for in this cycle, one bit each: an operand on one of
+        them waits (the vector lane's pipelines cannot).
     """
 
     def __init__(self, config):
         self._config = check_config(config)
-        super().__init__({"ctl": In(FeederSignature(config.rows, config.cols)), **self.read_members(config)})
+        super().__init__({"ctl": In(FeederSignature(config.rows, config.cols)), **self.read_members(config),
+                          "vector_banks": In(config.sp_banks)})
 
     @staticmethod
     def read_members(config):
@@ -87,31 +95,39 @@ class StreamFeeder(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         ctl, config = self.ctl, self._config
-        assert PLAN_CYCLES + DRAIN_CYCLES == STREAM_MM_OVERHEAD, \
+        assert PLAN_CYCLES + DRAIN_CYCLES == STREAM_MM_OVERHEAD and DRAIN_CYCLES == MM_DRAIN_CYCLES, \
             "the cycle model's decoupled MM time is K + extra + STREAM_MM_OVERHEAD + M*N"
+        assert PLAN_CYCLES == 2, "cycle 1 computes the first addresses, cycle 2 plans the first slice"
         assert READ_LATENCY == compute_read_latency(config), \
-            "the feeder waits for its operands as long as the compute lane's reads take (ga2_sw.timing)"
+            "the feeder waits for its operands as long as port B's reads take (ga2_sw.timing)"
         instr, ports, rows = ctl.instr, self.read_ports, config.rows
         n_ops, aw = len(ports), sp_addr_width(config)
         pairs = [(q, p) for p in range(n_ops) for q in range(p)]
         # Operand p: its first address (A + i*lda, a constant multiply once per instruction; Bop(0, j) is j past
-        # B, or j*ldb when B is stored transposed), its step per slice, and whether the MM uses it.
-        firsts = ([instr.A + i * instr.lda for i in range(rows)] +
-                  [instr.B + Mux(instr.tb, j * instr.ldb, j) for j in range(config.cols)])
+        # B, or j*ldb when B is stored transposed), its step per slice, and whether the MM uses it. The fields
+        # are latched at start and the addresses computed from them in cycle 1.
+        base_a, base_b = Signal.like(instr.A, name="base_a"), Signal.like(instr.B, name="base_b")
+        lda, ldb, tb = Signal.like(instr.lda, name="lda"), Signal.like(instr.ldb, name="ldb"), Signal(name="tb")
+        firsts = ([base_a + i * lda for i in range(rows)] +
+                  [base_b + Mux(tb, j * ldb, j) for j in range(config.cols)])
         addr = [Signal(aw, name=f"op{p}_addr") for p in range(n_ops)]      # the slice being read
         nexts = [a + s for a, s in zip(addr, [1] * rows + [ctl.fields.b_kstride] * config.cols)]
         used = [Signal(name=f"op{p}_used") for p in range(n_ops)]
         served = [Signal(name=f"op{p}_served") for p in range(n_ops)]     # read already, in this slice
         same = {pq: Signal(name=f"op{pq[0]}_op{pq[1]}_same_bank") for pq in pairs}
+        on_bank = [Signal(config.sp_banks, name=f"op{p}_bank") for p in range(n_ops)]     # one bit per bank
         slices = Signal(16)
 
         def same_banks(addresses):
             banks = [bank_index(a, config) for a in addresses]
-            return [same[q, p].eq(banks[q] == banks[p]) for q, p in pairs]
+            return ([same[q, p].eq(banks[q] == banks[p]) for q, p in pairs] +
+                    [hit.eq(Const(1, config.sp_banks) << bank) for hit, bank in zip(on_bank, banks)])
 
-        # This cycle's reads: each operand still to read, unless an earlier one still to read shares its bank.
+        # This cycle's reads: each operand still to read, unless an earlier one still to read shares its bank or
+        # the vector lane asks for its bank.
         pending = [u & ~s for u, s in zip(used, served)]
-        reads = [pending[p] & ~Cat(*(pending[q] & same[q, p] for q in range(p))).any() if p else pending[0]
+        free = [~(hit & self.vector_banks).any() for hit in on_bank]
+        reads = [pending[p] & free[p] & ~Cat(*(pending[q] & same[q, p] for q in range(p))).any()
                  for p in range(n_ops)]
         slice_done = Cat(*(~pend | rd for pend, rd in zip(pending, reads))).all()
         last_slice = slices == ctl.fields.k_last
@@ -119,7 +135,10 @@ class StreamFeeder(wiring.Component):
         with m.FSM(name="stream_fsm") as fsm:
             with m.State("IDLE"):
                 with m.If(ctl.start):
-                    m.next = "PLAN"
+                    m.next = "ADDRESS"
+            with m.State("ADDRESS"):
+                m.d.sync += [a.eq(f) for a, f in zip(addr, firsts)]
+                m.next = "PLAN"
             with m.State("PLAN"):
                 m.d.sync += same_banks(addr)
                 m.next = "READ"
@@ -138,7 +157,8 @@ class StreamFeeder(wiring.Component):
         reading = fsm.ongoing("READ")
         slice_read = reading & slice_done
         with m.If(ctl.start):
-            m.d.sync += [*(a.eq(f) for a, f in zip(addr, firsts)), *(u.eq(f) for u, f in zip(used, useds(instr, config))),
+            m.d.sync += [base_a.eq(instr.A), base_b.eq(instr.B), lda.eq(instr.lda), ldb.eq(instr.ldb),
+                         tb.eq(instr.tb), *(u.eq(f) for u, f in zip(used, useds(instr, config))),
                          *(s.eq(0) for s in served), slices.eq(0)]
         with m.Elif(slice_read):
             m.d.sync += [*(a.eq(n) for a, n in zip(addr, nexts)), *(s.eq(0) for s in served),

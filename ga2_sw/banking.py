@@ -1,14 +1,16 @@
 """The decoupled chip's banked scratchpad: which bank holds a word, and what bank conflicts cost in cycles.
 
 Decoupled, the scratchpad is ``config.sp_banks`` banks (``Nb``, a power of two), each a true dual-port block
-RAM: port A serves the DMA lane, port B the compute lane (docs/ARCHITECTURE.md, "The banked scratchpad").
+RAM: port A serves the DMA lane, port B the matrix and vector lanes (docs/ARCHITECTURE.md, "The banked
+scratchpad").
 Word ``a`` lives in bank ``(a + (a >> b)) mod Nb``, row ``a >> b``, with ``b = log2(Nb)``: consecutive words
 go to consecutive banks (a DMA burst of up to ``Nb - 1`` words never meets itself on a bank, an aligned one of
 ``Nb`` neither), and the skew by ``a >> b`` puts the rows of a matrix whose row length is a multiple of ``Nb``
 on different banks instead of all on one.
 
-Two units meet on a bank within the compute lane, and both costs are static, computed from the instruction
-alone, by the cycle model here and by the RTL (``ga2_hdl.stream_feeder``, ``ga2_hdl.requantiser``):
+Within one instruction two kinds of bank conflict cost cycles, both static, computed from the instruction alone,
+by the cycle model here and by the RTL (``ga2_hdl.stream_feeder``, ``ga2_hdl.requantiser``); where an MM runs
+beside an RQ or SM, the cycles it gives way to them are ``cycles.mm_last_cycle``'s:
 
 * the matrix unit reads each k-slice's ``M + N`` operands in rounds, one operand per bank per round
   (``slice_rounds``); a slice takes as many cycles as the most operands on one bank.

@@ -1,22 +1,24 @@
 """The cycle model of GA-2: per-instruction busy times and the five counters (docs/ISA.md), in both modes.
 
 In order, one instruction runs at a time and the counters follow from the busy times alone. Decoupled,
-the DMA lane (LD, ST) runs beside the compute lane (MM, RQ, SM) and a scoreboard holds back an instruction
-whose scratchpad ranges conflict with the instruction in flight on the other lane: ``DecoupledTimer`` is
-that issue logic written as an event model (docs/ARCHITECTURE.md, "Decoupled execution").
+the DMA lane (LD, ST), the matrix lane (MM) and the vector lane (RQ, SM) run side by side and a scoreboard holds
+back an instruction whose scratchpad ranges conflict with an instruction in flight on another lane:
+``DecoupledTimer`` is that issue logic written as an event model (docs/ARCHITECTURE.md, "Decoupled execution").
 
 These formulas are the timing of the RTL's state machines, written down; the test-suite holds the
 reference machine, pysim and Verilator to them."""
 
 from dataclasses import dataclass, astuple
 
-from .isa import OPS, Op, Err, decode, check, footprints, Instr
+from .banking import bank_of, rq_write_skew, slice_addresses
+from .isa import LANES, OPS, Op, Err, decode, check, footprints, Instr
 from .timing import (FETCH_CYCLES, ISSUE_CYCLES, RQ_DEPTH, SP_WRITE_DELAY, DIVIDER_LATENCY, SM_OVERHEAD,
-                     STREAM_MM_OVERHEAD)
+                     STREAM_MM_OVERHEAD, MM_DRAIN_CYCLES, MM_PLAN_CYCLES, rq_latency, sm_overhead)
 
-__all__ = ["Counters", "busy_cycles", "unit_of", "lane_of", "accesses", "conflict", "ranges_conflict", "EXT_SPACE", "cycle_counts", "run_program",
-           "DecoupledTimer", "InorderTimer", "ISSUE_CYCLES", "FETCH_CYCLES", "RQ_DEPTH", "SM_OVERHEAD",
-           "DIVIDER_LATENCY", "STREAM_MM_OVERHEAD", "SP_WRITE_DELAY"]
+__all__ = ["Counters", "busy_cycles", "unit_of", "lane_of", "accesses", "conflict", "ranges_conflict", "EXT_SPACE",
+           "cycle_counts", "run_program", "DecoupledTimer", "InorderTimer", "vector_port_b", "mm_last_cycle",
+           "ISSUE_CYCLES", "FETCH_CYCLES", "RQ_DEPTH", "SM_OVERHEAD", "DIVIDER_LATENCY", "STREAM_MM_OVERHEAD",
+           "SP_WRITE_DELAY"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ def busy_cycles(instr, config):
 
 
 def lane_of(op):
-    """Decoupled mode's two lanes: the DMA lane and the compute lane (one instruction in flight each)."""
+    """Decoupled mode's lane of an opcode (``isa.LANES``: DMA, matrix, vector; one instruction in flight each)."""
     return OPS[op].lane
 
 
@@ -87,22 +89,97 @@ def conflict(x, y, external=False):
     return ranges_conflict(accesses(x, external), accesses(y, external))
 
 
+def vector_port_b(instr, start, config):
+    """The banks an RQ or SM started in cycle ``start`` asks port B for, as ``{cycle: {bank, ...}}``: the cycles
+    of its read and write requests (a request reaches its bank a cycle later, reads and writes alike), from the
+    schedules of docs/ISA.md. The matrix unit gives way to these (``mm_last_cycle``)."""
+    taken = {}
+
+    def request(cycle, addr):
+        taken.setdefault(cycle, set()).add(bank_of(addr, config))
+    n = instr.len
+    if instr.op == Op.RQ:           # element i: read in cycle 1+i, written rq_latency (+ skew) cycles later
+        first_write = start + 1 + rq_latency(config) + rq_write_skew(instr, config)
+        for i in range(n):
+            request(start + 1 + i, instr.src + i)
+            request(first_write + i, instr.dst + i)
+    elif instr.op == Op.SM:         # two reading passes, then the quotients from cycle 2n + 1 + overhead on
+        first_write = start + 2 * n + 1 + sm_overhead(config)
+        for i in range(n):
+            request(start + 1 + i, instr.src + i)
+            request(start + n + 1 + i, instr.src + i)
+            request(first_write + i, instr.dst + i)
+    else:
+        raise ValueError(f"{instr.op.name} is not on the vector lane")
+    return taken
+
+
+def mm_last_cycle(instr, start, taken, config):
+    """The last busy cycle of a decoupled MM started in cycle ``start``, beside a vector lane that holds the banks
+    ``taken`` (``{cycle: banks}``, ``vector_port_b``) on port B.
+
+    The streaming feeder computes the first addresses and plans the first slice in the ``MM_PLAN_CYCLES`` cycles
+    after ``start`` and reads from the next on, slice after slice: in each
+    cycle every operand of the slice not yet read is read, unless an earlier one not yet read is on its bank or
+    the vector lane asks for its bank in that cycle. ``MM_DRAIN_CYCLES`` after the last slice's last read the
+    first result can be written; the results are written in row-major order, one a cycle, each in the first
+    cycle from then on in which the vector lane does not ask for its bank. Without the vector lane this is
+    ``start + busy_cycles(instr)`` (``banking.mm_extra_cycles``), which is what it returns when no cycle of that
+    span is taken."""
+    plain = start + busy_cycles(instr, config)
+    first_read = start + 1 + MM_PLAN_CYCLES
+    if not any(cycle in taken for cycle in range(first_read, plain + 1)):
+        return plain
+    free = lambda cycle, addr: bank_of(addr, config) not in taken.get(cycle, ())     # noqa: E731
+    cycle = first_read
+    for k in range(instr.K):
+        banks = [bank_of(a, config) for a in slice_addresses(instr, k)]
+        pending = list(range(len(banks)))
+        while True:
+            held, waiting = taken.get(cycle, ()), []
+            seen = set()
+            for p in pending:
+                if banks[p] in seen or banks[p] in held:
+                    waiting.append(p)
+                seen.add(banks[p])
+            if not waiting:
+                break                   # the slice's last reads are in this cycle
+            pending = waiting
+            cycle += 1
+        cycle += 1
+    cycle += MM_DRAIN_CYCLES            # the first write's cycle at the earliest
+    for i in range(instr.M):
+        for j in range(instr.N):
+            while not free(cycle, instr.dst + i * instr.ldc + j):
+                cycle += 1
+            cycle += 1
+    return cycle - 1
+
+
 class DecoupledTimer:
     """The decoupled issue logic as an event model: feed it the valid instructions in program order.
 
     Cycle 0 is the first fetch. Instruction n is decoded in cycle ``D`` and waits in the check state from
     cycle ``D + 1`` until (a) its lane's unit has finished (the cycle after the lane's last busy cycle) and
-    (b) no conflicting instruction is in flight on the other lane; in that cycle it starts (its unit is busy
+    (b) no conflicting instruction is in flight on another lane; in that cycle it starts (its unit is busy
     from the next cycle) and instruction n + 1 is decoded in the cycle after. A HALT or a fault waits for
-    both lanes to finish; the cycle it leaves the check state in is the last one counted."""
+    every lane to finish; the cycle it leaves the check state in is the last one counted.
+
+    The matrix and vector lanes share the banks' port B, and the vector lane (RQ, SM: fixed pipelines) has it
+    first: an MM in flight loses the cycles in which its next read or write would meet the vector lane on a
+    bank (``mm_last_cycle``). Those are known once the vector instruction has started, so an MM's last busy
+    cycle is worked out again whenever a vector instruction starts beside it. Nothing waits on that MM between
+    its start and the vector instruction's (instructions issue in program order), so no decision already
+    taken depends on the value that changes."""
 
     def __init__(self, config):
         self.config = config
         self.decode = FETCH_CYCLES               # cycle in which the next instruction is decoded
-        self.last = {"dma": None, "compute": None}    # (instr, last busy cycle) of each lane
-        self.per_unit = {"mm": 0, "dma": 0, "vec": 0}
+        self.last = {lane: None for lane in LANES}  # (instr, last busy cycle) of each lane
         self.executed = 0
-        self.starts = []                         # (instr, start cycle, last busy cycle) in program order
+        self.starts = []                         # [instr, start cycle, last busy cycle] in program order
+        self._taken = {}                         # cycle -> the banks the vector lane asks port B for
+        self._matrix = None                      # the index in `starts` of the last MM
 
     def _lane_free(self, lane):
         last = self.last[lane]
@@ -118,19 +195,38 @@ class DecoupledTimer:
         return start
 
     def issue(self, instr):
-        start = self.earliest_start(instr)
-        x = busy_cycles(instr, self.config)
-        self.last[lane_of(instr.op)] = (instr, start + x)
-        self.per_unit[unit_of(instr.op)] += x
+        start, lane = self.earliest_start(instr), lane_of(instr.op)
+        if instr.op == Op.MM:
+            end = mm_last_cycle(instr, start, self._taken, self.config)
+            self._matrix = len(self.starts)
+        else:
+            end = start + busy_cycles(instr, self.config)
+        if lane == "vector":
+            for cycle, banks in vector_port_b(instr, start, self.config).items():
+                self._taken.setdefault(cycle, set()).update(banks)
+            if self._matrix is not None and self.starts[self._matrix][2] > start:
+                mm, mm_start, _ = record = self.starts[self._matrix]
+                record[2] = mm_last_cycle(mm, mm_start, self._taken, self.config)
+                self.last["matrix"] = (mm, record[2])
+        self.last[lane] = (instr, end)
         self.executed += 1
-        self.starts.append((instr, start, start + x))
+        self.starts.append([instr, start, end])
         self.decode = start + 1
         return start
+
+    @property
+    def per_unit(self):
+        """Busy cycles per counter so far (an MM's as worked out last)."""
+        totals = {"mm": 0, "dma": 0, "vec": 0}
+        for instr, start, end in self.starts:
+            totals[unit_of(instr.op)] += end - start
+        return totals
 
     def stop(self, halted):
         """Counters after a HALT (``halted``) or a fault in the instruction now in the check state."""
         end = max([self.decode + 1] + [self._lane_free(lane) for lane in self.last])
-        return Counters(end + 1, self.per_unit["mm"], self.per_unit["dma"], self.per_unit["vec"],
+        per_unit = self.per_unit
+        return Counters(end + 1, per_unit["mm"], per_unit["dma"], per_unit["vec"],
                         self.executed + (1 if halted else 0))
 
 

@@ -70,7 +70,7 @@ class OpSpec:
     The cycle model, the reference machine, the sequencer's dispatch, the assembler's messages, synth's unit
     map and the random-program generators all read this table."""
     unit: str | None        # the execution unit that runs it (a ga2_hdl.top.UNIT_CLASSES key); None for HALT
-    lane: str | None        # decoupled mode's lane, one instruction in flight each: "dma" or "compute"
+    lane: str | None        # decoupled mode's lane, one instruction in flight each (LANES)
     counter: str | None     # the busy counter its busy time is charged to (a cycles.Counters field)
     sp: tuple = ()          # (address field, "r" or "w") of each scratchpad range, in footprints() order
     ext: tuple = ()         # the same for its external-memory ranges
@@ -88,11 +88,11 @@ OPS = {
                     busy=lambda i, config: i.len + config.ext_latency),
     Op.ST:   OpSpec("dma", "dma", "dma", sp=(("src", "r"),), ext=(("dst", "w"),),
                     busy=lambda i, config: i.len + dma_read_latency(config)),
-    Op.MM:   OpSpec("mm", "compute", "mm", sp=(("A", "r"), ("B", "r"), ("dst", "w")), busy=_mm_busy),
-    Op.RQ:   OpSpec("rq", "compute", "vec", sp=(("src", "r"), ("dst", "w")),
+    Op.MM:   OpSpec("mm", "matrix", "mm", sp=(("A", "r"), ("B", "r"), ("dst", "w")), busy=_mm_busy),
+    Op.RQ:   OpSpec("rq", "vector", "vec", sp=(("src", "r"), ("dst", "w")),
                     busy=lambda i, config: i.len + rq_latency(config)
                     + (rq_write_skew(i, config) if config.decoupled else 0)),
-    Op.SM:   OpSpec("sm", "compute", "vec", sp=(("src", "r"), ("dst", "w")),
+    Op.SM:   OpSpec("sm", "vector", "vec", sp=(("src", "r"), ("dst", "w")),
                     busy=lambda i, config: 3 * i.len + sm_overhead(config)),
     Op.HALT: OpSpec(None, None, None, busy=lambda i, config: 0),
 }
@@ -100,7 +100,9 @@ assert set(OPS) == set(Op) == set(FIELDS)
 
 # The execution units in dispatch order (the sequencer's unit array), and decoupled mode's lanes.
 UNITS = tuple(dict.fromkeys(spec.unit for spec in OPS.values() if spec.unit))
-LANES = ("dma", "compute")
+# Decoupled, each lane runs one instruction at a time beside the others: the DMA lane (port A of the banks),
+# the matrix lane and the vector lane (which share port B, the vector lane first).
+LANES = ("dma", "matrix", "vector")
 
 
 def unit_ops(unit):

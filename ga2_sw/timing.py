@@ -6,7 +6,7 @@ and the build fails until this file, the cycle model and docs/ISA.md say the sam
 
 __all__ = ["FETCH_CYCLES", "ISSUE_CYCLES", "SP_WRITE_DELAY", "DEBUG_READ_LATENCY", "RQ_DEPTH", "DIVIDER_LATENCY",
            "SM_OVERHEAD", "STREAM_MM_OVERHEAD", "CHECK_LATENCY", "BANKED_READ_DELAY", "BANKED_DATA_DELAY",
-           "BANKED_SELECT_DELAY",
+           "BANKED_SELECT_DELAY", "MM_PLAN_CYCLES", "MM_DRAIN_CYCLES",
            "compute_read_latency", "dma_read_latency", "rq_latency", "sm_overhead"]
 
 FETCH_CYCLES = 1        # the first instruction's fetch
@@ -33,9 +33,13 @@ DEBUG_READ_LATENCY = 2
 BANKED_READ_DELAY = 1
 BANKED_DATA_DELAY = 1
 BANKED_SELECT_DELAY = 1
-# streaming MM (decoupled only): bank plan, the read's request register, the read, the bank's data and
-# select registers, the hold register, then the last PE's product and accumulate
-STREAM_MM_OVERHEAD = 4 + BANKED_READ_DELAY + BANKED_DATA_DELAY + BANKED_SELECT_DELAY
+# streaming MM (decoupled only): the first slice's addresses, then its bank plan, before the first read
+MM_PLAN_CYCLES = 2
+# ... and from the last slice's last read request to the cycle before the first result's write: the read's
+# request register, the read, the bank's data and select registers, the hold register, the last slice's step
+# and PE(0,0)'s last accumulate
+MM_DRAIN_CYCLES = 3 + BANKED_READ_DELAY + BANKED_DATA_DELAY + BANKED_SELECT_DELAY
+STREAM_MM_OVERHEAD = MM_PLAN_CYCLES + MM_DRAIN_CYCLES
 CHECK_LATENCY = 4       # load-time validation: cycles from the host's write to the error code's write
 
 

@@ -47,7 +47,7 @@ def arbitrated_rounds(addresses, bank_of):
 class UnitBench(Elaboratable):
     """An execution unit whose scratchpad ports are connected to a scratchpad with initial contents: the
     one-memory Scratchpad in order, and decoupled a BankedScratchpad whose port B serves the unit, as the
-    compute lane's units are served on the chip (registered read requests and data, one access per bank a cycle)."""
+    matrix and vector lanes' units are served on the chip (registered read requests and data, one access per bank a cycle)."""
 
     def __init__(self, unit, config, sp_init=()):
         self.unit = unit

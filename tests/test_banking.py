@@ -99,9 +99,9 @@ def test_decoupled_busy_times_count_the_conflicts():
     clean = isa.mm(2000, 0, 4, 1, 16, 4, 0, 16, 16, 4)          # A's bank never meets B's
     rows_on_one_bank = isa.mm(2000, 0, 1, 2, 8, 1, 0, 16 * 17, 0, 4)
     assert mm_extra_cycles(clean, c) == 0
-    # K slices; plan, request register, read, data register, select register, hold register, last product;
-    # M*N writes
-    assert isa.OPS[isa.Op.MM].busy(clean, c) == 16 + 7 + 4
+    # K slices; addresses, plan, request register, read, data register, select register, hold register, step,
+    # last accumulate; M*N writes
+    assert isa.OPS[isa.Op.MM].busy(clean, c) == 16 + 8 + 4
     assert mm_extra_cycles(rows_on_one_bank, c) > 0
 
 

@@ -117,24 +117,29 @@ def test_decoupled_programs_on_an_odd_chip(sims, batch):
 
 def test_decoupled_fuzz_really_overlaps_and_hazards():
     """The generator's strength in decoupled mode, measured on the model: most programs run a load or
-    store beside compute, and many instructions wait on the scoreboard for a conflicting one in flight."""
-    from ga2_sw.cycles import DecoupledTimer, conflict, lane_of
-    overlapped = hazards = programs = 0
+    store beside compute, many instructions wait on the scoreboard for a conflicting one in flight, and many
+    programs have an MM lose cycles to an RQ or SM beside it on port B (the matrix unit gives way)."""
+    from ga2_sw.cycles import DecoupledTimer, busy_cycles, conflict, lane_of
+    from ga2_sw.isa import Op
+    overlapped = hazards = contended = programs = 0
     for seed in range(300):
         program, _, _ = fuzz_job(FUZZ_DECOUPLED, seed, fault_rate=0.0)
         timer, waited, ran_beside = DecoupledTimer(FUZZ_DECOUPLED), False, False
         for instr in program[:-1]:
-            other = timer.last["compute" if lane_of(instr.op) == "dma" else "dma"]
+            others = [f for lane, f in timer.last.items() if lane != lane_of(instr.op) and f is not None]
             start = timer.earliest_start(instr)
-            if other and other[1] >= start - 1 and conflict(instr, other[0]):
+            if any(f[1] >= start - 1 and conflict(instr, f[0]) for f in others):
                 waited = True
             timer.issue(instr)
-            if other and other[1] >= start:
+            if any(f[1] >= start for f in others):
                 ran_beside = True
         programs += 1
         overlapped += ran_beside
         hazards += waited
+        contended += any(instr.op == Op.MM and end - start > busy_cycles(instr, FUZZ_DECOUPLED)
+                         for instr, start, end in timer.starts)
     assert overlapped > 0.5 * programs and hazards > 0.3 * programs, (overlapped, hazards, programs)
+    assert contended > 0.2 * programs, (contended, programs)
 
 
 @pytest.mark.parametrize("config", [FUZZ_CONFIG, ODD_CONFIG, FUZZ_DECOUPLED], ids=["4x4", "2x3", "4x4-decoupled"])

@@ -12,7 +12,7 @@ from ga2_hdl.scoreboard import Scoreboard
 from sim.testing import assert_build_refused, run_bench, unit_verilog, verilog_ports
 from ga2_sw.config import Config
 from ga2_sw.cycles import accesses, conflict, lane_of
-from ga2_sw.isa import encode, Op
+from ga2_sw.isa import LANES, encode, Op
 from ga2_sw.timing import CHECK_LATENCY
 from sim.random_programs import random_valid_instr
 
@@ -44,10 +44,13 @@ async def _decode(ctx, dut, instr):
     _set_access(ctx, dut.ranges, instr.__class__(Op.HALT))     # the memory's data moves on: must not matter
 
 
+def _lane_bit(instr):
+    return 1 << LANES.index(lane_of(instr.op))
+
+
 async def _issue(ctx, dut, instr):
     await _decode(ctx, dut, instr)
-    ctx.set(dut.issue, 1)
-    ctx.set(dut.issue_dma, int(lane_of(instr.op) == "dma"))
+    ctx.set(dut.issue, _lane_bit(instr))
     await ctx.tick()
     ctx.set(dut.issue, 0)
 
@@ -62,39 +65,39 @@ def test_hazard_is_the_software_conflict_rule():
 
     async def bench(ctx):
         for flying, cand in pairs:
-            dma = lane_of(flying.op) == "dma"
             await _issue(ctx, dut, flying)
             await _decode(ctx, dut, cand)
-            ctx.set(dut.dma_busy, int(dma))
-            ctx.set(dut.compute_busy, int(not dma))
+            ctx.set(dut.busy, _lane_bit(flying))
             want = conflict(cand, flying)
             assert ctx.get(dut.hazard) == int(want), f"{cand} while {flying} in flight"
             seen[want] += 1
-            ctx.set(dut.dma_busy, 0)
-            ctx.set(dut.compute_busy, 0)
+            ctx.set(dut.busy, 0)
             assert ctx.get(dut.hazard) == 0
     run_bench(dut, bench)
     assert seen[True] > 60 and seen[False] > 60, seen
 
 
-def test_both_entries_are_kept():
-    """An entry stays while the other lane issues: a DMA load in flight still blocks after a compute
-    instruction was issued beside it."""
+def test_every_entry_is_kept():
+    """An entry stays while the other lanes issue: a DMA load and an MM in flight each still block after
+    the other lanes issued beside them, each only while its own lane is busy."""
     from ga2_sw import isa
     dut = Scoreboard(CONFIG)
     load = isa.ld(dst=10, src=0, len=20)
     mm = isa.mm(dst=100, A=40, B=60, M=2, K=4, N=2, lda=4, ldb=2, ldc=2)
-    reader = isa.rq(dst=200, src=25, len=3, m=1, s=0)
+    rq = isa.rq(dst=300, src=250, len=4, m=1, s=0)
+    dma, matrix, vector = (1 << LANES.index(lane) for lane in ("dma", "matrix", "vector"))
 
     async def bench(ctx):
-        for instr in (load, mm):
+        for instr in (load, mm, rq):
             await _issue(ctx, dut, instr)
-        await _decode(ctx, dut, reader)
-        ctx.set(dut.dma_busy, 1)
-        ctx.set(dut.compute_busy, 1)
-        assert ctx.get(dut.hazard) == 1          # reads words 25..27 that the load writes
-        ctx.set(dut.dma_busy, 0)
-        assert ctx.get(dut.hazard) == 0          # the MM's ranges are elsewhere
+        for cand, lane in ((isa.rq(dst=200, src=25, len=3, m=1, s=0), dma),     # reads what the load writes
+                           (isa.st(src=101, dst=0, len=2), matrix),             # reads what the MM writes
+                           (isa.mm(dst=252, A=40, B=60, M=1, K=1, N=1), vector)):  # writes what the RQ reads
+            await _decode(ctx, dut, cand)
+            ctx.set(dut.busy, dma | matrix | vector)
+            assert ctx.get(dut.hazard) == 1, cand
+            ctx.set(dut.busy, (dma | matrix | vector) ^ lane)
+            assert ctx.get(dut.hazard) == 0, cand    # the other entries' ranges are elsewhere
     run_bench(dut, bench)
 
 
@@ -135,7 +138,7 @@ def test_verilog():
     """Module `sb` with the scoreboard's ports, deterministic, lint clean (sim.testing.unit_verilog)."""
     text = unit_verilog(lambda: Scoreboard(CONFIG), "sb")
     ports, _ = verilog_ports(text, "sb")
-    assert ports["hazard"] == ("output", 1) and ports["issue"] == ("input", 1)
+    assert ports["hazard"] == ("output", 1) and ports["issue"] == ("input", len(LANES))
 
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")

@@ -5,8 +5,9 @@ import sys
 import time
 
 from ..analyses.common import finish_plot, json_option, plot_option, table, write_json
-from ..cycles import DecoupledTimer, busy_cycles, lane_of
+from ..cycles import DecoupledTimer, lane_of
 from ..decode import traffic
+from ..isa import LANES
 from ..machine import Machine
 from ..options import SEED, Int
 from ..workloads import decode_table_programs
@@ -118,20 +119,21 @@ def plot_modes(path, by_mode, config, seed=4242):
     bars.legend()
 
     cfg = config.replace(mode="decoupled")
-    program = decode_table_programs(cfg, seed, batches=[1])[0].program
+    ragged = decode_table_programs(cfg, seed)[-1]
     timer = DecoupledTimer(cfg)
+    for instr in ragged.program[:-1]:
+        timer.issue(instr)
     colours = {"LD": "tab:blue", "ST": "tab:cyan", "MM": "tab:orange", "RQ": "tab:green", "SM": "tab:red"}
-    for instr in program[:-1]:
-        start = timer.issue(instr)
-        y = 1 if lane_of(instr.op) == "dma" else 0
-        lanes.broken_barh([(start + 1, busy_cycles(instr, cfg))], (y - 0.35, 0.7),
+    rows = {lane: n for n, lane in enumerate(reversed(LANES))}
+    for instr, start, end in timer.starts:     # an MM's end as re-timed beside the vector lane
+        lanes.broken_barh([(start + 1, end - start)], (rows[lane_of(instr.op)] - 0.35, 0.7),
                           facecolors=colours[instr.op.name], edgecolor="white", linewidth=0.5)
     for op, colour in colours.items():
         lanes.bar(0, 0, color=colour, label=op)
-    lanes.set_yticks([0, 1], ["compute lane", "DMA lane"])
-    lanes.set_ylim(-0.6, 2.0)
+    lanes.set_yticks(list(rows.values()), [f"{lane} lane" for lane in rows])
+    lanes.set_ylim(-0.6, len(LANES) + 0.9)
     lanes.set_xlabel("cycle")
-    lanes.set_title("decoupled B = 1 step: the DMA never waits for compute")
+    lanes.set_title(f"decoupled {ragged.name.split(' (')[0]} step {ragged.lengths}: three lanes side by side")
     lanes.legend(ncol=5, loc="upper left", fontsize="small")
     finish_plot(fig, path)
 
