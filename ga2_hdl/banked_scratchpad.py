@@ -3,14 +3,15 @@ port B for the matrix and vector lanes."""
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import memory
+from amaranth.lib.wiring import Out
 
 from ga2_sw.banking import bank_bits, bank_of, row_of
-from ga2_sw.timing import BANKED_DATA_DELAY, BANKED_READ_DELAY, BANKED_SELECT_DELAY, SP_WRITE_DELAY
+from ga2_sw.timing import BANKED_DATA_DELAY, BANKED_READ_DELAY, BANKED_SELECT_DELAY, PORT_B_ANNOUNCE, SP_WRITE_DELAY
 
 from .ports import check_config, WORD
 from .scratchpad import PortGroups, and_or
 
-__all__ = ["BankedScratchpad", "bank_index", "requested_banks"]
+__all__ = ["BankedScratchpad", "bank_index"]
 
 
 def bank_index(addr, config):
@@ -21,13 +22,11 @@ def bank_index(addr, config):
     return (wide + (wide >> b))[:b]
 
 
-def requested_banks(ports, config):
-    """One bit per bank: the banks that the enabled ones among ``ports`` (read or write ports, a unit's side)
-    ask for in this cycle."""
-    hits = Const(0, config.sp_banks)
-    for port in ports:
-        hits = hits | Mux(port.en, Const(1, config.sp_banks) << bank_index(port.addr, config), 0)
-    return hits
+def _or(values):
+    out = values[0]
+    for v in values[1:]:
+        out = out | v
+    return out
 
 
 class BankedScratchpad(PortGroups):
@@ -57,19 +56,31 @@ class BankedScratchpad(PortGroups):
     run one instruction at a time) are merged before the register, so a bank sees one request per group and
     a write's data fans out from one register without a multiplexer per bank.
 
+    The groups named in ``first`` (the vector lane) have port B before the others: their read and write requests
+    pass one more register first (``PORT_B_ANNOUNCE``), and ``first_banks`` says, one bit per bank, which banks
+    the requests in that register take, so that the other requesters of port B (the matrix unit) can keep off
+    them in the same cycle, when their own requests enter the request registers beside those. The register's
+    bank bits are decoded as the requests enter it, so ``first_banks`` is a register and an OR.
+
     Members
     -------
     rd_<group> : In(SpReadSignature).array(n)
     wr_<group> : In(SpWriteSignature).array(n)
+    first_banks : Out(sp_banks)
+        With ``first`` groups only: the banks their requests take on port B in the next cycle.
     """
 
-    def __init__(self, config, *, reads, writes, port_a=(), init=()):
+    def __init__(self, config, *, reads, writes, port_a=(), first=(), init=()):
         self._config = check_config(config)
-        super().__init__(config, reads, writes)
-        unknown = set(port_a) - set(self._reads) - set(self._writes)
-        if unknown:
-            raise ValueError(f"Port A group(s) {', '.join(sorted(unknown))} are not read or write groups")
-        self._port_a = tuple(port_a)
+        super().__init__(config, reads, writes,
+                         members={"first_banks": Out(config.sp_banks)} if first else None)
+        for names, what in ((port_a, "Port A"), (first, "First")):
+            unknown = set(names) - set(self._reads) - set(self._writes)
+            if unknown:
+                raise ValueError(f"{what} group(s) {', '.join(sorted(unknown))} are not read or write groups")
+        if set(first) & set(port_a):
+            raise ValueError("A group on port A cannot go first on port B")
+        self._port_a, self._first = tuple(port_a), tuple(first)
         nb, depth = config.sp_banks, config.sp_words // config.sp_banks
         words = list(init) + [0] * (config.sp_words - len(init))
         images = [[0] * depth for _ in range(nb)]
@@ -85,7 +96,8 @@ class BankedScratchpad(PortGroups):
 
     def read_latency(self, group):
         """Cycles from a read request of ``group`` to its data."""
-        return 1 + BANKED_READ_DELAY + (BANKED_DATA_DELAY + BANKED_SELECT_DELAY if self._registered(group) else 0)
+        return (1 + BANKED_READ_DELAY + (BANKED_DATA_DELAY + BANKED_SELECT_DELAY if self._registered(group) else 0)
+                + (PORT_B_ANNOUNCE if group in self._first else 0))
 
     def _registered(self, group):
         """Whether ``group``'s read data is registered at the bank and after its select (port B's groups)."""
@@ -104,6 +116,8 @@ class BankedScratchpad(PortGroups):
         assert SP_WRITE_DELAY == 1, "a write request is registered once before the memory"
         assert BANKED_READ_DELAY == 1 and BANKED_DATA_DELAY == 1 and BANKED_SELECT_DELAY == 1, \
             "a registered read is registered once before the memory, once at the bank and once after the select"
+        assert PORT_B_ANNOUNCE == 1, "a first group's requests are registered once more, their banks decoded"
+        self._announced = []                # the bank bits of the first groups' announce registers
         for port_name in ("a", "b"):
             on_port = (lambda g: g in self._port_a) if port_name == "a" else (lambda g: g not in self._port_a)
             # One read-or-write port per bank: a read port and a write port on one address, which Yosys merges.
@@ -139,7 +153,24 @@ class BankedScratchpad(PortGroups):
             clashes.append((a_row == b_row) & (a_we & b_any | b_we & a_any))
         with m.If(Cat(*clashes).any()):
             m.d.sync += self.collided.eq(1)
+        if self._first:
+            m.d.comb += self.first_banks.eq(_or(self._announced))
         return m
+
+    def _announce(self, m, group, en, addr, data=None):
+        """A first group's request registered once more, its bank decoded one-hot beside it: (en, addr, data)
+        as the request register sees them a cycle later."""
+        suffix = "_wr" if data is not None else ""
+        en_q = Signal(name=f"{group}{suffix}_announce_en")
+        addr_q = Signal(len(addr), name=f"{group}{suffix}_announce_addr")
+        hits_q = Signal(self._config.sp_banks, name=f"{group}{suffix}_announce_banks")
+        m.d.sync += [en_q.eq(en), addr_q.eq(addr), hits_q.eq(self._bank_hits(en, bank_index(addr, self._config)))]
+        self._announced.append(hits_q)
+        if data is None:
+            return en_q, addr_q, None
+        data_q = Signal(WORD, name=f"{group}_wr_announce_data")
+        m.d.sync += data_q.eq(data)
+        return en_q, addr_q, data_q
 
     def _bank_hits(self, en, bank):
         """One bit per bank: ``en`` and the bank is ``bank`` (a bank index)."""
@@ -154,6 +185,8 @@ class BankedScratchpad(PortGroups):
         requesters = list(self.read_group(group))
         en = Cat(*(r.en for r in requesters)).any()
         addr = and_or([(r.en, r.addr) for r in requesters]) if len(requesters) > 1 else requesters[0].addr
+        if group in self._first:
+            en, addr, _ = self._announce(m, group, en, addr)
         b = bank_bits(self._config)
         bank, bank_q = Signal(b, name=f"{group}_bank"), Signal(b, name=f"{group}_bank_q")
         hits, row = Signal(self._config.sp_banks, name=f"{group}_hits"), Signal(len(addr) - b, name=f"{group}_row")
@@ -178,6 +211,8 @@ class BankedScratchpad(PortGroups):
         en = Cat(*(r.en for r in requesters)).any()
         addr = and_or([(r.en, r.addr) for r in requesters]) if len(requesters) > 1 else requesters[0].addr
         wdata = and_or([(r.en, r.data) for r in requesters]) if len(requesters) > 1 else requesters[0].data
+        if group in self._first:
+            en, addr, wdata = self._announce(m, group, en, addr, wdata)
         b = bank_bits(self._config)
         hits = Signal(self._config.sp_banks, name=f"{group}_wr_hits")
         row, data = Signal(len(addr) - b, name=f"{group}_wr_row"), Signal(WORD, name=f"{group}_wr_data")

@@ -3,7 +3,7 @@
 from amaranth.hdl import Array, Module, Mux, Signal, signed
 
 from ga2_sw.banking import RQ_MAX_SKEW, RQ_READ_TO_WRITE, bank_bits
-from ga2_sw.timing import compute_read_latency
+from ga2_sw.timing import vector_read_latency
 
 from .ports import WORD, Unit
 from .requant_pipeline import SHIFT_WIDTH, RequantPipeline
@@ -37,13 +37,14 @@ class Requantiser(Unit):
     (``ga2_sw.isa.rq_overlaps_partly``), so no element reads a word this instruction writes before it reads
     it, whatever the pipeline's depth.
 
-    Decoupled, the scratchpad is banked and registers each read request for a cycle before the memory, the word
-    read at the bank and the word selected from the banks (``ga2_sw.timing``): every element is written three
-    cycles later and ``busy`` lasts three cycles longer (``ga2_sw.timing.rq_latency``). An RQ whose read and
-    write of one cycle could share a bank also delays its words by ``skew`` cycles between the scratchpad and
-    the pipeline's word register (``ga2_sw.banking.rq_write_skew``, 0 to 2, computed in cycle 1 from the
-    latched ``src - dst`` and registered, used from cycle 2 on): every write then comes ``skew`` cycles later and ``busy`` lasts
-    ``len + RQ_DEPTH + 3 + skew`` cycles.
+    Decoupled, the scratchpad is banked and registers each of the vector lane's read requests twice before the
+    memory (the announce and request registers), the word read at the bank and the word selected from the banks
+    (``ga2_sw.timing``): every element is written four cycles later and ``busy`` lasts four cycles longer
+    (``ga2_sw.timing.rq_latency``). An RQ whose read and write of one cycle could share a bank also delays its
+    words by ``skew`` cycles between the scratchpad and the pipeline's word register
+    (``ga2_sw.banking.rq_write_skew``, 0 to 2, computed in cycle 1 from the latched ``src - dst`` and
+    registered, used from cycle 2 on): every write then comes ``skew`` cycles later and ``busy`` lasts
+    ``len + RQ_DEPTH + 4 + skew`` cycles.
 
     The instruction fields are latched at ``start``: ``dst``, ``src``, ``len``, ``m`` (signed 16-bit, in the
     K slot) and ``s`` (the low 6 bits of the M slot, 0 .. 47; the sequencer rejects larger shifts).
@@ -57,7 +58,7 @@ class Requantiser(Unit):
         decoupled = self._config.decoupled
         # Decoupled, the read's valid bit passes one register of ours before the pipeline (below), so the
         # pipeline's own chain is a cycle shorter: the latency from read request to result is the same.
-        read_latency = compute_read_latency(self._config)
+        read_latency = vector_read_latency(self._config)
         m.submodules.pipeline = pipeline = RequantPipeline(read_latency - 1 if decoupled else read_latency)
         latency = pipeline.latency + (1 if decoupled else 0)    # ga2_sw.timing.rq_latency: the pipeline checks it
 

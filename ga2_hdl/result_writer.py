@@ -16,8 +16,8 @@ class ResultWriter(wiring.Component):
 
     ``start`` puts the walk at result (0, 0) of the destination ``dst``. In every cycle with ``en`` high the
     current result is written and the walk moves to the next one in row-major order; decoupled, not in a
-    cycle in which the vector lane asks for the result's bank (it shares port B and has it first). Row-major order is what
-    lets the unit write while the array still finishes: PE(i, j) completes ``i + j`` steps after PE(0, 0), and
+    cycle in which the vector lane asks for the result's bank (it shares port B and has it first). Row-major
+    order is what lets the unit write while the array still finishes: PE(i, j) completes ``i + j`` steps after PE(0, 0), and
     its result is written ``i*N + j >= i + j`` cycles after PE(0, 0)'s. The address and the accumulator index
     ``i*cols + j`` are stepped with adders only: no multiplier sits between the counters and the write port or
     the accumulator multiplexer.

@@ -15,13 +15,14 @@ class PortGroups(wiring.Component):
     """What both scratchpads share: named groups of read and write requesters as signature members
     (``rd_<group>``, ``wr_<group>``), validated, and the accessors of the groups."""
 
-    def __init__(self, config, reads, writes):
+    def __init__(self, config, reads, writes, members=None):
         self._reads = check_groups(reads, "Read")
         self._writes = check_groups(writes, "Write")
         aw = sp_addr_width(config)
         super().__init__({
             **{f"rd_{g}": In(SpReadSignature(aw)).array(n) for g, n in self._reads.items()},
             **{f"wr_{g}": In(SpWriteSignature(aw)).array(n) for g, n in self._writes.items()},
+            **(members or {}),
         })
 
     def read_group(self, name):

@@ -26,8 +26,8 @@ class Softmax(Unit):
     * the quotient is written to ``dst+i`` in cycle ``2n+5+D+i``.
 
     ``busy`` is high in cycles ``1 .. 3n+4+D`` (X = ``3*len + SM_OVERHEAD``), ``done`` in the last of them
-    only. Decoupled, the banked scratchpad's request, data and select registers (``ga2_sw.timing``) move
-    everything after the reads three cycles later: X = ``3*len + SM_OVERHEAD + 3``
+    only. Decoupled, the vector lane's announce register and the banked scratchpad's request, data and select
+    registers (``ga2_sw.timing``) move everything after the reads four cycles later: X = ``3*len + SM_OVERHEAD + 4``
     (``ga2_sw.timing.sm_overhead``). The source is read only in the first two passes (the exps are kept in the
     buffer), so ``dst`` may overlap ``src``. Requires ``1 <= len <= config.sm_max_len``, which the sequencer checks.
 

@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
 from ga2_sw.numerics import EXP_TABLE
-from ga2_sw.timing import compute_read_latency
+from ga2_sw.timing import vector_read_latency
 
 from .ports import SpReadSignature, sp_addr_width
 from .valid_chain import ValidChain
@@ -58,7 +58,7 @@ class SoftmaxFront(wiring.Component):
 
     def __init__(self, config):
         self._max_len = config.sm_max_len
-        self._read_latency = compute_read_latency(config)
+        self._read_latency = vector_read_latency(config)
         # Registered stages from a score's read request to its exp: the scratchpad read (decoupled, with the
         # banked scratchpad's request register before it and its data and select registers after), the score
         # register, the exp ROM.

@@ -6,9 +6,10 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from ga2_sw.isa import OPS, UNITS, unit_ops
-from ga2_sw.timing import DEBUG_READ_LATENCY, SP_WRITE_DELAY, compute_read_latency, dma_read_latency
+from ga2_sw.timing import (DEBUG_READ_LATENCY, SP_WRITE_DELAY, compute_read_latency, dma_read_latency,
+                           vector_read_latency)
 
-from .banked_scratchpad import BankedScratchpad, requested_banks
+from .banked_scratchpad import BankedScratchpad
 from .dma import DMA
 from .matrix_unit import MatrixUnit
 from .ports import DebugSignature, ExtSignature, HostSignature, SpReadSignature, ext_addr_width, sp_addr_width
@@ -63,12 +64,14 @@ class GA2(wiring.Component):
         groups = dict(reads={g: len(p) for g, p in self._reads.items()},
                       writes={g: len(p) for g, p in self._writes.items()})
         # In order, one memory with one read and one write port; decoupled, banks whose port A is the DMA lane's.
-        self.scratchpad = (BankedScratchpad(config, **groups, port_a=("dma",))
+        self.scratchpad = (BankedScratchpad(config, **groups, port_a=("dma",), first=("vector",))
                            if config.decoupled else Scratchpad(config, **groups))
         if config.decoupled:        # the units wait as long for their data as the banks take
             assert all(self.scratchpad.read_latency(g) == compute_read_latency(config)
-                       for g in self._reads if g != "dma"), \
+                       for g in self._reads if g not in ("dma", "vector")), \
                 "port B's read latency (ga2_sw.timing.compute_read_latency) is the banked scratchpad's"
+            assert self.scratchpad.read_latency("vector") == vector_read_latency(config), \
+                "the vector lane's read latency (ga2_sw.timing) is the banked scratchpad's"
             assert self.scratchpad.read_latency("dma") == dma_read_latency(config), \
                 "the DMA lane's read latency (ga2_sw.timing) is the banked scratchpad's"
         self._debug_extra = DEBUG_READ_LATENCY - self.scratchpad.read_latency(DEBUG_GROUP[config.decoupled])
@@ -111,9 +114,9 @@ class GA2(wiring.Component):
                 connect(m, unit_port, sp_port)
         if self._config.decoupled:
             # The matrix and vector lanes share port B of the banks, and the vector lane's pipelines cannot wait:
-            # the matrix unit keeps off the banks the vector lane asks for (ga2_sw.cycles.mm_last_cycle).
-            vector = [*self._reads["vector"], *self._writes["vector"]]
-            m.d.comb += self.units["mm"].vector_banks.eq(requested_banks(vector, self._config))
+            # the matrix unit keeps off the banks the vector lane's announced requests take
+            # (ga2_sw.cycles.mm_last_cycle).
+            m.d.comb += self.units["mm"].vector_banks.eq(sp.first_banks)
         # The debug port reads only once the units have been idle for a cycle: a unit's last write reaches the
         # scratchpad in the cycle after its last busy one, and decoupled, the debug reads share that bank port.
         assert SP_WRITE_DELAY == 1, "a unit's last write reaches the scratchpad one cycle after its last busy cycle"

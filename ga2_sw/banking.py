@@ -20,15 +20,15 @@ beside an RQ or SM, the cycles it gives way to them are ``cycles.mm_last_cycle``
 from collections import Counter
 from functools import lru_cache
 
-from .timing import BANKED_DATA_DELAY, BANKED_SELECT_DELAY, RQ_DEPTH, SP_WRITE_DELAY
+from .timing import BANKED_DATA_DELAY, BANKED_SELECT_DELAY, PORT_B_ANNOUNCE, RQ_DEPTH, SP_WRITE_DELAY
 
 __all__ = ["bank_bits", "bank_of", "row_of", "slice_addresses", "slice_rounds", "most_on_one_bank", "mm_extra_cycles",
            "rq_write_skew", "RQ_MAX_SKEW", "RQ_READ_TO_WRITE"]
 
 # Cycles from a decoupled RQ element's read in the memory to its write reaching the memory, without skew: the
-# bank's data and select registers, the RQ_DEPTH stages from the word register on, and the write request
-# register.
-RQ_READ_TO_WRITE = BANKED_DATA_DELAY + BANKED_SELECT_DELAY + RQ_DEPTH + SP_WRITE_DELAY
+# bank's data and select registers, the RQ_DEPTH stages from the word register on, and the write's announce and
+# request registers (the read's announce register comes before the memory).
+RQ_READ_TO_WRITE = BANKED_DATA_DELAY + BANKED_SELECT_DELAY + RQ_DEPTH + PORT_B_ANNOUNCE + SP_WRITE_DELAY
 # The largest write skew ``rq_write_skew`` ever chooses (proved in its docstring, checked by the tests).
 RQ_MAX_SKEW = 2
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, astuple
 from .banking import bank_of, rq_write_skew, slice_addresses
 from .isa import LANES, OPS, Op, Err, decode, check, footprints, Instr
 from .timing import (FETCH_CYCLES, ISSUE_CYCLES, RQ_DEPTH, SP_WRITE_DELAY, DIVIDER_LATENCY, SM_OVERHEAD,
-                     STREAM_MM_OVERHEAD, MM_DRAIN_CYCLES, MM_PLAN_CYCLES, rq_latency, sm_overhead)
+                     STREAM_MM_OVERHEAD, MM_DRAIN_CYCLES, MM_PLAN_CYCLES, PORT_B_ANNOUNCE, rq_latency, sm_overhead)
 
 __all__ = ["Counters", "busy_cycles", "unit_of", "lane_of", "accesses", "conflict", "ranges_conflict", "EXT_SPACE",
            "cycle_counts", "run_program", "DecoupledTimer", "InorderTimer", "vector_port_b", "mm_last_cycle",
@@ -90,13 +90,14 @@ def conflict(x, y, external=False):
 
 
 def vector_port_b(instr, start, config):
-    """The banks an RQ or SM started in cycle ``start`` asks port B for, as ``{cycle: {bank, ...}}``: the cycles
-    of its read and write requests (a request reaches its bank a cycle later, reads and writes alike), from the
-    schedules of docs/ISA.md. The matrix unit gives way to these (``mm_last_cycle``)."""
+    """The banks an RQ or SM started in cycle ``start`` takes on port B, as ``{cycle: {bank, ...}}``: the cycle
+    in which each of its read and write requests leaves the announce register (``PORT_B_ANNOUNCE`` after the
+    unit's request, from the schedules of docs/ISA.md), which is when the matrix unit's requests of the same
+    cycle would reach the bank with it. The matrix unit gives way to these (``mm_last_cycle``)."""
     taken = {}
 
     def request(cycle, addr):
-        taken.setdefault(cycle, set()).add(bank_of(addr, config))
+        taken.setdefault(cycle + PORT_B_ANNOUNCE, set()).add(bank_of(addr, config))
     n = instr.len
     if instr.op == Op.RQ:           # element i: read in cycle 1+i, written rq_latency (+ skew) cycles later
         first_write = start + 1 + rq_latency(config) + rq_write_skew(instr, config)

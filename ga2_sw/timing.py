@@ -6,7 +6,8 @@ and the build fails until this file, the cycle model and docs/ISA.md say the sam
 
 __all__ = ["FETCH_CYCLES", "ISSUE_CYCLES", "SP_WRITE_DELAY", "DEBUG_READ_LATENCY", "RQ_DEPTH", "DIVIDER_LATENCY",
            "SM_OVERHEAD", "STREAM_MM_OVERHEAD", "CHECK_LATENCY", "BANKED_READ_DELAY", "BANKED_DATA_DELAY",
-           "BANKED_SELECT_DELAY", "MM_PLAN_CYCLES", "MM_DRAIN_CYCLES",
+           "BANKED_SELECT_DELAY", "MM_PLAN_CYCLES", "MM_DRAIN_CYCLES", "PORT_B_ANNOUNCE",
+           "vector_read_latency",
            "compute_read_latency", "dma_read_latency", "rq_latency", "sm_overhead"]
 
 FETCH_CYCLES = 1        # the first instruction's fetch
@@ -33,6 +34,12 @@ DEBUG_READ_LATENCY = 2
 BANKED_READ_DELAY = 1
 BANKED_DATA_DELAY = 1
 BANKED_SELECT_DELAY = 1
+# The vector lane (RQ, SM) has port B before the matrix unit, which must know the banks the vector lane's requests
+# will take before it requests its own: so the vector lane's read and write requests are registered a cycle more
+# before the banks, and the matrix unit reads their banks, one bit each, from that register (decoded there from
+# the units' addresses in the same cycle, the adders and the feeder's arbitration were one path: 65 MHz on a 45F).
+# An RQ and an SM take a cycle more.
+PORT_B_ANNOUNCE = 1
 # streaming MM (decoupled only): the first slice's addresses, then its bank plan, before the first read
 MM_PLAN_CYCLES = 2
 # ... and from the last slice's last read request to the cycle before the first result's write: the read's
@@ -56,13 +63,19 @@ def dma_read_latency(config):
     return 1 + (BANKED_READ_DELAY if config.decoupled else 0)
 
 
+def vector_read_latency(config):
+    """Cycles from a vector-lane unit's (RQ, SM) scratchpad read request to its data: the compute lanes' latency,
+    plus the announce register in decoupled mode (``PORT_B_ANNOUNCE``)."""
+    return compute_read_latency(config) + (PORT_B_ANNOUNCE if config.decoupled else 0)
+
+
 def rq_latency(config):
     """Cycles from an RQ element's read request to its result: ``RQ_DEPTH``, plus the banked scratchpad's
-    registers in decoupled mode."""
-    return RQ_DEPTH + compute_read_latency(config) - 1
+    registers and the announce register in decoupled mode."""
+    return RQ_DEPTH + vector_read_latency(config) - 1
 
 
 def sm_overhead(config):
     """The SM's busy time beyond its ``3 * len`` cycles: ``SM_OVERHEAD``, plus the cycles the banked scratchpad's
-    request and data registers add to its reads in decoupled mode."""
-    return SM_OVERHEAD + compute_read_latency(config) - 1
+    registers and the announce register add to its reads in decoupled mode."""
+    return SM_OVERHEAD + vector_read_latency(config) - 1

@@ -46,14 +46,19 @@ def arbitrated_rounds(addresses, bank_of):
 
 class UnitBench(Elaboratable):
     """An execution unit whose scratchpad ports are connected to a scratchpad with initial contents: the
-    one-memory Scratchpad in order, and decoupled a BankedScratchpad whose port B serves the unit, as the
-    matrix and vector lanes' units are served on the chip (registered read requests and data, one access per bank a cycle)."""
+    one-memory Scratchpad in order, and decoupled a BankedScratchpad whose port B serves the unit as the chip's
+    serves its lane (registered read requests and data, one access per bank a cycle; a vector-lane unit's requests
+    through the announce register)."""
 
     def __init__(self, unit, config, sp_init=()):
+        from ga2_hdl.top import UNIT_CLASSES
+        from ga2_sw.isa import OPS, unit_ops
         self.unit = unit
         reads = {f"rd{n}": 1 for n in range(len(unit.read_ports))}
-        self.sp = (BankedScratchpad(config, init=sp_init, reads=reads, writes={"shared": 1}) if config.decoupled
-                   else Scratchpad(config, init=sp_init, reads=reads))
+        name = next(n for n, cls in UNIT_CLASSES.items() if isinstance(unit, cls))
+        first = tuple(reads) + ("shared",) if OPS[unit_ops(name)[0]].lane == "vector" else ()
+        self.sp = (BankedScratchpad(config, init=sp_init, reads=reads, writes={"shared": 1}, first=first)
+                   if config.decoupled else Scratchpad(config, init=sp_init, reads=reads))
 
     def elaborate(self, platform):
         m = Module()

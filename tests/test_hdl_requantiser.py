@@ -178,7 +178,7 @@ def test_pipeline_depth_is_the_cycle_models(monkeypatch):
 
 def test_decoupled_skews_its_writes_off_the_read_bank():
     """Decoupled, an RQ whose read and write could meet on a bank delays its writes by the skew of
-    ga2_sw.banking (0, 1 or 2 cycles, each reached here): busy len + 5 + 3 (the banked scratchpad's read request,
+    ga2_sw.banking (0, 1 or 2 cycles, each reached here): busy len + 5 + 4 (the announce register, the banked scratchpad's read request,
     data and select registers) + skew, and the same memory as the reference machine's RQ, in place and disjoint (the
     skew never changes what an RQ computes)."""
     from ga2_sw.banking import rq_write_skew
@@ -197,7 +197,8 @@ def test_decoupled_skews_its_writes_off_the_read_bank():
     assert skews == {0, 1, 2}, skews
     contents, busy = run_rq_program(words, instrs, config)
     program = [rq(*i) for i in instrs]
-    # the banked scratchpad's read request, data and select registers add three cycles, the skew its own
-    assert busy == [12 + RQ_DEPTH + 3 + rq_write_skew(i, config) for i in program]
+    # the vector lane's announce register and the banked scratchpad's read request, data and select registers
+    # add four cycles, the skew its own
+    assert busy == [12 + RQ_DEPTH + 4 + rq_write_skew(i, config) for i in program]
     expected = Machine(config).run(program + [halt()], sp=[u32(w) for w in words]).sp
     assert contents == expected
