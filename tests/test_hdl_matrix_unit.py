@@ -291,46 +291,6 @@ def test_mm_long_k_1x1():
     assert run_cases(config, cases) == [403, 265]
 
 
-@pytest.mark.parametrize("rows, cols, count, density", [(4, 4, 24, 0.3), (4, 4, 16, 0.8), (2, 3, 16, 0.5)])
-def test_smm_gives_way_to_the_vector_lane(rows, cols, count, density):
-    """The vector lane (RQ, SM) has port B first: with random banks asked for on ``vector_banks`` in each
-    cycle (one to three banks in a ``density`` share of the cycles), no read or write of the MM ever goes to a
-    bank the vector lane asks for in that cycle, the memory is the numpy reference's, and the busy time is the
-    cycle model's (``ga2_sw.cycles.mm_last_cycle``) given the same banks."""
-    from ga2_sw.cycles import mm_last_cycle
-    config = Config(rows=rows, cols=cols, **STREAM)
-    rng = np.random.default_rng(int(density * 100) + rows)
-    lost = 0
-    for n in range(count):
-        c, image = random_stream_case(rng, config, STREAM_KINDS[n % len(STREAM_KINDS)])
-        instr = isa.mm(c["dst"], c["A"], c["B"], c["M"], c["K"], c["N"], c["tb"], c["lda"], c["ldb"], c["ldc"])
-        taken = {cycle: {int(b) for b in rng.choice(config.sp_banks, rng.integers(1, 4))}
-                 for cycle in range(1, 400) if rng.random() < density}
-        X = mm_last_cycle(instr, 0, taken, config)
-        lost += X - busy_time(config, c)
-        unit = MatrixUnit(config)
-        bench = UnitBench(unit, config, image)
-
-        async def tb(ctx, c=c, image=image, taken=taken, X=X, unit=unit, bench=bench):
-            ctx.set(unit.ctl.instr.as_value(), encode_mm(**c))
-            ctx.set(unit.ctl.start, 1)
-            await ctx.tick()
-            ctx.set(unit.ctl.start, 0)
-            for cycle in range(1, X + 3):
-                ctx.set(unit.vector_banks, sum(1 << b for b in taken.get(cycle, ())))
-                assert ctx.get(unit.ctl.busy) == (cycle <= X), (c, cycle)
-                assert ctx.get(unit.ctl.done) == (cycle == X), (c, cycle)
-                for port in [*unit.read_ports, unit.sp_wr]:
-                    if ctx.get(port.en):
-                        assert bank_of(ctx.get(port.addr), config) not in taken.get(cycle, ()), (c, cycle)
-                await ctx.tick()
-            got = [ctx.get(bench.sp.cell(a)) for a in range(config.sp_words)]
-            assert got == reference(image, c), c
-
-        run_bench(bench, tb)
-    assert lost > count, "the vector lane's banks cost the MMs next to nothing: the test is too weak"
-
-
 @pytest.mark.parametrize("rows, cols, shape", [
     (4, 4, dict(M=4, K=3, N=4, tb=0, lda=5, ldb=6, ldc=7, A=10, B=60, dst=200)),
     (4, 4, dict(M=3, K=2, N=2, tb=1, lda=2, ldb=3, ldc=2, A=10, B=60, dst=200)),
