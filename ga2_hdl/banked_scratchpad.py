@@ -9,7 +9,7 @@ from ga2_sw.banking import bank_bits, bank_of, row_of
 from ga2_sw.timing import BANKED_DATA_DELAY, BANKED_READ_DELAY, BANKED_SELECT_DELAY, PORT_B_ANNOUNCE, SP_WRITE_DELAY
 
 from .ports import check_config, WORD
-from .scratchpad import PortGroups, and_or
+from .scratchpad import PortGroups, and_or, or_all
 
 __all__ = ["BankedScratchpad", "bank_index"]
 
@@ -20,13 +20,6 @@ def bank_index(addr, config):
     b = bank_bits(config)
     wide = Cat(addr, Const(0, b))           # at least b bits above the bank bits, whatever the address width
     return (wide + (wide >> b))[:b]
-
-
-def _or(values):
-    out = values[0]
-    for v in values[1:]:
-        out = out | v
-    return out
 
 
 class BankedScratchpad(PortGroups):
@@ -154,7 +147,7 @@ class BankedScratchpad(PortGroups):
         with m.If(Cat(*clashes).any()):
             m.d.sync += self.collided.eq(1)
         if self._first:
-            m.d.comb += self.first_banks.eq(_or(self._announced))
+            m.d.comb += self.first_banks.eq(or_all(self._announced))
         return m
 
     def _announce(self, m, group, en, addr, data=None):

@@ -8,6 +8,7 @@ from amaranth.lib.wiring import In, Out
 from ga2_sw.isa import LANES
 
 from .ports import access_layout
+from .scratchpad import or_all
 
 __all__ = ["Scoreboard"]
 
@@ -79,7 +80,4 @@ def _conflict(x, y):
             yq = getattr(y, q)
             kinds = (xp.wr & (yq.rd | yq.wr)) | (xp.rd & yq.wr)
             terms.append(kinds & (xp.lo <= yq.hi) & (yq.lo <= xp.hi))
-    out = terms[0]
-    for t in terms[1:]:
-        out = out | t
-    return out
+    return or_all(terms)

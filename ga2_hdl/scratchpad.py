@@ -8,7 +8,7 @@ from ga2_sw.timing import SP_WRITE_DELAY
 
 from .ports import SpReadSignature, SpWriteSignature, sp_addr_width, WORD
 
-__all__ = ["Scratchpad", "PortGroups", "and_or", "check_groups"]
+__all__ = ["Scratchpad", "PortGroups", "and_or", "or_all", "check_groups"]
 
 
 class PortGroups(wiring.Component):
@@ -117,12 +117,15 @@ def check_groups(groups, what):
     return dict(groups)
 
 
+def or_all(values):
+    """The bitwise OR of ``values`` (at least one)."""
+    out = values[0]
+    for value in values[1:]:
+        out = out | value
+    return out
+
+
 def and_or(requests):
     """OR of each value gated by its enable: a one-hot multiplexer without a priority chain."""
     terms = [value & en.replicate(len(value)) for en, value in requests]
-    if not terms:
-        return Const(0, 1)
-    out = terms[0]
-    for t in terms[1:]:
-        out = out | t
-    return out
+    return or_all(terms) if terms else Const(0, 1)

@@ -373,8 +373,8 @@ RTL_MUTANTS = (
        "            en, addr, _ = self._announce(m, group, en, addr)\n",
        "            self._announce(m, group, en, addr)\n", file="ga2_hdl/banked_scratchpad.py"),
     _m("lanes: the matrix unit is never told the banks the vector lane announces", "scratchpad",
-       "m.d.comb += self.first_banks.eq(_or(self._announced))",
-       "m.d.comb += self.first_banks.eq(0 if True else _or(self._announced))", file="ga2_hdl/banked_scratchpad.py"),
+       "m.d.comb += self.first_banks.eq(or_all(self._announced))",
+       "m.d.comb += self.first_banks.eq(0 if True else or_all(self._announced))", file="ga2_hdl/banked_scratchpad.py"),
 )
 
 
