@@ -85,6 +85,7 @@ def program(config, seqs, ts, P):
     each, the new one included. Batch slot j holds sequence seqs[j]."""
     lay = Layout(config)
     n, DM, D, C = len(seqs), config.d_model, config.d, config.cols
+    G = lay.v_block                    # V-cache columns per block (D in order)
     if not 1 <= n <= config.rows:
         raise ValueError(f"Batch of {n} sequences: must be 1..{config.rows} (config field 'rows')")
     if len(ts) != n or any(not 1 <= t <= config.max_ctx for t in ts):
@@ -99,7 +100,8 @@ def program(config, seqs, ts, P):
     for j, b in enumerate(seqs):
         if ts[j] > 1:
             prog.append(isa.ld(dst=lay.KC(j), src=lay.ex_kc(b), len=(ts[j] - 1) * D))
-            prog.append(isa.ld(dst=lay.VC(j), src=lay.ex_vc(b), len=(ts[j] - 1) * D))
+            for _, v0 in lay.v_blocks:          # a load per block: P V can start on the first
+                prog.append(isa.ld(dst=lay.VC(j) + v0, src=lay.ex_vc(b) + v0, len=(ts[j] - 1) * G))
     # The projections: one matrix product with M = n rows per column tile, so the weights serve the batch.
     for wi, acc in enumerate((lay.QA, lay.KA, lay.VA)):
         for c0 in range(0, D, C):
@@ -108,9 +110,12 @@ def program(config, seqs, ts, P):
     for j, b in enumerate(seqs):
         r = (ts[j] - 1) * D
         prog.append(isa.rq(dst=lay.KC(j) + r, src=lay.KA + j * D, len=D, m=P["k"][0], s=P["k"][1]))
-        prog.append(isa.rq(dst=lay.VC(j) + r, src=lay.VA + j * D, len=D, m=P["v"][0], s=P["v"][1]))
+        rows_v = [(c0, v0 + (ts[j] - 1) * G) for c0, v0 in lay.v_blocks]     # the new value row, per block
+        for c0, rv in rows_v:
+            prog.append(isa.rq(dst=lay.VC(j) + rv, src=lay.VA + j * D + c0, len=G, m=P["v"][0], s=P["v"][1]))
         prog.append(isa.st(src=lay.KC(j) + r, dst=lay.ex_kc(b) + r, len=D))
-        prog.append(isa.st(src=lay.VC(j) + r, dst=lay.ex_vc(b) + r, len=D))
+        for _, rv in rows_v:
+            prog.append(isa.st(src=lay.VC(j) + rv, dst=lay.ex_vc(b) + rv, len=G))
     # Attention, one sequence at a time, each over its own cache at its own length.
     for j, b in enumerate(seqs):
         L = ts[j]
@@ -120,7 +125,7 @@ def program(config, seqs, ts, P):
         prog.append(isa.sm(dst=lay.P, src=lay.S8, len=L))
         prog.append(isa.rq(dst=lay.WT, src=lay.P, len=L, m=P["weights"][0], s=P["weights"][1]))
         for c0 in range(0, D, C):
-            prog.append(isa.mm(dst=lay.O + c0, A=lay.WT, B=lay.VC(j) + c0, M=1, K=L, N=min(C, D - c0), tb=0, lda=L, ldb=D, ldc=C))
+            prog.append(isa.mm(dst=lay.O + c0, A=lay.WT, B=lay.VC(j) + lay.v_at(0, c0), M=1, K=L, N=min(C, D - c0), tb=0, lda=L, ldb=G, ldc=C))
         prog.append(isa.rq(dst=lay.O8, src=lay.O, len=D, m=P["out"][0], s=P["out"][1]))
         prog.append(isa.st(src=lay.O8, dst=lay.ex_out(b), len=D))
     prog.append(isa.halt())
@@ -133,6 +138,19 @@ def outputs(config, ext, b):
     """Sequence b's int8 output of its latest step, read from external memory."""
     base = Layout(config).ex_out(b)
     return [s8(ext[base + i]) for i in range(config.d)]
+
+
+def row_major_ext(config, ext):
+    """``ext`` with every sequence's V cache rewritten as plain rows (token t's column c at t * d + c, the
+    in-order layout), so that images of the two modes compare word for word when they hold the same values."""
+    lay = Layout(config)
+    out = list(ext)
+    for b in range(lay.ext_seqs):
+        base = lay.ex_vc(b)
+        for t in range(lay.lmax):
+            for c in range(lay.d):
+                out[base + t * lay.d + c] = ext[base + lay.v_at(t, c)]
+    return out
 
 
 def caches(config, ext, b):

@@ -1,7 +1,7 @@
 """Memory layouts of the batched decode step, computed from the configuration (docs/ARCHITECTURE.md).
 
 Scratchpad: one region per operand, sized for a batch of ``rows`` sequences, plus one K and one V cache
-per batch slot, each ``max_ctx`` rows of ``d`` words. External memory: the three weight matrices, then one
+per batch slot, each ``max_ctx`` rows of ``d`` words (the V cache in column blocks: ``Layout.v_block``). External memory: the three weight matrices, then one
 block per sequence (hidden states, K cache, V cache, output)."""
 
 from dataclasses import dataclass
@@ -45,6 +45,29 @@ class Layout:
     @property
     def cache_words(self):
         return self.lmax * self.d
+
+    @property
+    def v_block(self):
+        """Columns per block of a V cache. A V cache is stored (in the scratchpad and in external memory alike)
+        as blocks of ``v_block`` columns, each block ``max_ctx`` rows of ``v_block`` words, so that each block
+        loads with an LD of its own. In order, one block of d columns: the chapter's row-major cache. Decoupled,
+        two blocks when each holds whole column tiles of the array (d/2 a multiple of cols): the P V products of
+        the first block then run while the second loads, and only the second's follow the step's last load
+        (docs/ARCHITECTURE.md, "What holds back the worst programs")."""
+        d, cols = self.d, self.config.cols
+        if self.config.decoupled and d % 2 == 0 and (d // 2) % cols == 0:
+            return d // 2
+        return d
+
+    @property
+    def v_blocks(self):
+        """(first column, offset in the cache) of each V-cache block."""
+        return [(c0, self.v_at(0, c0)) for c0 in range(0, self.d, self.v_block)]
+
+    def v_at(self, t, c):
+        """Offset of token t's column c in a V cache (``KC`` caches are plain rows: t * d + c)."""
+        g = self.v_block
+        return (c // g) * g * self.lmax + t * g + c % g
 
     # scratchpad ----------------------------------------------------------------------------------------
     @property

@@ -35,13 +35,19 @@ def _o(label, old, new, file="decode.py", why_survives=""):
     return Mutant(label, file, old, new, own=True, why_survives=why_survives)
 
 
+_ONE_V_BLOCK = ("equivalent in order, where the V cache is one block of d columns (Layout.v_block); caught by "
+                "the decoupled check (ga2 mutants --mode decoupled)")
+V_BLOCK_MUTANTS = ("the second V-cache block is loaded over the first",
+                   "every block of the new value row takes the first block's columns",
+                   "P V reads the V cache with the row stride d of one block")
+
 _KC = "def KC(self, j):\n        return self.caches + 2 * self.cache_words * j\n"
 
 CHAPTER_MUTANTS = (
     _c("projection runs on one row (M = 1) instead of the whole batch", "M=n, K=DM,", "M=1, K=DM,"),
     _c("projection results stored with row stride C (cols), not d", "lda=DM, ldb=D, ldc=D))", "lda=DM, ldb=D, ldc=C))"),
     _c("every new key is taken from row 0 of the projection", "src=lay.KA + j * D,", "src=lay.KA,"),
-    _c("every new value is taken from row 0 of the projection", "src=lay.VA + j * D,", "src=lay.VA,"),
+    _c("every new value is taken from row 0 of the projection", "src=lay.VA + j * D + c0,", "src=lay.VA + c0,"),
     _c("every sequence's cache lives in batch slot 0", _KC, "def KC(self, j):\n        return self.caches\n",
        file="layout.py"),
     _c("the value caches of all sequences overlap",
@@ -52,10 +58,10 @@ CHAPTER_MUTANTS = (
     _c("every sequence reads the hidden state of sequence 0", "src=lay.ex_x(b)", "src=lay.ex_x(0)"),
     _c("outputs are all stored in sequence 0's output slot", "dst=lay.ex_out(b)", "dst=lay.ex_out(0)"),
     _c("the new key is appended at the first sequence's position", "r = (ts[j] - 1) * D", "r = (ts[0] - 1) * D"),
-    _c("the V cache is loaded from the K cache in external memory", "dst=lay.VC(j), src=lay.ex_vc(b),",
-       "dst=lay.VC(j), src=lay.ex_kc(b),"),
-    _c("the new value is appended to the K cache in external memory", "dst=lay.ex_vc(b) + r,",
-       "dst=lay.ex_kc(b) + r,"),
+    _c("the V cache is loaded from the K cache in external memory", "src=lay.ex_vc(b) + v0,",
+       "src=lay.ex_kc(b) + v0,"),
+    _c("the new value is appended to the K cache in external memory", "dst=lay.ex_vc(b) + rv,",
+       "dst=lay.ex_kc(b) + rv,"),
     _c("attention length of every sequence is the first sequence's", "L = ts[j]\n", "L = ts[0]\n"),
     _c("the q requantisation covers only one row", "src=lay.QA, len=n * D,", "src=lay.QA, len=D,"),
     _c("a sequence's K cache is loaded with the first sequence's length", "src=lay.ex_kc(b), len=(ts[j] - 1) * D",
@@ -81,7 +87,7 @@ OWN_MUTANTS = (
        why_survives="equivalent in values: the extra row is the one this step appends, and the append "
                     "overwrites it before anything reads it; it moves d more words per sequence, which the "
                     "traffic test (1,312 .. 2,944 words) catches, not the invariance check"),
-    _o("the V row of the new token is stored from the K cache slot", "src=lay.VC(j) + r,", "src=lay.KC(j) + r,"),
+    _o("the V row of the new token is stored from the K cache slot", "src=lay.VC(j) + rv,", "src=lay.KC(j) + rv,"),
     _o("keys are requantised with the values' parameters", 'len=D, m=P["k"][0], s=P["k"][1]',
        'len=D, m=P["v"][0], s=P["v"][1]'),
     _o("scores multiply by K untransposed (tb=0)", "N=min(C, L - c0), tb=1,", "N=min(C, L - c0), tb=0,"),
@@ -93,6 +99,13 @@ OWN_MUTANTS = (
     _o("the output sums over d cache rows instead of the sequence's L (K = d)", "M=1, K=L,", "M=1, K=D,"),
     _o("the output is stored from the int32 accumulators", "src=lay.O8, dst=lay.ex_out(b)",
        "src=lay.O, dst=lay.ex_out(b)"),
+    # The V cache's column blocks (Layout.v_block): one block in order, so these are caught decoupled.
+    _o("the second V-cache block is loaded over the first", "dst=lay.VC(j) + v0,", "dst=lay.VC(j),",
+       why_survives=_ONE_V_BLOCK),
+    _o("every block of the new value row takes the first block's columns", "src=lay.VA + j * D + c0,",
+       "src=lay.VA + j * D,", why_survives=_ONE_V_BLOCK),
+    _o("P V reads the V cache with the row stride d of one block", "lda=L, ldb=G, ldc=C))",
+       "lda=L, ldb=D, ldc=C))", why_survives=_ONE_V_BLOCK),
     _o("hidden-state rows are read with stride d instead of d_model", "tb=0, lda=DM, ldb=D, ldc=D))",
        "tb=0, lda=D, ldb=D, ldc=D))",
        why_survives="equivalent under the default configuration, where d_model = d = 16; a hole of the "

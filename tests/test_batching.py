@@ -128,3 +128,35 @@ def test_mutant_anchors():
     assert M.run_mutant(bad).status == "bad anchor"
     assert len({m.label for m in M.ALL_MUTANTS}) == len(M.ALL_MUTANTS)
     assert len(M.CHAPTER_MUTANTS) == 16 and len(M.OWN_MUTANTS) >= 6
+
+
+def test_v_cache_blocks_layout():
+    """The V cache's column blocks (Layout.v_block), against the layout written out by hand: in order one block
+    (the chapter's rows, t * d + c); decoupled on the 4 x 4, two blocks of 8 columns, each max_ctx rows of 8."""
+    from ga2_sw.layout import Layout
+    inorder, decoupled = Layout(Config()), Layout(Config(mode="decoupled"))
+    assert inorder.v_block == 16 and decoupled.v_block == 8
+    for t in range(16):
+        for c in range(16):
+            assert inorder.v_at(t, c) == t * 16 + c
+            assert decoupled.v_at(t, c) == (128 if c >= 8 else 0) + t * 8 + c % 8
+    # a block must hold whole column tiles of the array, else one block of d (a 4 x 4 with d = 12: 6 % 4)
+    assert Layout(Config(mode="decoupled", d=12, d_model=12)).v_block == 12
+    assert Layout(Config(mode="decoupled", rows=8, cols=8, sp_words=8192, ext_words=16384)).v_block == 8
+
+
+def test_batch_invariance_decoupled_on_a_2x2_array():
+    """Decoupled, a V-cache block holds four column tiles of the 2 x 2 array."""
+    cfg = Config(rows=2, cols=2, mode="decoupled")
+    assert check_batching(cfg, lengths=(1, 2, 9, 16)) == []
+
+
+def test_v_block_mutants_are_caught_decoupled():
+    """The builder's V-block code is one block in order (its mutants are equivalent there); the decoupled
+    check catches each of them."""
+    from ga2_sw import mutants as M
+    chosen = [m for m in M.OWN_MUTANTS if m.label in M.V_BLOCK_MUTANTS]
+    assert len(chosen) == len(M.V_BLOCK_MUTANTS) == 3
+    rows = M.run_mutants(chosen, Config(mode="decoupled"), jobs=2, baseline=True)
+    assert rows[0][1].status == "survived"
+    assert [(m.label, f.status) for m, f, _ in rows[1:]] == [(m.label, "caught") for m in chosen]

@@ -12,7 +12,7 @@ from ga2_sw.banking import mm_extra_cycles
 from ga2_sw.check import check_batching
 from ga2_sw.config import Config
 from ga2_sw.cycles import FETCH_CYCLES, cycle_counts, conflict
-from ga2_sw.decode import int_reference, make_workload, outputs, program, rq_params, traffic
+from ga2_sw.decode import int_reference, make_workload, outputs, program, row_major_ext, rq_params, traffic
 from ga2_sw.isa import Err
 from ga2_sw.machine import Machine
 from ga2_sw.schedule import dependences, reorder
@@ -23,11 +23,11 @@ from sim.pysim_runner import run_pysim
 INORDER = Config()
 DECOUPLED = Config(mode="decoupled")
 
-# Issue 6: every program under 1.4x its words, the five together within 1.25x (12,840 cycles); the moonshot
-# is 1.10x for each, which the simulation-only chip met and the buildable, banked one misses by its bank
-# conflicts, its plan cycle and the crossbar's request, data and select registers (B = 1 at 1.124x, the ragged
-# batch at 1.247x, the five at 1.096x; issue 12). These are the model's figures; the simulators are held to the model
-# below and in tests/test_verilator.py and tests/test_differential.py.
+# Issue 6: every program under 1.4x its words, the five together within 1.25x (12,840 cycles). Issue 12: each
+# within 1.10x on the buildable, banked chip (its bank conflicts, plan cycle and crossbar registers cost the
+# B = 1 step 1.128x until its V cache was split into two column blocks; now 1.082x, the five 1.060x). These
+# are the model's figures; the simulators are held to the model below and in tests/test_verilator.py and
+# tests/test_differential.py.
 @pytest.fixture(scope="module")
 def table():
     return decode_table_programs(DECOUPLED)
@@ -39,12 +39,12 @@ def test_five_programs_meet_the_targets(table):
         counters, err, _ = cycle_counts(p.program, DECOUPLED)
         _, words = traffic(p.program)
         assert err == Err.NONE
-        assert counters.cycles <= 1.40 * words, (p.name, counters.cycles, words)
+        assert counters.cycles <= 1.10 * words, (p.name, counters.cycles, words)
         total_cycles += counters.cycles
         total_words += words
     assert total_words == 10_272
     assert total_cycles <= 12_840
-    assert total_cycles <= 1.096 * total_words, total_cycles
+    assert total_cycles <= 1.065 * total_words, total_cycles
 
 
 def test_decoupled_programs_move_the_same_words_and_compute_the_same(table):
@@ -53,10 +53,11 @@ def test_decoupled_programs_move_the_same_words_and_compute_the_same(table):
     inorder = decode_table_programs(INORDER)
     for a, b in zip(inorder, table):
         assert traffic(a.program) == traffic(b.program)
-        assert a.ext == b.ext
+        # The same values, with the V caches in the decoupled layout's column blocks (Layout.v_block).
+        assert a.ext != b.ext and a.ext == row_major_ext(DECOUPLED, b.ext)
         ra, rb = Machine(INORDER).run(a.program, a.ext), Machine(DECOUPLED).run(b.program, b.ext)
         assert ra.ok and rb.ok
-        assert ra.ext == rb.ext, a.name
+        assert ra.ext == row_major_ext(DECOUPLED, rb.ext), a.name
         assert rb.counters.cycles < ra.counters.cycles / 2
 
 
@@ -204,7 +205,7 @@ def test_decode_table_json_has_both_modes(tmp_path, capsys):
     out = tmp_path / "t.json"
     assert main(["decode-table", "--mode", "both", "--json", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "in order against decoupled" in text and "10,946" in text
+    assert "in order against decoupled" in text and "10,893" in text
     rows = json.loads(out.read_text())["programs"]
     assert [r["mode"] for r in rows] == ["inorder"] * 5 + ["decoupled"] * 5
     assert all(r["memory_bound"] == r["words"] and r["matches_reference"] for r in rows)
