@@ -1,8 +1,9 @@
 """Memory layouts of the batched decode step, computed from the configuration (docs/ARCHITECTURE.md).
 
 Scratchpad: one region per operand, sized for a batch of ``rows`` sequences, plus one K and one V cache
-per batch slot, each ``max_ctx`` rows of ``d`` words (the V cache in column blocks: ``Layout.v_block``). External memory: the three weight matrices, then one
-block per sequence (hidden states, K cache, V cache, output)."""
+per batch slot, each ``max_ctx`` rows of ``d`` words (a V cache in column blocks: ``Layout.v_block``).
+External memory: the three weight matrices, then one block per sequence (hidden states, K cache, V cache,
+output)."""
 
 from dataclasses import dataclass
 
