@@ -110,7 +110,7 @@ def program(config, seqs, ts, P):
     for j, b in enumerate(seqs):
         r = (ts[j] - 1) * D
         prog.append(isa.rq(dst=lay.KC(j) + r, src=lay.KA + j * D, len=D, m=P["k"][0], s=P["k"][1]))
-        rows_v = [(c0, v0 + (ts[j] - 1) * G) for c0, v0 in lay.v_blocks]     # the new value row, per block
+        rows_v = [(c0, lay.v_at(ts[j] - 1, c0)) for c0, _ in lay.v_blocks]     # the new value row, per block
         for c0, rv in rows_v:
             prog.append(isa.rq(dst=lay.VC(j) + rv, src=lay.VA + j * D + c0, len=G, m=P["v"][0], s=P["v"][1]))
         prog.append(isa.st(src=lay.KC(j) + r, dst=lay.ex_kc(b) + r, len=D))

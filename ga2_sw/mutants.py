@@ -37,9 +37,6 @@ def _o(label, old, new, file="decode.py", why_survives=""):
 
 _ONE_V_BLOCK = ("equivalent in order, where the V cache is one block of d columns (Layout.v_block); caught by "
                 "the decoupled check (ga2 mutants --mode decoupled)")
-V_BLOCK_MUTANTS = ("the second V-cache block is loaded over the first",
-                   "every block of the new value row takes the first block's columns",
-                   "P V reads the V cache with the row stride d of one block")
 
 _KC = "def KC(self, j):\n        return self.caches + 2 * self.cache_words * j\n"
 
@@ -113,6 +110,8 @@ OWN_MUTANTS = (
 )
 
 ALL_MUTANTS = CHAPTER_MUTANTS + OWN_MUTANTS
+# the mutants of the V-cache block code, which only the decoupled check can catch
+V_BLOCK_MUTANTS = tuple(m for m in OWN_MUTANTS if m.why_survives is _ONE_V_BLOCK)
 
 
 def mutate(mutant, package_dir=PACKAGE_DIR):
