@@ -54,6 +54,7 @@ def operands_layout(config):
 
 
 def ends_layout(config):
-    """Stage 4: the verdicts and each range's extreme addresses (``hi`` may exceed the memory)."""
-    rng = data.StructLayout({"lo": RANGE_WIDTH, "hi": signed(RANGE_WIDTH + 3), "rd": 1, "wr": 1})
-    return data.StructLayout({"tag": tag_layout(config), **{r: rng for r in RANGES}, "ext_hi": signed(RANGE_WIDTH + 2)})
+    """Stage 4: the verdicts, each range's extreme addresses (``hi`` may exceed the memory) and whether it does
+    (``over``: ``hi >= sp_words``; ``ext_over``: the external range's end ``>= ext_words``)."""
+    rng = data.StructLayout({"lo": RANGE_WIDTH, "hi": signed(RANGE_WIDTH + 3), "over": 1, "rd": 1, "wr": 1})
+    return data.StructLayout({"tag": tag_layout(config), **{r: rng for r in RANGES}, "ext_over": 1})

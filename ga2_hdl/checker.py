@@ -61,11 +61,9 @@ class InstrChecker(wiring.Component):
         connect(m, operands=operands.o, ranges=ranges.i)
         ends = ranges.o.payload
 
-        # Stage 5 (combinational into the error memory's write port): compare with the sizes and rank.
-        sp_out = 0
-        for hi in (ends.a.hi, ends.b.hi, ends.c.hi):
-            sp_out = sp_out | (hi >= cfg.sp_words)
-        ext_out = ends.ext_hi >= cfg.ext_words
+        # Stage 5 (combinational into the error memory's write port): rank the verdicts.
+        sp_out = ends.a.over | ends.b.over | ends.c.over
+        ext_out = ends.ext_over
         aw = sp_addr_width(cfg)
         for r in RANGES:
             end, out = getattr(ends, r), getattr(self.access, r)

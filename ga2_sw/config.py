@@ -68,7 +68,7 @@ class Config:
     d_model: int = 16
     d: int = 16
     max_ctx: int = 16
-    sp_banks: int = 16
+    sp_banks: int = 8
     mode: Mode = Mode.INORDER
 
     def __post_init__(self):

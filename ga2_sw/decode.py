@@ -72,7 +72,7 @@ def ext_image(w):
     for wi, name in enumerate(("wq", "wk", "wv")):
         for r in range(dm):
             for c in range(d):
-                img[lay.ex_w + wi * dm * d + r * d + c] = u32(quantize(float(w.W[wi][r, c]), s[name]))
+                img[lay.ex_w + wi * dm * d + lay.w_at(r, c)] = u32(quantize(float(w.W[wi][r, c]), s[name]))
     for b in range(w.nseq):
         for t in range(w.L):
             for c in range(dm):
@@ -102,10 +102,12 @@ def program(config, seqs, ts, P):
             prog.append(isa.ld(dst=lay.KC(j), src=lay.ex_kc(b), len=(ts[j] - 1) * D))
             for _, v0 in lay.v_blocks:          # a load per block: P V can start on the first
                 prog.append(isa.ld(dst=lay.VC(j) + v0, src=lay.ex_vc(b) + v0, len=(ts[j] - 1) * G))
-    # The projections: one matrix product with M = n rows per column tile, so the weights serve the batch.
+    # The projections: one matrix product with M = n rows per column tile, so the weights serve the batch
+    # (decoupled, each matrix is stored transposed and read with tb = 1: Layout.w_transposed).
+    tw = int(lay.w_transposed)
     for wi, acc in enumerate((lay.QA, lay.KA, lay.VA)):
         for c0 in range(0, D, C):
-            prog.append(isa.mm(dst=acc + c0, A=lay.X, B=lay.W + wi * DM * D + c0, M=n, K=DM, N=min(C, D - c0), tb=0, lda=DM, ldb=D, ldc=D))
+            prog.append(isa.mm(dst=acc + c0, A=lay.X, B=lay.W + wi * DM * D + lay.w_at(0, c0), M=n, K=DM, N=min(C, D - c0), tb=tw, lda=DM, ldb=DM if tw else D, ldc=D))
     prog.append(isa.rq(dst=lay.Q8, src=lay.QA, len=n * D, m=P["q"][0], s=P["q"][1]))
     for j, b in enumerate(seqs):
         r = (ts[j] - 1) * D
@@ -141,10 +143,17 @@ def outputs(config, ext, b):
 
 
 def row_major_ext(config, ext):
-    """``ext`` with every sequence's V cache rewritten as plain rows (token t's column c at t * d + c, the
-    in-order layout), so that images of the two modes compare word for word when they hold the same values."""
+    """``ext`` with the weight matrices and every sequence's V cache rewritten as plain rows (row r's column c
+    at r * d + c, the in-order layout), so that images of the two modes compare word for word when they hold
+    the same values."""
     lay = Layout(config)
     out = list(ext)
+    dm, d = config.d_model, config.d
+    for wi in range(3):
+        base = lay.ex_w + wi * dm * d
+        for r in range(dm):
+            for c in range(d):
+                out[base + r * d + c] = ext[base + lay.w_at(r, c)]
     for b in range(lay.ext_seqs):
         base = lay.ex_vc(b)
         for t in range(lay.lmax):

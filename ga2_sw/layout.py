@@ -5,7 +5,8 @@ per batch slot, each ``max_ctx`` rows of ``d`` words (a V cache in column blocks
 External memory: the three weight matrices, then one block per sequence (hidden states, K cache, V cache,
 output)."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 __all__ = ["Layout", "LayoutError"]
 
@@ -16,10 +17,15 @@ class LayoutError(ValueError):
 
 @dataclass(frozen=True)
 class Layout:
+    """The decode step's regions. ``pads`` (words before ``W``, ``WT`` and ``caches``) is for the search in
+    :func:`bank_pads` only; everyone else leaves it out and gets the searched pads (none in order)."""
     config: object
+    pads: tuple = field(default=None, compare=False)
 
     def __post_init__(self):
         c = self.config
+        if self.pads is None:
+            object.__setattr__(self, "pads", bank_pads(c) if c.decoupled else (0, 0, 0))
         if c.sp_words < self.sp_needed:
             raise LayoutError(f"Config field 'sp_words' is {c.sp_words}, but the decode layout for a batch of "
                               f"{c.rows} with d_model={c.d_model}, d={c.d}, max_ctx={c.max_ctx} needs "
@@ -70,6 +76,19 @@ class Layout:
         g = self.v_block
         return (c // g) * g * self.lmax + t * g + c % g
 
+    @property
+    def w_transposed(self):
+        """Whether each weight matrix is stored transposed, ``d`` rows of ``d_model`` words (output column
+        ``c``'s weights contiguous), in the scratchpad and in external memory alike, and read by the projections
+        with ``tb = 1``. Decoupled, so that every operand stream of every MM steps one word per k-slice and
+        keeps its distance in banks from the others (docs/ARCHITECTURE.md, "Placing the operands on the
+        banks"); in order, the chapter's row-major matrices."""
+        return self.config.decoupled
+
+    def w_at(self, r, c):
+        """Offset of row ``r`` (of ``d_model``), column ``c`` (of ``d``) in a weight matrix."""
+        return c * self.dm + r if self.w_transposed else r * self.d + c
+
     # scratchpad ----------------------------------------------------------------------------------------
     @property
     def X(self):                       # new tokens' hidden states, one row per batch slot
@@ -77,7 +96,7 @@ class Layout:
 
     @property
     def W(self):                       # Wq | Wk | Wv, each d_model x d
-        return self.X + self.config.rows * self.dm
+        return self.X + self.config.rows * self.dm + self.pads[0]
 
     @property
     def QA(self):                      # int32 projections, one row per batch slot
@@ -109,7 +128,7 @@ class Layout:
 
     @property
     def WT(self):                      # int8 attention weights
-        return self.P + self.lmax
+        return self.P + self.lmax + self.pads[1]
 
     @property
     def O(self):
@@ -121,7 +140,7 @@ class Layout:
 
     @property
     def caches(self):
-        return self.O8 + self.d
+        return self.O8 + self.d + self.pads[2]
 
     def KC(self, j):
         return self.caches + 2 * self.cache_words * j
@@ -168,3 +187,51 @@ class Layout:
 
     def ex_out(self, b):
         return self.ex_vc(b) + self.cache_words
+
+
+@lru_cache(maxsize=256)
+def bank_pads(config):
+    """Words of padding before ``W``, ``WT`` and ``caches`` on the decoupled chip, chosen so that the MMs of a
+    decode step meet as few bank conflicts as the banks allow (``ga2_sw.banking``).
+
+    Each MM reads two operand streams per k-slice: A's rows and B's columns, each stepping one word per slice
+    (the weights are stored transposed for this, ``Layout.w_transposed``), so whether two of them meet on a
+    bank depends only on where their regions start, in banks. Moving a region by a multiple of ``sp_banks``
+    words moves all its words by the same number of banks (``bank(a + m * Nb) = bank(a) + m``), which leaves
+    every later pair's distances alone: so each pad is searched on its own, over ``m * Nb`` for
+    ``m < Nb``, in the order in which it moves its partner: ``W`` against the hidden states ``X`` (the
+    projections), ``caches`` against the attention weights ``WT`` (P V: the V caches move, WT does not), and
+    ``WT`` with everything after it against the queries ``Q8`` (the scores, over the K caches). The cost is the
+    extra slice cycles (``banking.mm_extra_cycles``) of the MMs a full-batch step at ``max_ctx`` runs; ties
+    go to the smaller pad."""
+    from . import isa
+    from .banking import mm_extra_cycles
+    nb, C, rows = config.sp_banks, config.cols, config.rows
+
+    def mms(lay, which):
+        dm, d, lmax, G = lay.dm, lay.d, lay.lmax, lay.v_block
+        if which == "projections":
+            return [isa.mm(dst=0, A=lay.X, B=lay.W + wi * dm * d + lay.w_at(0, c0), M=rows, K=dm,
+                           N=min(C, d - c0), tb=1, lda=dm, ldb=dm, ldc=d)
+                    for wi in range(3) for c0 in range(0, d, C)]
+        if which == "pv":
+            return [isa.mm(dst=0, A=lay.WT, B=lay.VC(j) + lay.v_at(0, c0), M=1, K=lmax, N=min(C, d - c0),
+                           tb=0, lda=lmax, ldb=G, ldc=C)
+                    for j in range(rows) for c0 in range(0, d, C)]
+        return [isa.mm(dst=0, A=lay.Q8 + j * d, B=lay.KC(j) + c0 * d, M=1, K=d, N=min(C, lmax - c0), tb=1,
+                       lda=d, ldb=d, ldc=C)
+                for j in range(rows) for c0 in range(0, lmax, C)]
+
+    pads = [0, 0, 0]
+    for slot, which in ((0, "projections"), (2, "pv"), (1, "scores")):
+        costs = []
+        for m in range(nb):
+            trial = list(pads)
+            trial[slot] = m * nb
+            try:
+                lay = Layout(config, tuple(trial))
+            except LayoutError:             # this pad does not fit the scratchpad: try no larger one
+                break
+            costs.append((sum(mm_extra_cycles(i, config) for i in mms(lay, which)), m * nb))
+        pads[slot] = min(costs)[1] if costs else 0
+    return tuple(pads)

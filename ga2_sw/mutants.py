@@ -42,7 +42,8 @@ _KC = "def KC(self, j):\n        return self.caches + 2 * self.cache_words * j\n
 
 CHAPTER_MUTANTS = (
     _c("projection runs on one row (M = 1) instead of the whole batch", "M=n, K=DM,", "M=1, K=DM,"),
-    _c("projection results stored with row stride C (cols), not d", "lda=DM, ldb=D, ldc=D))", "lda=DM, ldb=D, ldc=C))"),
+    _c("projection results stored with row stride C (cols), not d", "ldb=DM if tw else D, ldc=D))",
+       "ldb=DM if tw else D, ldc=C))"),
     _c("every new key is taken from row 0 of the projection", "src=lay.KA + j * D,", "src=lay.KA,"),
     _c("every new value is taken from row 0 of the projection", "src=lay.VA + j * D + c0,", "src=lay.VA + c0,"),
     _c("every sequence's cache lives in batch slot 0", _KC, "def KC(self, j):\n        return self.caches\n",
@@ -103,8 +104,8 @@ OWN_MUTANTS = (
        "src=lay.VA + j * D,", why_survives=_ONE_V_BLOCK),
     _o("P V reads the V cache with the row stride d of one block", "lda=L, ldb=G, ldc=C))",
        "lda=L, ldb=D, ldc=C))", why_survives=_ONE_V_BLOCK),
-    _o("hidden-state rows are read with stride d instead of d_model", "tb=0, lda=DM, ldb=D, ldc=D))",
-       "tb=0, lda=D, ldb=D, ldc=D))",
+    _o("hidden-state rows are read with stride d instead of d_model", "tb=tw, lda=DM, ldb=DM if tw else D,",
+       "tb=tw, lda=D, ldb=DM if tw else D,",
        why_survives="equivalent under the default configuration, where d_model = d = 16; a hole of the "
                     "check's configuration: run it with d_model != d (ga2 mutants --d-model 8) to catch it"),
 )

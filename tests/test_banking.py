@@ -96,7 +96,8 @@ def test_mm_extra_cycles_equal_a_cycle_by_cycle_arbitration():
 
 def test_decoupled_busy_times_count_the_conflicts():
     c = DECOUPLED
-    clean = isa.mm(2000, 0, 4, 1, 16, 4, 0, 16, 16, 4)          # A's bank never meets B's
+    # A's one row steps a bank a word; B's columns (tb, 16 apart: banks 1, 3, 5, 7 past A's) step with it
+    clean = isa.mm(2000, 0, 8, 1, 16, 4, 1, 16, 16, 4)
     rows_on_one_bank = isa.mm(2000, 0, 1, 2, 8, 1, 0, 16 * 17, 0, 4)
     assert mm_extra_cycles(clean, c) == 0
     # K slices; addresses, plan, request register, read, data register, select register, hold register, step,

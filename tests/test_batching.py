@@ -145,6 +145,65 @@ def test_v_cache_blocks_layout():
     assert Layout(Config(mode="decoupled", rows=8, cols=8, sp_words=8192, ext_words=16384)).v_block == 8
 
 
+def test_weights_transposed_decoupled():
+    """Decoupled, each weight matrix is stored transposed (row r, column c at c * d_model + r), in order as the
+    chapter's rows (r * d + c): the two modes' images hold the same weights."""
+    from ga2_sw.layout import Layout
+    inorder, decoupled = Config(), Config(mode="decoupled")
+    a, b = (dec.ext_image(dec.make_workload(c, 4, 16, 7)) for c in (inorder, decoupled))
+    base, dm, d = Layout(inorder).ex_w, inorder.d_model, inorder.d
+    assert Layout(decoupled).ex_w == base
+    for wi in range(3):
+        for r in range(dm):
+            for c in range(d):
+                assert b[base + wi * dm * d + c * dm + r] == a[base + wi * dm * d + r * d + c]
+    assert dec.row_major_ext(decoupled, b)[:3 * dm * d] == a[:3 * dm * d]
+
+
+def _bank_load(mm, k):
+    """The most operands of slice k of ``mm`` on one of 8 banks, bank (a + (a >> 3)) mod 8, written from
+    docs/ARCHITECTURE.md (not from ga2_sw.banking)."""
+    addrs = [mm.A + i * mm.lda + k for i in range(mm.M)]
+    addrs += [mm.B + (j * mm.ldb + k if mm.tb else k * mm.ldb + j) for j in range(mm.N)]
+    banks = [(a + (a >> 3)) % 8 for a in addrs]
+    return max(banks.count(x) for x in banks)
+
+
+def test_operands_placed_on_the_banks():
+    """On the chip's 8 banks, the decode programs' projections and scores never put two operands of a slice on
+    one bank (the weights transposed, W and WT padded: layout.bank_pads); only the P V products meet, two on a
+    bank at most, 374 extra slice cycles in all (the figure docs/ARCHITECTURE.md gives)."""
+    from ga2_sw.isa import Op
+    from ga2_sw.layout import Layout
+    from ga2_sw.workloads import decode_table_programs
+    cfg = Config(mode="decoupled")
+    lay = Layout(cfg)
+    assert cfg.sp_banks == 8 and Layout(Config()).pads == (0, 0, 0)
+    assert all(p % cfg.sp_banks == 0 for p in lay.pads)
+    extra = {"projection": 0, "score": 0, "pv": 0}
+    worst = dict(extra)
+    for prog in decode_table_programs(cfg):
+        for mm in prog.program:
+            if mm.op != Op.MM:
+                continue
+            kind = "projection" if mm.A == lay.X else "score" if mm.tb else "pv"
+            loads = [_bank_load(mm, k) for k in range(mm.K)]
+            extra[kind] += sum(n - 1 for n in loads)
+            worst[kind] = max(worst[kind], *loads)
+    assert extra == {"projection": 0, "score": 0, "pv": 374}
+    assert worst == {"projection": 1, "score": 1, "pv": 2}
+
+
+def test_a_pad_moves_a_region_by_whole_banks():
+    """What bank_pads' search relies on: adding m * Nb to an address adds m to its bank, for every address."""
+    from ga2_sw.banking import bank_of
+    for nb in (4, 8, 16):
+        cfg = Config(mode="decoupled", sp_banks=nb)
+        for a in range(0, 2048, 3):
+            for m in range(nb):
+                assert bank_of(a + m * nb, cfg) == (bank_of(a, cfg) + m) % nb
+
+
 def test_batch_invariance_decoupled_on_a_2x2_array():
     """Decoupled, a V-cache block holds four column tiles of the 2 x 2 array."""
     cfg = Config(rows=2, cols=2, mode="decoupled")

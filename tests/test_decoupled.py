@@ -80,7 +80,8 @@ def test_batch_invariance_holds_decoupled():
 @pytest.mark.parametrize("seed", range(40))
 def test_reorder_keeps_what_random_programs_compute(seed):
     """Crowded random programs (loads, stores and compute overlapping all the time): the reordered
-    program leaves the same memories as the original, on the in-order reference machine."""
+    program leaves the same memories as the original, on the in-order reference machine, and is never
+    slower."""
     rng = random.Random(seed)
     prog = random_program(rng.randint, FUZZ_CONFIG, None, max_len=14, cramped=True)
     ext, sp = random_words(rng, FUZZ_CONFIG.ext_words), random_words(rng, FUZZ_CONFIG.sp_words)
@@ -89,7 +90,7 @@ def test_reorder_keeps_what_random_programs_compute(seed):
     assert sorted(map(str, new)) == sorted(map(str, prog))
     a, b = Machine(FUZZ_CONFIG).run(prog, ext, sp), Machine(FUZZ_CONFIG).run(new, ext, sp)
     assert (a.ext, a.sp) == (b.ext, b.sp)
-    assert cycle_counts(new, dec)[0].cycles <= cycle_counts(prog, dec)[0].cycles + 4 * len(prog)
+    assert cycle_counts(new, dec)[0].cycles <= cycle_counts(prog, dec)[0].cycles
 
 
 def test_dependences_are_every_shared_word():
@@ -158,7 +159,7 @@ BESIDE_RQ = isa.rq(dst=500, src=1, len=10, m=1, s=0)
 
 
 def test_matrix_and_vector_lanes_run_together_and_the_mm_gives_way():
-    """Worked by hand from docs/ISA.md: the MM starts in cycle 2 and requests slice k from cycle 5 on; the RQ
+    """Worked by hand from docs/ISA.md, on 16 banks: the MM starts in cycle 2 and requests slice k from cycle 5 on; the RQ
     starts in cycle 4 and requests word 1 + i in cycle 5 + i, which takes bank 1 + i in cycle 6 + i (the
     announce register). Cycle 5: slice 0 (banks 0, 1), the RQ not yet on port B. Cycle 6: slice 1 is banks 1
     and 2, the RQ on 1: A[0][1] waits to cycle 7 (the RQ on 2 then). Cycle 8: slice 2 is banks 2 and 3, the RQ
@@ -167,10 +168,11 @@ def test_matrix_and_vector_lanes_run_together_and_the_mm_gives_way():
     past its 2 + 13 alone; the RQ's 10 + 9 cycles end in 23."""
     from ga2_sw.cycles import DecoupledTimer
     assert not conflict(BESIDE_MM, BESIDE_RQ)
-    timer = DecoupledTimer(DECOUPLED)
+    banks16 = DECOUPLED.replace(sp_banks=16)
+    timer = DecoupledTimer(banks16)
     assert [timer.issue(i) for i in (BESIDE_MM, BESIDE_RQ)] == [2, 4]
     assert [end for _, _, end in timer.starts] == [17, 4 + 10 + 9]
-    alone = DecoupledTimer(DECOUPLED)
+    alone = DecoupledTimer(banks16)
     alone.issue(BESIDE_MM)
     assert alone.starts[0][2] == 2 + 4 + 8 + 1
 
@@ -205,7 +207,7 @@ def test_decode_table_json_has_both_modes(tmp_path, capsys):
     out = tmp_path / "t.json"
     assert main(["decode-table", "--mode", "both", "--json", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "in order against decoupled" in text and "10,893" in text
+    assert "in order against decoupled" in text and "10,912" in text
     rows = json.loads(out.read_text())["programs"]
     assert [r["mode"] for r in rows] == ["inorder"] * 5 + ["decoupled"] * 5
     assert all(r["memory_bound"] == r["words"] and r["matches_reference"] for r in rows)

@@ -11,12 +11,13 @@ from .common import emit, json_option, table
 
 __all__ = ["BANK_MAPS", "slice_addresses", "bank_conflicts", "register"]
 
-# name -> (banks, address -> bank)
+# name -> (banks, address -> bank). "row-skew" is the chip's map (``banking.bank_of``): a + (a >> log2(Nb)).
 BANK_MAPS = {
     "mod 8": (8, lambda a: a % 8),
     "mod 16": (16, lambda a: a % 16),
     "xor-skew 8": (8, lambda a: (a ^ (a >> 4)) % 8),
     "add-skew 8": (8, lambda a: (a + (a >> 4)) % 8),
+    "row-skew 8": (8, lambda a: (a + (a >> 3)) % 8),
     "add-skew 16": (16, lambda a: (a + (a >> 4)) % 16),
 }
 
