@@ -69,20 +69,30 @@ class ResultWriter(wiring.Component):
 
         last_in_row = j == fields.n_last
         write = Signal()
+        # Decoupled: the bank of `addr`, one bit per bank, a register stepped with it, so that the write decision
+        # is the vector lane's bank bits against a register (the bank adder between `addr` and the decision put
+        # it, and the counters' resets behind it, at 91.38 MHz on a 25F seed).
+        on_bank = Signal(self._config.sp_banks if self._config.decoupled else 1, name="on_bank")
+
+        def bank_of(a):
+            return (1 << bank_index(a, self._config)) if self._config.decoupled else 0
+
         if self._config.decoupled:
-            m.d.comb += write.eq(self.en & ~self.vector_banks.bit_select(bank_index(addr, self._config), 1))
+            m.d.comb += write.eq(self.en & ~(self.vector_banks & on_bank).any())
         else:
             m.d.comb += write.eq(self.en)
         with m.If(self.start):
-            m.d.sync += [row.eq(self.dst), addr.eq(self.dst), i.eq(0), j.eq(0), sel_row.eq(0), sel.eq(0)]
+            m.d.sync += [row.eq(self.dst), addr.eq(self.dst), i.eq(0), j.eq(0), sel_row.eq(0), sel.eq(0),
+                         on_bank.eq(bank_of(self.dst))]
         with m.Elif(write & last_in_row):
             m.d.sync += [i.eq(i + 1), j.eq(0),
                          row.eq(row + fields.ldc),
                          addr.eq(row + fields.ldc),
+                         on_bank.eq(bank_of(row + fields.ldc)),
                          sel_row.eq(sel_row + cols),
                          sel.eq(sel_row + cols)]
         with m.Elif(write):
-            m.d.sync += [j.eq(j + 1), addr.eq(addr + 1), sel.eq(sel + 1)]
+            m.d.sync += [j.eq(j + 1), addr.eq(addr + 1), on_bank.eq(bank_of(addr + 1)), sel.eq(sel + 1)]
 
         m.d.comb += [
             self.sp_wr.en.eq(write),
