@@ -72,27 +72,28 @@ class ResultWriter(wiring.Component):
         # Decoupled: the bank of `addr`, one bit per bank, a register stepped with it, so that the write decision
         # is the vector lane's bank bits against a register (the bank adder between `addr` and the decision put
         # it, and the counters' resets behind it, at 91.38 MHz on a 25F seed).
-        on_bank = Signal(self._config.sp_banks if self._config.decoupled else 1, name="on_bank")
-
-        def bank_of(a):
-            return (1 << bank_index(a, self._config)) if self._config.decoupled else 0
-
         if self._config.decoupled:
+            on_bank = Signal(self._config.sp_banks, name="on_bank")
             m.d.comb += write.eq(self.en & ~(self.vector_banks & on_bank).any())
         else:
+            on_bank = None
             m.d.comb += write.eq(self.en)
+
+        def bank_of(a):
+            return [] if on_bank is None else [on_bank.eq(1 << bank_index(a, self._config))]
+
         with m.If(self.start):
             m.d.sync += [row.eq(self.dst), addr.eq(self.dst), i.eq(0), j.eq(0), sel_row.eq(0), sel.eq(0),
-                         on_bank.eq(bank_of(self.dst))]
+                         *bank_of(self.dst)]
         with m.Elif(write & last_in_row):
             m.d.sync += [i.eq(i + 1), j.eq(0),
                          row.eq(row + fields.ldc),
                          addr.eq(row + fields.ldc),
-                         on_bank.eq(bank_of(row + fields.ldc)),
+                         *bank_of(row + fields.ldc),
                          sel_row.eq(sel_row + cols),
                          sel.eq(sel_row + cols)]
         with m.Elif(write):
-            m.d.sync += [j.eq(j + 1), addr.eq(addr + 1), on_bank.eq(bank_of(addr + 1)), sel.eq(sel + 1)]
+            m.d.sync += [j.eq(j + 1), addr.eq(addr + 1), *bank_of(addr + 1), sel.eq(sel + 1)]
 
         m.d.comb += [
             self.sp_wr.en.eq(write),
