@@ -91,7 +91,7 @@ class MatrixUnit(Unit):
         starting, writing = fsm.ongoing("IDLE") & self.ctl.start, fsm.ongoing("WRITE")
 
         fields = Signal(MatrixFields)
-        with m.If(starting):
+        with m.If(fsm.ongoing("IDLE")):     # idle, follow the instruction register: it holds it at the start
             m.d.sync += latch_fields(fields, self.ctl.instr)
         # The array is cleared in cycle 1 from a register rather than in cycle 0 from `start`: `start` comes from
         # the sequencer's decode logic, and the clear fans out to every register of the array. Neither feeder

@@ -162,7 +162,9 @@ class StreamFeeder(wiring.Component):
 
         reading = fsm.ongoing("READ")
         slice_read = reading & slice_done
-        with m.If(ctl.start):
+        # Idle, the fields follow the instruction, which holds still in the start cycle: `start` (the end of
+        # the sequencer's issue decision) then drives only the state machine.
+        with m.If(fsm.ongoing("IDLE")):
             m.d.sync += [base_a.eq(instr.A), base_b.eq(instr.B), lda.eq(instr.lda), ldb.eq(instr.ldb),
                          tb.eq(instr.tb), *(u.eq(f) for u, f in zip(used, useds(instr, config))), slices.eq(0)]
         with m.Elif(slice_read):
