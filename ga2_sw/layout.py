@@ -81,8 +81,8 @@ class Layout:
         """Whether each weight matrix is stored transposed, ``d`` rows of ``d_model`` words (output column
         ``c``'s weights contiguous), in the scratchpad and in external memory alike, and read by the projections
         with ``tb = 1``. Decoupled, so that every operand stream of every MM steps one word per k-slice and
-        keeps its distance in banks from the others (docs/ARCHITECTURE.md, "Placing the operands on the
-        banks"); in order, the chapter's row-major matrices."""
+        keeps its distance in banks from the others (docs/ARCHITECTURE.md, "Eight banks, and the operands
+        placed on them"); in order, the chapter's row-major matrices."""
         return self.config.decoupled
 
     def w_at(self, r, c):

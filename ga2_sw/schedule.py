@@ -12,7 +12,7 @@ one crowded random program took 559 cycles reordered, 488 as written, on 8 banks
 whichever of the two the cycle model finds faster.
 """
 
-from .cycles import DecoupledTimer, accesses, busy_cycles, lane_of, ranges_conflict
+from .cycles import DecoupledTimer, accesses, busy_cycles, cycle_counts, lane_of, ranges_conflict
 from .isa import Op
 
 __all__ = ["dependences", "reorder"]
@@ -55,11 +55,5 @@ def reorder(program, config):
             if waiting[j] == 0:
                 ready.add(j)
     order.append(program[-1])
-    return order if _cycles(order, config) <= _cycles(program, config) else list(program)
-
-
-def _cycles(program, config):
-    timer = DecoupledTimer(config)
-    for instr in program[:-1]:
-        timer.issue(instr)
-    return timer.stop(True).cycles
+    faster = cycle_counts(order, config)[0].cycles <= cycle_counts(program, config)[0].cycles
+    return order if faster else list(program)

@@ -1,7 +1,7 @@
 """Cycles of the batched decode step (B = rows, all at token max_ctx) for a square array, and the memory
 sizes it needs."""
 
-from ga2_sw.config import Config, Mode
+from ga2_sw.config import Config
 from ga2_sw.cycles import cycle_counts
 from ga2_sw.decode import traffic
 from ga2_sw.layout import Layout
@@ -22,9 +22,9 @@ def sweep_config(n, **overrides):
     decode step of n sequences: the scratchpad layout's sp_needed, the weights and n external sequence blocks,
     and the program length; and, decoupled, a scratchpad bank per operand port of the array (sp_banks the power
     of two at least 2n, the 4 x 4's 8), so that a slice's 2n operands can all be read in one cycle."""
-    if overrides.get("mode") in ("decoupled", Mode.DECOUPLED):
-        overrides.setdefault("sp_banks", max(4, _pow2(2 * n)))
     probe = Config(rows=n, cols=n, sp_words=65536, ext_words=65536, imem_words=65536, **overrides)
+    if probe.decoupled and "sp_banks" not in overrides:
+        probe = probe.replace(sp_banks=max(4, _pow2(2 * n)))
     lay = Layout(probe)
     sp = max(64, _pow2(lay.sp_needed))
     ext = max(64, _pow2(lay.ex_w_words + n * lay.ex_seq_words))
