@@ -1,10 +1,10 @@
 """The instruction checker's first two stages: the word as written, then its verdicts and range operands."""
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ga2_sw.isa import INSTR_BITS, USED_BITS, Op
+from ga2_sw.isa import INSTR_BITS, UNITS, USED_BITS, Op, unit_ops
 from ga2_sw.numerics import MAX_SHIFT
 
 from .check_payloads import RESET_LESS, operands_layout, pipeline_reg, word_layout
@@ -68,6 +68,7 @@ class CheckOperands(wiring.Component):
         # the decoupled chip to 82.6 MHz on a 45F.
         chain.stage("operands", operands.eq(0), operands.tag.addr.eq(written.addr),
                     operands.tag.stray.eq(stray), operands.tag.bad_shape.eq(bad_shape),
+                    operands.tag.units.eq(Cat(*(op.matches(*unit_ops(name)) for name in UNITS))),
                     operands.is_rq.eq(op == Op.RQ), operands.dst_ahead.eq(w.dst - w.src),
                     operands.src_ahead.eq(w.src - w.dst))
         a, b, c = operands.a, operands.b, operands.c

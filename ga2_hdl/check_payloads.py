@@ -7,7 +7,7 @@ outranks the range errors, so their values do not matter then."""
 from amaranth.hdl import Cat, Signal, Value, signed
 from amaranth.lib import data
 
-from ga2_sw.isa import INSTR_BITS
+from ga2_sw.isa import INSTR_BITS, UNITS
 
 from .ports import imem_addr_width
 
@@ -33,9 +33,11 @@ def pipeline_reg(shape, name):
 
 
 def tag_layout(config):
-    """The word's instruction-memory address and its ILLEGAL, SHAPE and OVERLAP verdicts (OVERLAP from stage 3
-    on), carried to the last stage."""
-    return data.StructLayout({"addr": imem_addr_width(config), "stray": 1, "bad_shape": 1, "overlap": 1})
+    """The word's instruction-memory address, its ILLEGAL, SHAPE and OVERLAP verdicts (OVERLAP from stage 3
+    on) and the unit its opcode starts (one bit per ``ga2_sw.isa.UNITS``, none for HALT), carried to the last
+    stage."""
+    return data.StructLayout({"addr": imem_addr_width(config), "stray": 1, "bad_shape": 1, "overlap": 1,
+                              "units": len(UNITS)})
 
 
 def word_layout(config):

@@ -1,11 +1,11 @@
 """Instruction validation at load time: the error code of every instruction-memory word, computed as the
 host writes it, so that the sequencer's issue path only reads a 3-bit code."""
 
-from amaranth.hdl import Module, Mux
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect
 
-from ga2_sw.isa import Err, INSTR_BITS
+from ga2_sw.isa import Err, INSTR_BITS, UNITS
 from ga2_sw.timing import CHECK_LATENCY
 
 from .check_operands import CheckOperands
@@ -37,6 +37,9 @@ class InstrChecker(wiring.Component):
     access : Out(access_layout(config))
         The word's scratchpad ranges and whether each is read or written (``ga2_sw.cycles.accesses``),
         valid with ``err_we`` when ``err`` is 0: the decoupled scoreboard compares them.
+    units : Out(len(UNITS))
+        The unit the word starts (one bit per ``ga2_sw.isa.UNITS``), valid with ``err_we``; none when it faults
+        or halts. Decoupled, the sequencer's issue logic starts from these bits.
     busy : Out(1)
         A word is still in the pipeline.
     """
@@ -46,7 +49,7 @@ class InstrChecker(wiring.Component):
         aw = imem_addr_width(config)
         super().__init__({"we": In(1), "addr": In(aw), "word": In(INSTR_BITS),
                           "err_we": Out(1), "err_addr": Out(aw), "err": Out(3), "busy": Out(1),
-                          "access": Out(access_layout(config))})
+                          "access": Out(access_layout(config)), "units": Out(len(UNITS))})
 
     def elaborate(self, platform):
         m = Module()
@@ -68,11 +71,14 @@ class InstrChecker(wiring.Component):
         for r in RANGES:
             end, out = getattr(ends, r), getattr(self.access, r)
             m.d.comb += [out.rd.eq(end.rd), out.wr.eq(end.wr), out.lo.eq(end.lo[:aw]), out.hi.eq(end.hi[:aw])]
+        err = Signal(3)
         m.d.comb += [
             self.err_we.eq(ranges.o.valid), self.err_addr.eq(ends.tag.addr),
-            self.err.eq(Mux(ends.tag.stray, Err.ILLEGAL, Mux(ends.tag.bad_shape, Err.SHAPE,
-                        Mux(ends.tag.overlap, Err.OVERLAP,
-                            Mux(sp_out, Err.SP_RANGE, Mux(ext_out, Err.EXT_RANGE, Err.NONE)))))),
+            err.eq(Mux(ends.tag.stray, Err.ILLEGAL, Mux(ends.tag.bad_shape, Err.SHAPE,
+                   Mux(ends.tag.overlap, Err.OVERLAP,
+                       Mux(sp_out, Err.SP_RANGE, Mux(ext_out, Err.EXT_RANGE, Err.NONE)))))),
+            self.err.eq(err),
+            self.units.eq(Mux(err == Err.NONE, ends.tag.units, 0)),
             self.busy.eq(operands.busy | ranges.busy),
         ]
         return m

@@ -88,11 +88,13 @@ class MatrixUnit(Unit):
                     m.d.comb += self.ctl.done.eq(1)
                     m.next = "IDLE"
         m.d.comb += self.ctl.busy.eq(~fsm.ongoing("IDLE"))
-        starting, writing = fsm.ongoing("IDLE") & self.ctl.start, fsm.ongoing("WRITE")
+        # The sequencer starts a unit only when it is idle: `start` needs no gate of the state here.
+        starting, writing = self.ctl.start, fsm.ongoing("WRITE")
 
         fields = Signal(MatrixFields)
+        dst = Signal.like(self.ctl.instr.dst, name="dst")
         with m.If(fsm.ongoing("IDLE")):     # idle, follow the instruction register: it holds it at the start
-            m.d.sync += latch_fields(fields, self.ctl.instr)
+            m.d.sync += [*latch_fields(fields, self.ctl.instr), dst.eq(self.ctl.instr.dst)]
         # The array is cleared in cycle 1 from a register rather than in cycle 0 from `start`: `start` comes from
         # the sequencer's decode logic, and the clear fans out to every register of the array. Neither feeder
         # steps the array before cycle 3.
@@ -105,7 +107,7 @@ class MatrixUnit(Unit):
             # The array keeps stepping while the results are written: a feeder may leave its last flush steps
             # to the write phase (FeederSignature); later steps feed zeros and leave finished sums alone.
             array.step.eq(feeder.ctl.step | writing),
-            writer.start.eq(starting), writer.dst.eq(self.ctl.instr.dst), writer.fields.eq(fields),
+            writer.dst.eq(dst), writer.fields.eq(fields),
             writer.en.eq(writing), writer.acc.eq(array.acc),
         ]
         # In order with M = N = 1, PE(0,0) is written in the cycle of its last accumulate: write acc + prod.

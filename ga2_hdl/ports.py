@@ -7,9 +7,9 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from ga2_sw.config import Config
-from ga2_sw.isa import FIELDS, SLOTS, INSTR_BITS, Err
+from ga2_sw.isa import FIELDS, SLOTS, INSTR_BITS, UNITS, Err
 
-__all__ = ["InstrLayout", "access_layout", "UnitSignature", "HostSignature", "DebugSignature", "SpReadSignature",
+__all__ = ["InstrLayout", "access_layout", "issue_layout", "UnitSignature", "HostSignature", "DebugSignature", "SpReadSignature",
            "SpWriteSignature", "ExtSignature", "Unit", "check_config", "sp_addr_width", "ext_addr_width", "imem_addr_width",
            "pc_width", "WORD", "COUNTER_WIDTH", "COUNTERS", "ERR_WIDTH"]
 
@@ -42,6 +42,13 @@ def access_layout(config):
     aw = sp_addr_width(config)
     rng = data.StructLayout({"lo": unsigned(aw), "hi": unsigned(aw), "rd": unsigned(1), "wr": unsigned(1)})
     return data.StructLayout({"a": rng, "b": rng, "c": rng})
+
+
+def issue_layout(config):
+    """What the decoupled sequencer keeps of each instruction word beside it, computed by the checker at load
+    time: the ``ranges`` the scoreboard compares (``access_layout``) and the ``units`` the word may start (one
+    bit per ``ga2_sw.isa.UNITS``; none when it faults or halts)."""
+    return data.StructLayout({"ranges": access_layout(config), "units": unsigned(len(UNITS))})
 
 
 def imem_addr_width(config):

@@ -62,7 +62,7 @@ class Requantiser(Unit):
         m.submodules.pipeline = pipeline = RequantPipeline(read_latency - 1 if decoupled else read_latency)
         latency = pipeline.latency + (1 if decoupled else 0)    # ga2_sw.timing.rq_latency: the pipeline checks it
 
-        # Fields latched at start: the sequencer only holds instr valid in the start cycle.
+        # Fields, loaded while idle (below).
         dst = Signal.like(instr.dst, name="dst")
         mult = Signal(signed(16), name="mult")
         shift = Signal(SHIFT_WIDTH, name="shift")
@@ -79,11 +79,14 @@ class Requantiser(Unit):
         wr_index = Signal.like(instr.len, name="wr_index")
         busy = Signal(name="busy_r")
         m.d.comb += [self.ctl.busy.eq(busy), self.ctl.done.eq(busy & (step == last_step))]
-        with m.If(self.ctl.start):
+        # Idle, the fields follow the instruction register, which holds the instruction in the start cycle (the
+        # last idle one): `start`, the end of the issue decision, drives only `busy` and `reading`.
+        with m.If(~busy):
             m.d.sync += [dst.eq(instr.dst), mult.eq(instr.m), shift.eq(instr.s),
                          last_step.eq(instr.len + latency), step.eq(1), rd_addr.eq(instr.src),
-                         rd_left.eq(instr.len), reading.eq(1), wr_index.eq(0),
-                         busy.eq(1)]         # len >= 1: the checker faults an empty RQ
+                         rd_left.eq(instr.len), wr_index.eq(0)]
+        with m.If(self.ctl.start):
+            m.d.sync += [reading.eq(1), busy.eq(1)]         # len >= 1: the checker faults an empty RQ
         with m.Elif(busy):
             m.d.sync += step.eq(step + 1)
             with m.If(self.ctl.done):

@@ -14,9 +14,12 @@ __all__ = ["ResultWriter"]
 class ResultWriter(wiring.Component):
     """Writes result (i, j) of an ``M`` x ``N`` product, the accumulator of PE(i, j), to ``dst + i*ldc + j``.
 
-    ``start`` puts the walk at result (0, 0) of the destination ``dst``. In every cycle with ``en`` high the
-    current result is written and the walk moves to the next one in row-major order; decoupled, not in a
-    cycle in which the vector lane asks for the result's bank (it shares port B and has it first). Row-major
+    While ``en`` is low the walk waits at result (0, 0) of the destination ``dst``. In every cycle with ``en``
+    high the current result is written and the walk moves to the next one in row-major order; decoupled, not in
+    a cycle in which the vector lane asks for the result's bank (it shares port B and has it first). The walk
+    restarts from the write phase's own enable, a register, rather than from the matrix unit's ``start``:
+    ``start`` is the sequencer's issue logic, and behind it the counters' resets were the decoupled chip's
+    slowest path on the 25F (issue logic to ``j`` and ``sel_row``, 96.42 MHz median). Row-major
     order is what lets the unit write while the array still finishes: PE(i, j) completes ``i + j`` steps after PE(0, 0), and
     its result is written ``i*N + j >= i + j`` cycles after PE(0, 0)'s. The address and the accumulator index
     ``i*cols + j`` are stepped with adders only: no multiplier sits between the counters and the write port or
@@ -24,15 +27,14 @@ class ResultWriter(wiring.Component):
 
     Members
     -------
-    start : In(1)
-        Restart the walk at result (0, 0).
     dst : In(addr_width)
-        The destination, valid with ``start``.
+        The destination; the walk loads it in every cycle with ``en`` low, so it must be valid in the cycle
+        before the write phase begins.
     fields : In(MatrixFields)
-        ``M - 1``, ``N - 1`` and ``ldc``, valid from the cycle after ``start``.
+        ``M - 1``, ``N - 1`` and ``ldc``, valid while ``en`` is high.
     en : In(1)
         The write phase: write the current result this cycle and move to the next, unless ``vector_banks``
-        holds its bank.
+        holds its bank. Low, the walk goes back to result (0, 0) of ``dst``.
     acc : In(ArrayLayout(signed(32), rows * cols))
         The results: PE(r, c)'s accumulator is ``acc[r * cols + c]``.
     vector_banks : In(sp_banks)
@@ -48,7 +50,7 @@ class ResultWriter(wiring.Component):
         self._config = check_config(config)
         aw = sp_addr_width(config)
         super().__init__({
-            "start": In(1), "dst": In(aw), "fields": In(MatrixFields), "en": In(1),
+            "dst": In(aw), "fields": In(MatrixFields), "en": In(1),
             "acc": In(data.ArrayLayout(signed(32), config.rows * config.cols)),
             "done": Out(1), "sp_wr": Out(SpWriteSignature(aw)),
             **({"vector_banks": In(config.sp_banks)} if config.decoupled else {}),
@@ -82,7 +84,7 @@ class ResultWriter(wiring.Component):
         def bank_of(a):
             return [] if on_bank is None else [on_bank.eq(1 << bank_index(a, self._config))]
 
-        with m.If(self.start):
+        with m.If(~self.en):
             m.d.sync += [row.eq(self.dst), addr.eq(self.dst), i.eq(0), j.eq(0), sel_row.eq(0), sel.eq(0),
                          *bank_of(self.dst)]
         with m.Elif(write & last_in_row):

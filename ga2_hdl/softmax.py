@@ -48,15 +48,16 @@ class Softmax(Unit):
                                  f"the cycle model (ga2_sw.timing) says SM_OVERHEAD = {overhead}"
                                  + (" with the banked scratchpad's registers" if self._config.decoupled else ""))
 
-        # Fields latched at start: the sequencer only holds instr valid in the start cycle.
+        # Fields loaded while idle, as the start cycle is the last idle one (the sequencer only holds instr valid
+        # in the start cycle): `start` drives only `busy` and the front's `reading`.
         dst = Signal.like(instr.dst, name="dst")
         last_index = Signal(range(self._config.sm_max_len), name="last_index")      # len - 1
         busy = Signal(name="busy_r")
 
         connect(m, unit=flipped(self.sp_rd), front=front.sp_rd)
         connect(m, front=front.o, back=back.i)
-        m.d.comb += [front.start.eq(self.ctl.start), front.src.eq(instr.src), front.last_index.eq(last_index),
-                     back.start.eq(self.ctl.start), back.last_index.eq(last_index)]
+        m.d.comb += [front.start.eq(self.ctl.start), front.idle.eq(~busy), front.src.eq(instr.src),
+                     front.last_index.eq(last_index), back.idle.eq(~busy), back.last_index.eq(last_index)]
 
         # -- writes: quotients leave the back end in cycles 2n+5+D .. 3n+4+D ---------------------------------
         wr_index = Signal.like(last_index, name="wr_index")
@@ -71,9 +72,10 @@ class Softmax(Unit):
         with m.If(back.o.valid):
             m.d.sync += wr_index.eq(wr_index + 1)
 
+        with m.If(~busy):
+            m.d.sync += [dst.eq(instr.dst), last_index.eq(instr.len - 1), wr_index.eq(0)]
         with m.If(self.ctl.start):
-            m.d.sync += [dst.eq(instr.dst), last_index.eq(instr.len - 1), busy.eq(1),
-                         wr_index.eq(0)]
+            m.d.sync += busy.eq(1)
         with m.Elif(self.ctl.done):
             m.d.sync += busy.eq(0)
         return m

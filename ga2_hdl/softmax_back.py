@@ -27,12 +27,12 @@ class SoftmaxBack(wiring.Component):
     and added to ``S``. The cycle after the last one the divide pass reads ``buffer[i]`` (registered: the
     cycle after) into the divider (``DIVIDER_LATENCY`` stages, one per quotient bit), so exp ``i`` waits
     ``n`` cycles in the buffer and its quotient is on ``o`` ``n + latency`` cycles after it came in.
-    ``start`` clears the sum and the buffer's index.
+    While ``idle`` the sum and the buffer's index are held at zero.
 
     Members
     -------
-    start : In(1)
-        The unit's start pulse.
+    idle : In(1)
+        The unit is idle (it is, in the cycle of its start).
     last_index : In(range(sm_max_len))
         ``len - 1``, held from the cycle after ``start``.
     i : In(stream.Signature(ExpLayout, always_ready=True))
@@ -46,7 +46,7 @@ class SoftmaxBack(wiring.Component):
         # S = sum of at most sm_max_len exps, each <= 65536.
         self._sum_width = bits_for(config.sm_max_len * Q16_ONE)
         self._num_width = bits_for(max(EXP_TABLE) * Q16_ONE + (config.sm_max_len * Q16_ONE) // 2)
-        super().__init__({"start": In(1), "last_index": In(range(self._max_len)),
+        super().__init__({"idle": In(1), "last_index": In(range(self._max_len)),
                           "i": In(stream.Signature(ExpLayout, always_ready=True)),
                           "o": Out(stream.Signature(DIVIDER_LATENCY, always_ready=True))})
 
@@ -96,7 +96,7 @@ class SoftmaxBack(wiring.Component):
             self.o.payload.eq(divider.quot),
         ]
 
-        # Placed last so that, in the start cycle, these assignments win over the passes above.
-        with m.If(self.start):
+        # Idle (neither pass runs then), the passes wait at their beginning for the next vector.
+        with m.If(self.idle):
             m.d.sync += [total.eq(0), buffer_index.eq(0), dividing.eq(0)]
         return m

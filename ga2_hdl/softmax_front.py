@@ -45,8 +45,13 @@ class SoftmaxFront(wiring.Component):
     -------
     start : In(1)
         Starts the two passes (the unit's start pulse).
+    idle : In(1)
+        The unit is idle: the front end follows ``src`` and holds its passes at their beginning. So ``start``,
+        the end of the sequencer's issue decision, drives only ``reading`` (as the reset of the read counters
+        it was a 10.76 ns path on a 25F seed).
     src : In
-        The scores' address, valid with ``start`` (the front end keeps it).
+        The scores' address, valid in the idle cycles, of which the start cycle is the last (the front end
+        keeps it).
     last_index : In
         ``len - 1``, held from the cycle after ``start``.
     sp_rd : Out(SpReadSignature)
@@ -64,7 +69,7 @@ class SoftmaxFront(wiring.Component):
         # register, the exp ROM.
         self.latency = self._read_latency + 2
         aw = sp_addr_width(config)
-        super().__init__({"start": In(1), "src": In(aw), "last_index": In(range(self._max_len)),
+        super().__init__({"start": In(1), "idle": In(1), "src": In(aw), "last_index": In(range(self._max_len)),
                           "sp_rd": Out(SpReadSignature(aw)),
                           "o": Out(stream.Signature(ExpLayout, always_ready=True))})
 
@@ -113,8 +118,10 @@ class SoftmaxFront(wiring.Component):
         m.d.comb += [self.o.valid.eq(chain.valid), self.o.payload.exp.eq(rom_rd.data),
                      self.o.payload.last.eq(rom_last)]
 
-        # Placed last so that, in the start cycle, these assignments win over the pass logic above.
-        with m.If(self.start):
-            m.d.sync += [reading.eq(1), second_pass.eq(0), rd_index.eq(0), score_max.eq(-128),
+        # Idle (nothing above runs then), the passes wait at their beginning for the start.
+        with m.If(self.idle):
+            m.d.sync += [second_pass.eq(0), rd_index.eq(0), score_max.eq(-128),
                          src_base.eq(self.src), rd_addr.eq(self.src)]
+        with m.If(self.start):
+            m.d.sync += reading.eq(1)
         return m
