@@ -7,7 +7,7 @@ the command line is parsed, before any work starts."""
 import importlib
 import sys
 
-from .config import Config
+from .config import COMMAND_MODE, Config
 from .options import Int, Parser, run_main
 
 __all__ = ["main", "build_parser", "add_config_arguments", "config_from_args"]
@@ -38,7 +38,7 @@ def add_config_arguments(parser, mode=True):
             continue
         if name == "mode":
             group.add_argument("--mode", dest="cfg_mode", choices=Config.field_range("mode"),
-                               default=defaults.mode.value, help=f"{text} (default %(default)s)")
+                               default=COMMAND_MODE.value, help=f"{text} (default %(default)s; inorder is the chapter's chip)")
             continue
         lo, hi = Config.field_range(name)
         group.add_argument(f"--{name.replace('_', '-')}", dest=f"cfg_{name}", type=Int(lo, hi), metavar="N",

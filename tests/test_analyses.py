@@ -164,7 +164,7 @@ def test_intensity_against_batch_and_its_limit(tmp_path):
 
 
 def test_roofline_places_the_measured_steps(tmp_path):
-    data = run_json(tmp_path, "roofline")
+    data = run_json(tmp_path, "roofline", "--mode", CFG.mode.value)
     assert set(data) == {"peak", "ridge", "points"} and (data["peak"], data["ridge"]) == (16, 16)
     assert all(set(p) == {"name", "intensity", "achieved", "ceiling"} for p in data["points"])
     P = decode.rq_params(decode.make_workload(CFG, 1, 1, 0))
@@ -182,7 +182,7 @@ def _cycles(P, ts):
 
 
 def test_serving_slots_and_step_costs_come_from_the_cycle_model(tmp_path):
-    data = run_json(tmp_path, "serving")
+    data = run_json(tmp_path, "serving", "--mode", CFG.mode.value)
     assert set(data) == {"static", "continuous", "requests", "capacity"}
     for policy in ("static", "continuous"):
         assert set(data[policy]) == {"total_cycles", "steps", "slots", "useful_slots"}
@@ -245,7 +245,7 @@ def test_serving_other_capacity(tmp_path):
 # -- latency --------------------------------------------------------------------------------------------------
 
 def test_latency_schema_and_model(tmp_path):
-    data = run_json(tmp_path, "latency")
+    data = run_json(tmp_path, "latency", "--mode", CFG.mode.value)
     assert set(data) == {"assumed", "ga2"}
     assert set(data["assumed"]) == set(data["ga2"]) == {"vs_batch", "vs_context"}
     assert all(set(r) == {"batch", "cycles", "compute", "weights", "kv", "bound"} for r in data["ga2"]["vs_batch"])

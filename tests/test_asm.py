@@ -226,7 +226,7 @@ def test_asm_disasm_run_commands(tmp_path, capsys):
     assert main(["disasm", str(tmp_path / "p.hex")]) == 0
     assert asm.parse(capsys.readouterr().out) == p
     assert main(["run", str(tmp_path / "p.hex"), "--ext", str(tmp_path / "ext.hex"), "--ext-out",
-                 str(tmp_path / "out.hex"), "--json", str(tmp_path / "r.json")]) == 0
+                 str(tmp_path / "out.hex"), "--json", str(tmp_path / "r.json"), "--mode", CFG.mode.value]) == 0
     out = capsys.readouterr().out
     from ga2_sw.machine import Machine
     r = Machine(CFG).run(p, dec.ext_image(w))

@@ -454,7 +454,7 @@ def test_a_cycle_limit_reached_is_one_line_naming_the_simulator(name, tmp_path, 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "long.s").write_text(LONG)
     _check_one_line(*run_main("ga2", ["run", "long.s", "--sim", name, "--cycle-limit", "100"]), EXIT_HANG,
-                    rf"ga2 run: error: {name}: program did not halt within 100 cycles \(pc=0, cycles counter=\d+\)")
+                    rf"ga2 run: error: {name}: program did not halt within 100 cycles \(pc=\d, cycles counter=\d+\)")
 
 
 @pytest.mark.parametrize("name", _backends())

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ga2_sw import isa
+from ga2_sw.config import Config
 from ga2_sw.cli import main
 from ga2_sw.options import (EXIT_FAULT, EXIT_HANG, EXIT_OK, EXIT_STATUSES, EXIT_USAGE, Float,
                             Identifier, InputFile, Int, IntList, OutputDir, OutputFile, Parser, atomic_write,
@@ -184,9 +185,27 @@ def test_a_hang_keeps_the_waveform_up_to_the_limit(tmp_path, capsys):
 
 def test_the_model_honours_the_cycle_limit(tmp_path, capsys):
     (tmp_path / "long.s").write_text("MM dst=0 A=0 B=0 M=4 K=20 N=4 tb=1 lda=0 ldb=0 ldc=4\nHALT\n")
-    assert main(["run", str(tmp_path / "long.s"), "--cycle-limit", "188"]) == EXIT_HANG
-    assert main(["run", str(tmp_path / "long.s"), "--cycle-limit", "189"]) == EXIT_OK
+    inorder = ["--mode", "inorder"]
+    assert main(["run", str(tmp_path / "long.s"), "--cycle-limit", "188", *inorder]) == EXIT_HANG
+    assert main(["run", str(tmp_path / "long.s"), "--cycle-limit", "189", *inorder]) == EXIT_OK
     assert "cycles 189" in capsys.readouterr().out
+    # Decoupled, the commands' default: every slice's eight operands are word 0, on one bank, so MM takes
+    # K + extra + 8 + M*N = 20 + 140 + 8 + 16 = 184 cycles (docs/ISA.md), and the program a cycle less than in
+    # order (the HALT issues in the cycle after the MM's last).
+    assert main(["run", str(tmp_path / "long.s"), "--cycle-limit", "187"]) == EXIT_HANG
+    assert main(["run", str(tmp_path / "long.s"), "--cycle-limit", "188"]) == EXIT_OK
+    assert "cycles 188  mm 184" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["run", "p.s"], ["asm", "p.s", "-o", "p.hex"], ["traffic"], ["latency"], ["check-batching"]])
+def test_commands_build_the_decoupled_chip_unless_told(argv, tmp_path, monkeypatch):
+    """The commands' --mode defaults to decoupled (the faster chip at its Fmax); --mode inorder is the chapter's."""
+    from ga2_sw.cli import build_parser, config_from_args
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.s").write_text("HALT\n")
+    parser = build_parser()
+    assert config_from_args(parser.parse_args(argv)).mode.value == "decoupled"
+    assert config_from_args(parser.parse_args([*argv, "--mode", "inorder"])) == Config()
 
 
 def test_a_faulting_program_is_status_1(tmp_path, capsys):
