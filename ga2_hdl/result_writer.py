@@ -81,21 +81,21 @@ class ResultWriter(wiring.Component):
             on_bank = None
             m.d.comb += write.eq(self.en)
 
-        def bank_of(a):
+        def move_on_bank_to(a):
             return [] if on_bank is None else [on_bank.eq(1 << bank_index(a, self._config))]
 
         with m.If(~self.en):
             m.d.sync += [row.eq(self.dst), addr.eq(self.dst), i.eq(0), j.eq(0), sel_row.eq(0), sel.eq(0),
-                         *bank_of(self.dst)]
+                         *move_on_bank_to(self.dst)]
         with m.Elif(write & last_in_row):
             m.d.sync += [i.eq(i + 1), j.eq(0),
                          row.eq(row + fields.ldc),
                          addr.eq(row + fields.ldc),
-                         *bank_of(row + fields.ldc),
+                         *move_on_bank_to(row + fields.ldc),
                          sel_row.eq(sel_row + cols),
                          sel.eq(sel_row + cols)]
         with m.Elif(write):
-            m.d.sync += [j.eq(j + 1), addr.eq(addr + 1), *bank_of(addr + 1), sel.eq(sel + 1)]
+            m.d.sync += [j.eq(j + 1), addr.eq(addr + 1), *move_on_bank_to(addr + 1), sel.eq(sel + 1)]
 
         m.d.comb += [
             self.sp_wr.en.eq(write),
