@@ -84,6 +84,29 @@ def test_blocked_is_the_software_conflict_rule():
     assert seen[True] > 60 and seen[False] > 60, seen
 
 
+def test_ranges_that_share_one_end_word_conflict():
+    """Inclusive ranges: a candidate whose first word is the in-flight range's last, or whose last word is its
+    first, conflicts (random pairs rarely land exactly there)."""
+    from ga2_sw import isa
+    dut = Scoreboard(CONFIG)
+    load = isa.ld(dst=10, src=0, len=5)                          # writes 10 .. 14
+    cases = [isa.rq(dst=100, src=14, len=3, m=1, s=0),           # reads 14 .. 16: its first is the load's last
+             isa.rq(dst=100, src=6, len=5, m=1, s=0),            # reads 6 .. 10: its last is the load's first
+             isa.mm(dst=200, A=40, B=60, M=1, K=1, N=1, lda=1, ldb=1, ldc=1),   # elsewhere
+             isa.rq(dst=100, src=15, len=3, m=1, s=0)]           # reads 15 .. 17: just past it
+
+    async def bench(ctx):
+        for cand in cases:
+            await _issue(ctx, dut, load)
+            await _decode(ctx, dut, cand)
+            ctx.set(dut.busy, _lane_bit(load))
+            want = conflict(cand, load)
+            assert want == (cand.src in (6, 14) and cand.op == Op.RQ), cand    # the software rule agrees
+            assert _blocked(ctx, dut)[lane_of(cand.op)] == int(want), cand
+            ctx.set(dut.busy, 0)
+    run_bench(dut, bench)
+
+
 def test_every_entry_is_kept():
     """An entry stays while the other lanes issue: a DMA load and an MM in flight each still block after
     the other lanes issued beside them, each only while its own lane is busy."""
