@@ -5,7 +5,7 @@ from amaranth.hdl import Cat, Module, Signal, Mux
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from ga2_sw.isa import LANES, OPS, UNITS, Op, Err, INSTR_BITS, unit_ops
+from ga2_sw.isa import LANES, OPS, UNITS, Op, Err, INSTR_BITS, unit_lane, unit_ops
 
 from .checker import InstrChecker
 from .ports import COUNTERS, ERR_WIDTH, InstrLayout, HostSignature, UnitSignature, issue_layout
@@ -115,13 +115,13 @@ class Sequencer(wiring.Component):
                 m.next = "DECODE"
             with m.State("DECODE"):
                 m.d.comb += [counting.eq(1), fetch_addr.eq(pc)]
-                m.d.sync += [ir.as_value().eq(rd.data), word_err.eq(err_rd.data),
-                             pc_overflow.eq(pc == cfg.imem_words)]
+                past_end = pc == cfg.imem_words
+                m.d.sync += [ir.as_value().eq(rd.data), word_err.eq(err_rd.data), pc_overflow.eq(past_end)]
                 if scoreboard is not None:        # the word's ranges, computed by the checker at load time
                     m.d.comb += [scoreboard.load.eq(1), self._acc_addr.eq(pc + 1)]
                     # The units the word may start, from a register (_scoreboard): from the memories' outputs,
                     # the opcode's decode and the error code were a 10.87 ns path on a 25F seed.
-                    m.d.sync += self._ready.eq(Mux(pc == cfg.imem_words, 0, self._next_word.units))
+                    m.d.sync += self._ready.eq(Mux(past_end, 0, self._next_word.units))
                 m.next = "CHECK"
             if scoreboard is not None:
                 self._issue_decoupled(m, ir, err, fetch_addr, counting, scoreboard)
@@ -185,16 +185,13 @@ class Sequencer(wiring.Component):
         chip's critical path (lanes' busy bits to the matrix unit's state machines, 97.98 MHz median on a 25F)."""
         host, pc = self.host, self.host.pc
         lane_busy = scoreboard.busy
-        starts = []
-        for n, name in enumerate(UNITS):
-            lane = LANES.index(OPS[unit_ops(name)[0]].lane)
-            starts.append(self._ready[n] & ~lane_busy[lane] & ~scoreboard.blocked[lane])
+        lanes = [LANES.index(unit_lane(name)) for name in UNITS]       # each unit's lane, by index
+        starts = [self._ready[n] & ~lane_busy[lane] & ~scoreboard.blocked[lane] for n, lane in enumerate(lanes)]
         go = Signal()
         m.d.comb += [*(port.start.eq(start) for port, start in zip(self.units, starts)),
                      go.eq(Cat(*starts).any()),
-                     scoreboard.issue.eq(Cat(*(Cat(*(start for start, name in zip(starts, UNITS)
-                                                     if OPS[unit_ops(name)[0]].lane == lane)).any()
-                                               for lane in LANES)))]
+                     scoreboard.issue.eq(Cat(*(Cat(*(start for start, lane in zip(starts, lanes) if lane == n)).any()
+                                               for n in range(len(LANES)))))]
         with m.State("CHECK"):
             # The next word is read all the time: it is ready in the cycle after the issue.
             m.d.comb += [counting.eq(1), fetch_addr.eq(pc + 1), self._acc_addr.eq(pc + 1)]

@@ -5,7 +5,7 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
-from ga2_sw.isa import OPS, UNITS, unit_ops
+from ga2_sw.isa import UNITS, unit_lane
 from ga2_sw.timing import (DEBUG_READ_LATENCY, SP_WRITE_DELAY, compute_read_latency, dma_read_latency,
                            vector_read_latency)
 
@@ -89,7 +89,7 @@ class GA2(wiring.Component):
         decoupled = self._config.decoupled
         reads, writes = {DEBUG_GROUP[decoupled]: [self._debug_rd]}, {}
         for name, unit in self.units.items():
-            lane = OPS[unit_ops(name)[0]].lane if decoupled else "shared"
+            lane = unit_lane(name) if decoupled else "shared"
             if len(unit.read_ports) == 1:
                 reads.setdefault(lane, []).append(unit.read_ports[0])
             else:

@@ -7,7 +7,7 @@ from .banking import mm_extra_cycles, rq_write_skew
 from .numerics import MAX_SHIFT
 from .timing import STREAM_MM_OVERHEAD, dma_read_latency, rq_latency, sm_overhead
 
-__all__ = ["Op", "Err", "Instr", "FIELDS", "SLOTS", "OPS", "OpSpec", "UNITS", "LANES", "unit_ops", "encode",
+__all__ = ["Op", "Err", "Instr", "FIELDS", "SLOTS", "OPS", "OpSpec", "UNITS", "LANES", "unit_ops", "unit_lane", "encode",
            "decode", "check", "rq_overlaps_partly", "footprints", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS",
            "EncodingError"]
 
@@ -108,6 +108,11 @@ LANES = ("dma", "matrix", "vector")
 def unit_ops(unit):
     """The opcodes a unit executes."""
     return tuple(op for op, spec in OPS.items() if spec.unit == unit)
+
+
+def unit_lane(unit):
+    """Decoupled mode's lane of a unit (every opcode of a unit is on one lane)."""
+    return OPS[unit_ops(unit)[0]].lane
 
 
 def _mask(slot):
