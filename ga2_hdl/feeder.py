@@ -63,7 +63,10 @@ class FeederSignature(wiring.Signature):
     b : In(ArrayLayout(signed(8), cols))
         Column operands of the array's current step.
     step : In(1)
-        Step the array.
+        Step the array (in order); decoupled, the array runs every cycle and ``step`` says that ``a`` and ``b``
+        are a slice (:class:`~ga2_hdl.tiled_array.TiledSystolicArray`'s ``valid``).
+    last : In(1)
+        Decoupled: with ``step``, the slice is the tile's last.
     done : In(1)
         The feeder's last cycle.
     pe00_late : In(1)
@@ -76,7 +79,7 @@ class FeederSignature(wiring.Signature):
         super().__init__({
             "start": Out(1), "instr": Out(InstrLayout), "fields": Out(MatrixFields), "clear": Out(1),
             "a": In(data.ArrayLayout(signed(8), rows)), "b": In(data.ArrayLayout(signed(8), cols)),
-            "step": In(1), "done": In(1), "pe00_late": In(1),
+            "step": In(1), "last": In(1), "done": In(1), "pe00_late": In(1),
         })
 
     def __eq__(self, other):

@@ -9,6 +9,7 @@ from .result_writer import ResultWriter
 from .staged_feeder import StagedFeeder
 from .stream_feeder import StreamFeeder
 from .systolic import SystolicArray
+from .tiled_array import TiledSystolicArray
 
 __all__ = ["MatrixUnit"]
 
@@ -23,23 +24,27 @@ class MatrixUnit(Unit):
     they are latched at ``start``. The unit does not validate: the sequencer has already rejected bad shapes
     (``M``, ``N``, ``K`` >= 1, ``M <= rows``, ``N <= cols``) and addresses.
 
-    The operands come through the feeder of the configuration's mode; the rest is shared. With ``start`` in
-    cycle 0, the array is cleared in cycle 1, the feeder feeds it until its ``done`` (cycle ``F``), and the
-    ``M*N`` results are written in cycles ``F + 1 .. X``, one per cycle in row-major order, while the array keeps
-    stepping. All reads happen before the first write, so a destination that overlaps the operands gets the
-    product of their old values.
+    The operands come through the feeder of the configuration's mode, and the ``M*N`` results are written one
+    per cycle in row-major order by the :class:`~ga2_hdl.result_writer.ResultWriter`. All of an MM's reads
+    happen before its first write, so a destination that overlaps the operands gets the product of their old
+    values.
 
-    * In order, :class:`~ga2_hdl.staged_feeder.StagedFeeder`: one operand word per cycle through ``sp_rd``,
-      ``F = (K + 1) * (M + N)`` and ``X = (K + 1) * (M + N) + M*N``.
-    * Decoupled, :class:`~ga2_hdl.stream_feeder.StreamFeeder`: one k-slice per cycle through ``a_rd`` and
-      ``b_rd``, ``F = K + 3`` and ``X = K + 3 + M*N``.
-
-    A new ``start`` is accepted in cycle ``X + 1`` (back to back).
+    * In order, :class:`~ga2_hdl.staged_feeder.StagedFeeder` on a :class:`~ga2_hdl.systolic.SystolicArray`:
+      one operand word per cycle through ``sp_rd``. With ``start`` in cycle 0 the array is cleared in cycle 1,
+      fed until the feeder's ``done`` in cycle ``F = (K + 1) * (M + N)``, and the results are written in cycles
+      ``F + 1 .. X`` while the array keeps stepping; ``busy`` for the ``X = F + M*N`` cycles after ``start``,
+      and a new ``start`` is accepted in cycle ``X + 1``.
+    * Decoupled, :class:`~ga2_hdl.stream_feeder.StreamFeeder` on a :class:`~ga2_hdl.tiled_array.TiledSystolicArray`:
+      one k-slice per cycle through ``a_rd`` and ``b_rd``. ``busy`` until the last slice's last read (cycle
+      ``L``, ``done``), and a new ``start`` is accepted from cycle ``L + 1`` on: the array takes the next tile's
+      slices right behind this one's, and the result writer writes this one's results (``draining``, cycles
+      ``L + 1 .. X``) while the next one is read (``ga2_sw.cycles.mm_schedule``).
 
     Members
     -------
     ctl : In(UnitSignature)
-        ``start``, ``instr``; ``busy`` high for the ``X`` cycles after ``start``, ``done`` in the last.
+        ``start``, ``instr``; ``busy`` until the unit takes the next ``start``, ``done`` in its last cycle,
+        ``draining`` (decoupled) while the result writer has results left to write.
     sp_rd : Out(SpReadSignature)
         In order: the scratchpad read port (1-cycle latency).
     a_rd : Out(SpReadSignature).array(rows)
@@ -50,7 +55,7 @@ class MatrixUnit(Unit):
         Scratchpad write port.
     vector_banks : In(sp_banks)
         Decoupled: the banks the vector lane asks port B for in this cycle; the operands and results on them
-        wait (``ga2_sw.cycles.mm_last_cycle``).
+        wait (``ga2_sw.cycles.mm_schedule``).
     """
 
     def __init__(self, config):
@@ -67,15 +72,26 @@ class MatrixUnit(Unit):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.array = array = SystolicArray(self._config.rows, self._config.cols)
         m.submodules.feeder = feeder = self._feeder_class(self._config)
         m.submodules.writer = writer = ResultWriter(self._config)
-        if self._config.decoupled:
-            m.d.comb += [feeder.vector_banks.eq(self.vector_banks), writer.vector_banks.eq(self.vector_banks)]
         for port, feeder_port in zip(self.read_ports, feeder.read_ports):
             connect(m, flipped(port), feeder_port)
         connect(m, flipped(self.sp_wr), writer.sp_wr)
+        fields = Signal(MatrixFields)
+        dst = Signal.like(self.ctl.instr.dst, name="dst")
+        m.d.comb += [feeder.ctl.start.eq(self.ctl.start), feeder.ctl.instr.eq(self.ctl.instr),
+                     feeder.ctl.fields.eq(fields), writer.dst.eq(dst), writer.fields.eq(fields)]
+        if self._config.decoupled:
+            idle = self._overlapped(m, feeder, writer)
+        else:
+            idle = self._in_order(m, feeder, writer)
+        with m.If(idle):     # idle, follow the instruction register: it holds it at the start
+            m.d.sync += [*latch_fields(fields, self.ctl.instr), dst.eq(self.ctl.instr.dst)]
+        return m
 
+    def _in_order(self, m, feeder, writer):
+        """Feed, then write, then take the next MM; returns the idle condition."""
+        m.submodules.array = array = SystolicArray(self._config.rows, self._config.cols)
         with m.FSM(name="mm_fsm") as fsm:
             with m.State("IDLE"):
                 with m.If(self.ctl.start):
@@ -89,28 +105,41 @@ class MatrixUnit(Unit):
                     m.next = "IDLE"
         m.d.comb += self.ctl.busy.eq(~fsm.ongoing("IDLE"))
         # The sequencer starts a unit only when it is idle: `start` needs no gate of the state here.
-        starting, writing = self.ctl.start, fsm.ongoing("WRITE")
-
-        fields = Signal(MatrixFields)
-        dst = Signal.like(self.ctl.instr.dst, name="dst")
-        with m.If(fsm.ongoing("IDLE")):     # idle, follow the instruction register: it holds it at the start
-            m.d.sync += [*latch_fields(fields, self.ctl.instr), dst.eq(self.ctl.instr.dst)]
+        writing = fsm.ongoing("WRITE")
         # The array is cleared in cycle 1 from a register rather than in cycle 0 from `start`: `start` comes from
-        # the sequencer's decode logic, and the clear fans out to every register of the array. Neither feeder
-        # steps the array before cycle 3.
+        # the sequencer's decode logic, and the clear fans out to every register of the array. The feeder does
+        # not step the array before cycle 3.
         clearing = Signal()
-        m.d.sync += clearing.eq(starting)
+        m.d.sync += clearing.eq(self.ctl.start)
         m.d.comb += [
-            feeder.ctl.start.eq(starting), feeder.ctl.instr.eq(self.ctl.instr), feeder.ctl.fields.eq(fields),
             feeder.ctl.clear.eq(clearing), array.clear.eq(clearing),
             array.a.eq(feeder.ctl.a), array.b.eq(feeder.ctl.b),
-            # The array keeps stepping while the results are written: a feeder may leave its last flush steps
+            # The array keeps stepping while the results are written: the feeder leaves its last flush steps
             # to the write phase (FeederSignature); later steps feed zeros and leave finished sums alone.
             array.step.eq(feeder.ctl.step | writing),
-            writer.dst.eq(dst), writer.fields.eq(fields),
             writer.en.eq(writing), writer.acc.eq(array.acc),
         ]
-        # In order with M = N = 1, PE(0,0) is written in the cycle of its last accumulate: write acc + prod.
+        # With M = N = 1, PE(0,0) is written in the cycle of its last accumulate: write acc + prod.
         with m.If(feeder.ctl.pe00_late):
             m.d.comb += writer.acc[0].eq(array.acc00_next)
-        return m
+        return fsm.ongoing("IDLE")
+
+    def _overlapped(self, m, feeder, writer):
+        """Decoupled: the unit is busy while the feeder reads (the next MM may start in the cycle after its last
+        read), and the result writer drains the tile beside the next one (``draining``); returns the idle
+        condition of the feeder, whose fields the writer takes with the last read."""
+        m.submodules.array = array = TiledSystolicArray(self._config.rows, self._config.cols)
+        busy = Signal()
+        with m.If(self.ctl.start):
+            m.d.sync += busy.eq(1)
+        with m.If(feeder.ctl.done):
+            m.d.sync += busy.eq(0)
+        m.d.comb += [
+            self.ctl.busy.eq(busy), self.ctl.done.eq(feeder.ctl.done), self.ctl.draining.eq(writer.busy),
+            feeder.vector_banks.eq(self.vector_banks), writer.vector_banks.eq(self.vector_banks),
+            feeder.writer_banks.eq(writer.claim), feeder.writer_busy.eq(writer.busy),
+            array.a.eq(feeder.ctl.a), array.b.eq(feeder.ctl.b), array.valid.eq(feeder.ctl.step),
+            array.last.eq(feeder.ctl.last),
+            writer.go.eq(feeder.ctl.done), writer.acc.eq(array.out),
+        ]
+        return ~busy

@@ -96,10 +96,14 @@ class UnitSignature(wiring.Signature):
 
     ``start`` is a one-cycle pulse with ``instr`` valid in the same cycle. ``busy`` is high for exactly the
     unit's busy time X (``ga2_sw.isa.OPS``, docs/ISA.md) starting the cycle after ``start``; ``done`` is
-    high in the last busy cycle only."""
+    high in the last busy cycle only. A unit that finishes an instruction beside its next one (the decoupled
+    matrix unit, whose result writer drains a tile while the next is read) is ``busy`` until it can take the
+    next ``start`` and ``draining`` from the cycle after until the instruction's last write
+    (``ga2_sw.cycles.mm_schedule``); the other units never drain."""
 
     def __init__(self):
-        super().__init__({"start": Out(1), "instr": Out(InstrLayout), "busy": In(1), "done": In(1)})
+        super().__init__({"start": Out(1), "instr": Out(InstrLayout), "busy": In(1), "done": In(1),
+                          "draining": In(1)})
 
     def __eq__(self, other):
         return type(other) is UnitSignature

@@ -18,26 +18,31 @@ RANGES = "abc"
 class Scoreboard(wiring.Component):
     """Hazard detection for decoupled mode (docs/ARCHITECTURE.md, "Decoupled execution").
 
-    Each lane (``ga2_sw.isa.LANES``: DMA: LD, ST; matrix: MM; vector: RQ, SM) runs one instruction at a time, so
-    at most one is in flight per lane. When one issues, its ranges (the candidate's) are copied into its lane's
-    entry, which counts as in flight while that lane is busy. The candidate and an entry conflict when they
-    overlap with at least one of the two writing: read-after-write, write-after-read and write-after-write
-    alike, on inclusive address ranges. ``blocked[n]`` is high when a candidate on lane ``n`` conflicts with
-    the entry of another lane in flight; its own lane's entry does not count, as the sequencer waits for that
-    lane to be free in any case. The software twin is ``ga2_sw.cycles.conflict``; the cycle model's
-    ``DecoupledTimer`` assumes exactly this rule.
+    Each lane (``ga2_sw.isa.LANES``: DMA: LD, ST; matrix: MM; vector: RQ, SM) takes one instruction at a time,
+    and its entry holds the ranges of the last one it started (the candidate's, copied when it issues). An MM
+    stays in flight after its lane is free: the matrix unit's result writer drains it while the next MM reads
+    (``draining``). So the matrix lane has a second entry, ``before``, which takes the last MM's ranges when the
+    next one issues. In flight: the DMA and vector entries while their lanes are busy; the matrix entry while
+    its lane is busy or the unit drains (the last MM is read, then written); ``before`` while the lane is busy
+    and the unit drains (the MM before it is still being written). So every instruction is in flight from the
+    cycle after its start to its last busy cycle or, for an MM, its last write, which is the cycle model's rule
+    (``ga2_sw.cycles.DecoupledTimer``), and both bits come from registers.
+
+    The candidate and an entry conflict when they overlap with at least one of the two writing:
+    read-after-write, write-after-read and write-after-write alike, on inclusive address ranges.
+    ``blocked[n]`` is high when a candidate on lane ``n`` conflicts with an entry in flight, but for the DMA
+    and vector lanes' own entries, which are in flight only while the lane is busy: the sequencer waits for
+    the lane to be free in any case. The software twin is ``ga2_sw.cycles.conflict``.
 
     The candidate's ranges come with ``load`` (the sequencer's decode cycle), and its overlaps with every
     entry are registered then: an instruction is decoded in the cycle after the previous one issued, so the
-    entries hold their final values from the decode cycle until the candidate issues, and in the check cycles
-    only the lanes' busy bits still change. (Compared in the check cycle itself, the ranges' eighteen
-    magnitude compares ran into the issue decision, whose start pulse loads hundreds of registers across
-    the chip.) So each ``blocked`` bit is three busy bits against three registered overlaps, and the issue
-    decision it feeds is two LUTs deep from the lanes' registers.
+    entries hold their final values from the decode cycle until the candidate issues. (Compared in the check
+    cycle itself, the ranges' magnitude compares ran into the issue decision, whose start pulse loads hundreds
+    of registers across the chip.) So each ``blocked`` bit is busy bits against registered overlaps.
 
-    An in-flight instruction's last write request comes in its last busy cycle and lands one cycle later
-    (``SP_WRITE_DELAY``); a waiting instruction starts, at the earliest, in the cycle after that last busy
-    cycle and reads from the cycle after its start, so it sees the write.
+    An in-flight instruction's last write request comes in its last busy (or draining) cycle and lands one
+    cycle later (``SP_WRITE_DELAY``); a waiting instruction starts, at the earliest, in the cycle after and
+    reads from the cycle after its start, so it sees the write.
 
     Members
     -------
@@ -48,31 +53,43 @@ class Scoreboard(wiring.Component):
     issue : In(len(LANES))
         The candidate starts this cycle on the lane of the bit set (one-hot, ``LANES`` order).
     busy : In(len(LANES))
-        Each lane's unit is busy (its entry is in flight).
+        Each lane's unit is busy.
+    draining : In(1)
+        The matrix unit's result writer has an MM's results to write.
     blocked : Out(len(LANES))
-        The candidate, were it on lane ``n``, conflicts with another lane's entry in flight.
+        The candidate, were it on lane ``n``, conflicts with an instruction in flight.
     """
 
     def __init__(self, config):
         self._config = config
         layout = access_layout(config)
         super().__init__({"ranges": In(layout), "load": In(1), "issue": In(len(LANES)), "busy": In(len(LANES)),
-                          "blocked": Out(len(LANES))})
+                          "draining": In(1), "blocked": Out(len(LANES))})
 
     def elaborate(self, platform):
         m = Module()
         layout = access_layout(self._config)
+        matrix = LANES.index("matrix")
         cand = Signal(layout)
-        entries = [Signal(layout, name=f"{lane}_entry") for lane in LANES]
-        meets = [Signal(name=f"meets_{lane}") for lane in LANES]     # the candidate overlaps that lane's entry
+        # One entry per lane, then the matrix lane's second; each entry's lane.
+        names = [*LANES, "before"]
+        entries = [Signal(layout, name=f"{name}_entry") for name in names]
+        lanes = [*range(len(LANES)), matrix]
+        meets = [Signal(name=f"meets_{name}") for name in names]     # the candidate overlaps the entry
         with m.If(self.load):
             m.d.sync += [cand.eq(self.ranges), *(meet.eq(_conflict(self.ranges, entry))
                                                  for meet, entry in zip(meets, entries))]
-        for n, entry in enumerate(entries):
+        for n in range(len(LANES)):
             with m.If(self.issue[n]):
-                m.d.sync += entry.eq(cand)
-        in_flight = [busy & meet for busy, meet in zip(self.busy, meets)]   # busy lanes whose entry conflicts
-        m.d.comb += self.blocked.eq(Cat(*(or_all(in_flight[:n] + in_flight[n + 1:]) for n in range(len(LANES)))))
+                m.d.sync += entries[n].eq(cand)
+        with m.If(self.issue[matrix]):
+            m.d.sync += entries[-1].eq(entries[matrix])
+        in_flight = [*self.busy, self.busy[matrix] & self.draining]
+        in_flight[matrix] = self.busy[matrix] | self.draining
+        conflicts = [flying & meet for flying, meet in zip(in_flight, meets)]
+        m.d.comb += self.blocked.eq(Cat(*(or_all([c for c, lane in zip(conflicts, lanes)
+                                                  if lane != n or lane == matrix])
+                                          for n in range(len(LANES)))))
         return m
 
 

@@ -27,7 +27,8 @@ class Sequencer(wiring.Component):
     Decoupled (``config.mode``): the instruction waits in CHECK until its lane (``ga2_sw.isa.LANES``: DMA,
     matrix, vector) is free and the ``Scoreboard`` sees no conflict with the instructions in flight on the other
     lanes; it starts in that cycle and the next instruction is decoded in the cycle after, while the units run.
-    A HALT or a fault waits in CHECK until every lane is idle, so that memory and counters are final when ``done`` rises.
+    A HALT or a fault waits in CHECK until every lane is idle and the matrix unit's result writer has finished
+    (``draining``), so that memory and counters are final when ``done`` rises.
     ``ga2_sw.cycles.DecoupledTimer`` is this state machine as an event model.
 
     Members
@@ -51,10 +52,15 @@ class Sequencer(wiring.Component):
         self.accmem = (memory.Memory(shape=issue_layout(config), depth=config.imem_words, init=[])
                        if config.decoupled else None)
 
-    def _busy_of(self, key, value):
-        """Any unit busy whose opcodes have ``OPS[op].<key> == value`` (a lane or a counter)."""
-        return Cat(*(port.busy for name, port in zip(UNITS, self.units)
+    def _busy_of(self, key, value, draining=False):
+        """Any unit busy (or, with ``draining``, also draining) whose opcodes have ``OPS[op].<key> == value``
+        (a lane or a counter)."""
+        return Cat(*(port.busy | (port.draining if draining else 0) for name, port in zip(UNITS, self.units)
                      if getattr(OPS[unit_ops(name)[0]], key) == value)).any()
+
+    def _draining(self):
+        """Any unit draining (the matrix unit's result writer, decoupled)."""
+        return Cat(*(port.draining for port in self.units)).any()
 
     def _dispatch(self, m, ir):
         """Start the unit that executes ``ir`` (this cycle)."""
@@ -68,7 +74,7 @@ class Sequencer(wiring.Component):
             m.d.sync += host.cycles.eq(host.cycles + 1)
         for counter in ("mm", "dma", "vec"):
             total = getattr(host, f"{counter}_cycles")
-            with m.If(self._busy_of("counter", counter)):
+            with m.If(self._busy_of("counter", counter, draining=True)):
                 m.d.sync += total.eq(total + 1)
 
     def elaborate(self, platform):
@@ -173,7 +179,8 @@ class Sequencer(wiring.Component):
         m.d.comb += [acc_wr.en.eq(checker.err_we), acc_wr.addr.eq(checker.err_addr),
                      acc_wr.data.ranges.eq(checker.access), acc_wr.data.units.eq(checker.units),
                      acc_rd.addr.eq(self._acc_addr), scoreboard.ranges.eq(self._next_word.ranges),
-                     scoreboard.busy.eq(Cat(*(self._busy_of("lane", lane) for lane in LANES)))]
+                     scoreboard.busy.eq(Cat(*(self._busy_of("lane", lane) for lane in LANES))),
+                     scoreboard.draining.eq(self._draining())]
         return scoreboard
 
     def _issue_decoupled(self, m, ir, err, fetch_addr, counting, scoreboard):
@@ -195,7 +202,7 @@ class Sequencer(wiring.Component):
         with m.State("CHECK"):
             # The next word is read all the time: it is ready in the cycle after the issue.
             m.d.comb += [counting.eq(1), fetch_addr.eq(pc + 1), self._acc_addr.eq(pc + 1)]
-            idle = ~lane_busy.any()
+            idle = ~lane_busy.any() & ~scoreboard.draining
             with m.If(err != Err.NONE):
                 with m.If(idle):
                     m.d.sync += host.error.eq(err)

@@ -23,11 +23,12 @@ PLAN_CYCLES = MM_PLAN_CYCLES
 # The cycles from an operand's read request to its data: the scratchpad's request register, the read, the
 # bank's data register and the select register.
 READ_LATENCY = BANKED_READ_DELAY + 1 + BANKED_DATA_DELAY + BANKED_SELECT_DELAY
-# The cycles from the read request of the last slice's last operands (cycle c) to done: their data arrives in the
-# hold registers (c + READ_LATENCY), the array takes the slice's step (c + READ_LATENCY + 1), and PE(0,0)
-# accumulates its last product (c + READ_LATENCY + 2). With the plan cycle, the cycle model counts these as
-# STREAM_MM_OVERHEAD.
-DRAIN_CYCLES = READ_LATENCY + 2
+# The cycles from the read request of the last slice's last operands (cycle c) to the cycle before the tile's
+# first result can be written: their data arrives in the hold registers (c + READ_LATENCY), the array takes the
+# slice (c + READ_LATENCY + 1) and PE(0,0) accumulates its last product (c + READ_LATENCY + 2). The cycle model
+# counts these, with the plan cycles, as STREAM_MM_OVERHEAD; the result writer waits them out (result_writer.py).
+STEP_DELAY = READ_LATENCY + 1
+DRAIN_CYCLES = STEP_DELAY + 1
 
 
 class StreamFeeder(wiring.Component):
@@ -40,28 +41,31 @@ class StreamFeeder(wiring.Component):
     with ``r`` earlier operands on its bank is read in the slice's cycle ``r``, and the slice takes as many
     cycles as the most operands on one bank (``ga2_sw.banking.slice_rounds``). The vector lane shares port B
     and has it first: an operand whose bank it asks for in a cycle waits a cycle (``vector_banks``;
-    ``ga2_sw.cycles.mm_last_cycle`` is this rule in the cycle model). Which operands share a bank is
+    ``ga2_sw.cycles.mm_schedule`` is this rule in the cycle model). Which operands share a bank is
     registered with the slice's addresses (computed from the next addresses while the slice before is read),
     so a read cycle holds only registers, a few gates and the scratchpad's routing.
 
     Schedule, with ``start`` in cycle 0:
 
-    * cycle 1: the array is cleared and the first slice's addresses computed from the latched fields; cycle 2:
-      the first slice planned (which of its operands share a bank); from cycle 3 on the slices are read,
-      slice after slice (``K + extra`` cycles,
-      ``extra = ga2_sw.banking.mm_extra_cycles``); the other ports stay disabled.
+    * cycle 1: the first slice's addresses are computed from the latched fields; cycle 2: the first slice is
+      planned (which of its operands share a bank); from cycle 3 on the slices are read, slice after slice
+      (``K + extra`` cycles, ``extra = ga2_sw.banking.mm_extra_cycles``); the other ports stay disabled. The
+      last slice's last reads are the feeder's last cycle (``done``, cycle ``L``): a new ``start`` is taken
+      from the next cycle on, while the array still finishes this tile.
     * an operand is registered into its hold register in the cycle its data arrives, ``READ_LATENCY`` cycles
-      after its read request (the banked scratchpad registers compute-lane requests and the banks' data);
-      the array takes slice ``k``'s step from the hold registers ``READ_LATENCY + 1`` cycles after the slice's
-      last read request, and stands still in the other cycles (hold registers of rows ``>= M`` and columns
-      ``>= N`` stay zero).
-    * after the last slice's step the hold registers are zeroed and the array steps every cycle: PE(0,0)
-      completes its sum in the next step, ``done``, ``DRAIN_CYCLES`` after the last read request, in cycle
-      ``F = K + extra + STREAM_MM_OVERHEAD`` (``PLAN_CYCLES + DRAIN_CYCLES``).
+      after its read request (the banked scratchpad registers compute-lane requests and the banks' data); the
+      array takes slice ``k`` from the hold registers ``STEP_DELAY`` cycles after the slice's last read
+      request (``step``, with ``last`` on slice ``K - 1``), and runs on with bubbles
+      in the other cycles (:class:`~ga2_hdl.tiled_array.TiledSystolicArray`). Hold registers of rows ``>= M``
+      and columns ``>= N`` keep whatever they held: they meet only in cells outside the ``M`` x ``N`` result.
+    * PE(0,0) has its result ``DRAIN_CYCLES`` after ``L``; the result writer writes from cycle ``L +
+      DRAIN_CYCLES + 1`` on (``ga2_sw.cycles.mm_schedule``).
 
-    The results are written from cycle ``F + 1`` on, while the array keeps stepping with zero inputs (which
-    leaves finished sums alone): (i, j) in cycle ``F + 1 + i*N + j``, after its PE completed it. Every operand
-    has been read by then, so a destination that overlaps the operands gets the product of their old values.
+    The result writer of the previous tile may still be writing while this one is read. Its writes have port B
+    first (``writer_banks``, like the vector lane's), and the last slice is not read until it has finished
+    (``writer_busy``): the last slice's products overwrite the cells' results, which the writer must have
+    written by then. When the writer is busy in the cycle before the last slice would be read, the feeder
+    waits (state WAIT) and reads the last slice from the second cycle after the writer's last write.
 
     Members
     -------
@@ -74,12 +78,17 @@ class StreamFeeder(wiring.Component):
     vector_banks : In(sp_banks)
         The banks the vector lane (RQ, SM) asks port B for in this cycle, one bit each: an operand on one of
         them waits (the vector lane's pipelines cannot).
+    writer_banks : In(sp_banks)
+        The bank the result writer asks port B for in this cycle (one bit, or none): an operand on it waits.
+    writer_busy : In(1)
+        The result writer has the previous tile's results still to write: the last slice waits.
     """
 
     def __init__(self, config):
         self._config = check_config(config)
         super().__init__({"ctl": In(FeederSignature(config.rows, config.cols)), **self.read_members(config),
-                          "vector_banks": In(config.sp_banks)})
+                          "vector_banks": In(config.sp_banks),
+                          "writer_banks": In(config.sp_banks), "writer_busy": In(1)})
 
     @staticmethod
     def read_members(config):
@@ -122,21 +131,24 @@ class StreamFeeder(wiring.Component):
         served = [~(r ^ phase) for r in read_in]
         same = {pq: Signal(name=f"op{pq[0]}_op{pq[1]}_same_bank") for pq in pairs}
         on_bank = [Signal(config.sp_banks, name=f"op{p}_bank") for p in range(n_ops)]     # one bit per bank
-        slices = Signal(16)
+        # Slices still to read after the one being read, and whether it is the last: registers, so that the last
+        # slice's wait for the result writer is a gate from registers.
+        left = Signal(16)
+        on_last = Signal(name="on_last_slice")
 
         def same_banks(addresses):
             banks = [bank_index(a, config) for a in addresses]
             return ([same[q, p].eq(banks[q] == banks[p]) for q, p in pairs] +
                     [hit.eq(Const(1, config.sp_banks) << bank) for hit, bank in zip(on_bank, banks)])
 
-        # This cycle's reads: each operand still to read, unless an earlier one still to read shares its bank or
-        # the vector lane asks for its bank.
+        # This cycle's reads: each operand still to read, unless an earlier one still to read shares its bank, or
+        # the vector lane or the result writer asks for its bank.
+        held = self.vector_banks | self.writer_banks
         pending = [u & ~s for u, s in zip(used, served)]
-        free = [~(hit & self.vector_banks).any() for hit in on_bank]
+        free = [~(hit & held).any() for hit in on_bank]
         reads = [pending[p] & free[p] & ~Cat(*(pending[q] & same[q, p] for q in range(p))).any()
                  for p in range(n_ops)]
         slice_done = Cat(*(~pend | rd for pend, rd in zip(pending, reads))).all()
-        last_slice = slices == ctl.fields.k_last
 
         with m.FSM(name="stream_fsm") as fsm:
             with m.State("IDLE"):
@@ -145,20 +157,23 @@ class StreamFeeder(wiring.Component):
             with m.State("ADDRESS"):
                 m.d.sync += [a.eq(f) for a, f in zip(addr, firsts)]
                 m.next = "PLAN"
+            # The last slice waits in WAIT while the result writer is busy, entered from the cycle before it
+            # would be read: a state, so that the wait is not one more term of every read's arbitration.
             with m.State("PLAN"):
                 m.d.sync += same_banks(addr)
-                m.next = "READ"
-            with m.State("READ"):
-                with m.If(slice_done & last_slice):
-                    m.next = "DRAIN"
-            with m.State("DRAIN"):
-                drain = Signal(range(DRAIN_CYCLES))
-                with m.If(drain == DRAIN_CYCLES - 1):
-                    m.d.comb += ctl.done.eq(1)
-                    m.d.sync += drain.eq(0)
-                    m.next = "IDLE"
+                with m.If(on_last & self.writer_busy):
+                    m.next = "WAIT"
                 with m.Else():
-                    m.d.sync += drain.eq(drain + 1)
+                    m.next = "READ"
+            with m.State("READ"):
+                with m.If(slice_done & on_last):
+                    m.d.comb += ctl.done.eq(1)
+                    m.next = "IDLE"
+                with m.Elif(slice_done & (left == 1) & self.writer_busy):
+                    m.next = "WAIT"
+            with m.State("WAIT"):
+                with m.If(~self.writer_busy):
+                    m.next = "READ"
 
         reading = fsm.ongoing("READ")
         slice_read = reading & slice_done
@@ -166,9 +181,11 @@ class StreamFeeder(wiring.Component):
         # the sequencer's issue decision) then drives only the state machine.
         with m.If(fsm.ongoing("IDLE")):
             m.d.sync += [base_a.eq(instr.A), base_b.eq(instr.B), lda.eq(instr.lda), ldb.eq(instr.ldb),
-                         tb.eq(instr.tb), *(u.eq(f) for u, f in zip(used, useds(instr, config))), slices.eq(0)]
+                         tb.eq(instr.tb), *(u.eq(f) for u, f in zip(used, useds(instr, config))),
+                         left.eq(instr.K - 1), on_last.eq(instr.K == 1)]
         with m.Elif(slice_read):
-            m.d.sync += [*(a.eq(n) for a, n in zip(addr, nexts)), slices.eq(slices + 1), *same_banks(nexts)]
+            m.d.sync += [*(a.eq(n) for a, n in zip(addr, nexts)), *same_banks(nexts),
+                         left.eq(left - 1), on_last.eq(left == 1)]
         with m.If(reading):
             m.d.sync += phase.eq(phase ^ slice_done)
             for bit, rd in zip(read_in, reads):
@@ -180,25 +197,14 @@ class StreamFeeder(wiring.Component):
             m.d.comb += [port.addr.eq(addr[p]), port.en.eq(reading & reads[p])]
 
         # Hold registers (the array's operands) between the RAM outputs (slow clock-to-output) and the
-        # multipliers: an operand is taken in the cycle its data arrives, and all are zeroed at the clear and
-        # after the last slice's step, so that unused rows and columns, and the flush steps, see zeros.
+        # multipliers: an operand is taken in the cycle its data arrives. The array takes them as a slice, with
+        # its marks, STEP_DELAY cycles after the slice's last read; in the other cycles it sees a bubble.
         arrived = [delayed(m, port.en, READ_LATENCY, f"op{p}_arrived") for p, port in enumerate(ports)]
-        step_now = delayed(m, slice_read, READ_LATENCY + 1, "step_now")
-        last_step = delayed(m, slice_read & last_slice, READ_LATENCY + 1, "last_step")
         for got, port, hold in zip(arrived, ports, [*ctl.a, *ctl.b]):
-            with m.If(ctl.clear | last_step):
-                m.d.sync += hold.eq(0)
-            with m.Elif(got):
+            with m.If(got):
                 m.d.sync += hold.eq(port.data[0:8].as_signed())
-
-        # The array steps on each complete slice, then every cycle from the last slice's step on (the unit
-        # keeps it stepping while the results are written).
-        flushing = Signal()
-        with m.If(ctl.start):
-            m.d.sync += flushing.eq(0)
-        with m.Elif(last_step):
-            m.d.sync += flushing.eq(1)
-        m.d.comb += ctl.step.eq(step_now | flushing & fsm.ongoing("DRAIN"))
+        m.d.comb += [ctl.step.eq(delayed(m, slice_read, STEP_DELAY, "step_now")),
+                     ctl.last.eq(delayed(m, slice_read & on_last, STEP_DELAY, "last_step"))]
         return m
 
 

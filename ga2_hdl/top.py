@@ -115,12 +115,12 @@ class GA2(wiring.Component):
         if self._config.decoupled:
             # The matrix and vector lanes share port B of the banks, and the vector lane's pipelines cannot wait:
             # the matrix unit keeps off the banks the vector lane's announced requests take
-            # (ga2_sw.cycles.mm_last_cycle).
+            # (ga2_sw.cycles.mm_schedule).
             m.d.comb += self.units["mm"].vector_banks.eq(sp.first_banks)
         # The debug port reads only once the units have been idle for a cycle: a unit's last write reaches the
         # scratchpad in the cycle after its last busy one, and decoupled, the debug reads share that bank port.
         assert SP_WRITE_DELAY == 1, "a unit's last write reaches the scratchpad one cycle after its last busy cycle"
-        idle, was_idle = ~Cat(*(port.busy for port in seq.units)).any(), Signal()
+        idle, was_idle = ~Cat(*(port.busy | port.draining for port in seq.units)).any(), Signal()
         m.d.sync += was_idle.eq(idle)
         m.d.comb += [self._debug_rd.en.eq(idle & was_idle), self._debug_rd.addr.eq(self.debug.addr)]
         # Registered up to the host protocol's latency.

@@ -10,7 +10,7 @@ on different banks instead of all on one.
 
 Within one instruction two kinds of bank conflict cost cycles, both static, computed from the instruction alone,
 by the cycle model here and by the RTL (``ga2_hdl.stream_feeder``, ``ga2_hdl.requantiser``); where an MM runs
-beside an RQ or SM, the cycles it gives way to them are ``cycles.mm_last_cycle``'s:
+beside an RQ or SM, the cycles it gives way to them are ``cycles.mm_schedule``'s:
 
 * the matrix unit reads each k-slice's ``M + N`` operands in rounds, one operand per bank per round
   (``slice_rounds``); a slice takes as many cycles as the most operands on one bank.

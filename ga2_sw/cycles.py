@@ -2,7 +2,8 @@
 
 In order, one instruction runs at a time and the counters follow from the busy times alone. Decoupled,
 the DMA lane (LD, ST), the matrix lane (MM) and the vector lane (RQ, SM) run side by side and a scoreboard holds
-back an instruction whose scratchpad ranges conflict with an instruction in flight on another lane:
+back an instruction whose scratchpad ranges conflict with an instruction in flight (an MM until its last write,
+which comes while the next MM reads):
 ``DecoupledTimer`` is that issue logic written as an event model (docs/ARCHITECTURE.md, "Decoupled execution").
 
 These formulas are the timing of the RTL's state machines, written down; the test-suite holds the
@@ -16,7 +17,8 @@ from .timing import (FETCH_CYCLES, ISSUE_CYCLES, RQ_DEPTH, SP_WRITE_DELAY, DIVID
                      STREAM_MM_OVERHEAD, MM_DRAIN_CYCLES, MM_PLAN_CYCLES, PORT_B_ANNOUNCE, rq_latency, sm_overhead)
 
 __all__ = ["Counters", "busy_cycles", "unit_of", "lane_of", "accesses", "conflict", "ranges_conflict", "EXT_SPACE",
-           "cycle_counts", "run_program", "DecoupledTimer", "InorderTimer", "vector_port_b", "mm_last_cycle",
+           "cycle_counts", "run_program", "DecoupledTimer", "InorderTimer", "vector_port_b", "mm_schedule",
+           "MMSchedule",
            "ISSUE_CYCLES", "FETCH_CYCLES", "RQ_DEPTH", "SM_OVERHEAD", "DIVIDER_LATENCY", "STREAM_MM_OVERHEAD",
            "SP_WRITE_DELAY"]
 
@@ -93,7 +95,7 @@ def vector_port_b(instr, start, config):
     """The banks an RQ or SM started in cycle ``start`` takes on port B, as ``{cycle: {bank, ...}}``: the cycle
     in which each of its read and write requests leaves the announce register (``PORT_B_ANNOUNCE`` after the
     unit's request, from the schedules of docs/ISA.md), which is when the matrix unit's requests of the same
-    cycle would reach the bank with it. The matrix unit gives way to these (``mm_last_cycle``)."""
+    cycle would reach the bank with it. The matrix unit gives way to these (``mm_schedule``)."""
     taken = {}
 
     def request(cycle, addr):
@@ -115,32 +117,56 @@ def vector_port_b(instr, start, config):
     return taken
 
 
-def mm_last_cycle(instr, start, taken, config):
-    """The last busy cycle of a decoupled MM started in cycle ``start``, beside a vector lane that holds the banks
-    ``taken`` (``{cycle: banks}``, ``vector_port_b``) on port B.
+@dataclass
+class MMSchedule:
+    """When a decoupled MM started in cycle ``start`` reads and writes (``mm_schedule``)."""
+    start: int
+    last_read: int      # the feeder's last cycle: the matrix lane takes the next MM from the cycle after
+    last_write: int     # the result writer's last write: the MM is in flight until then
+    claims: dict        # cycle -> the bank the result writer asks port B for in it (every cycle it writes or waits)
 
-    The streaming feeder computes the first addresses and plans the first slice in the ``MM_PLAN_CYCLES`` cycles
-    after ``start`` and reads from the next on, slice after slice: in each
-    cycle every operand of the slice not yet read is read, unless an earlier one not yet read is on its bank or
-    the vector lane asks for its bank in that cycle. ``MM_DRAIN_CYCLES`` after the last slice's last read the
-    first result can be written; the results are written in row-major order, one a cycle, each in the first
-    cycle from then on in which the vector lane does not ask for its bank. Without the vector lane this is
-    ``start + busy_cycles(instr)`` (``banking.mm_extra_cycles``), which is what it returns when no cycle of that
-    span is taken."""
+
+def mm_schedule(instr, start, taken, config, before=None):
+    """The schedule of a decoupled MM started in cycle ``start``, beside a vector lane that holds the banks
+    ``taken`` (``{cycle: banks}``, ``vector_port_b``) on port B and after the MM ``before`` (its
+    ``MMSchedule``, or None), whose result writer may still be writing.
+
+    The streaming feeder computes the first addresses and plans the first slice in the ``MM_PLAN_CYCLES``
+    cycles after ``start`` and reads from the next on, slice after slice: in each cycle every operand of the
+    slice not yet read is read, unless an earlier one not yet read is on its bank, or the vector lane or the
+    previous MM's result writer asks for its bank in that cycle. The last slice's products overwrite the
+    results the writer reads: when that writer is busy in the cycle before the last slice would be read
+    (its last write in that cycle or later), the feeder waits and reads the last slice from the second cycle
+    after the writer's last write. The last slice's
+    last reads are the feeder's last cycle, ``last_read``. ``MM_DRAIN_CYCLES`` later the first result can be
+    written; the results are written in row-major order, one a cycle, each in the first cycle from then on in
+    which the vector lane does not ask for its bank. Alone, this is ``last_write = start +
+    busy_cycles(instr)`` (``banking.mm_extra_cycles``)."""
     plain = start + busy_cycles(instr, config)
     first_read = start + 1 + MM_PLAN_CYCLES
-    if not any(cycle in taken for cycle in range(first_read, plain + 1)):
-        return plain
-    free = lambda cycle, addr: bank_of(addr, config) not in taken.get(cycle, ())     # noqa: E731
+    if before is not None and before.last_write < first_read - 1:
+        before = None               # finished before this MM's plan cycle: no effect
+    if before is None and not any(cycle in taken for cycle in range(first_read, plain + 1)):
+        first_write = plain - instr.M * instr.N + 1
+        claims = {first_write + n: bank_of(instr.dst + i * instr.ldc + j, config)
+                  for n, (i, j) in enumerate((i, j) for i in range(instr.M) for j in range(instr.N))}
+        return MMSchedule(start, first_write - 1 - MM_DRAIN_CYCLES, plain, claims)
+    writer = {} if before is None else before.claims
+
+    def held(cycle):
+        banks = taken.get(cycle, set())
+        return banks | {writer[cycle]} if cycle in writer else banks
     cycle = first_read
     for k in range(instr.K):
+        if k == instr.K - 1 and before is not None and before.last_write >= cycle - 1:
+            cycle = max(cycle, before.last_write + 2)
         banks = [bank_of(a, config) for a in slice_addresses(instr, k)]
         pending = list(range(len(banks)))
         while True:
-            held, waiting = taken.get(cycle, ()), []
+            busy, waiting = held(cycle), []
             seen = set()
             for p in pending:
-                if banks[p] in seen or banks[p] in held:
+                if banks[p] in seen or banks[p] in busy:
                     waiting.append(p)
                 seen.add(banks[p])
             if not waiting:
@@ -148,84 +174,111 @@ def mm_last_cycle(instr, start, taken, config):
             pending = waiting
             cycle += 1
         cycle += 1
+    last_read = cycle - 1
     cycle += MM_DRAIN_CYCLES            # the first write's cycle at the earliest
+    claims = {}
     for i in range(instr.M):
         for j in range(instr.N):
-            while not free(cycle, instr.dst + i * instr.ldc + j):
+            bank = bank_of(instr.dst + i * instr.ldc + j, config)
+            claims[cycle] = bank
+            while bank in taken.get(cycle, ()):
                 cycle += 1
+                claims[cycle] = bank
             cycle += 1
-    return cycle - 1
+    return MMSchedule(start, last_read, cycle - 1, claims)
 
 
 class DecoupledTimer:
     """The decoupled issue logic as an event model: feed it the valid instructions in program order.
 
     Cycle 0 is the first fetch. Instruction n is decoded in cycle ``D`` and waits in the check state from
-    cycle ``D + 1`` until (a) its lane's unit has finished (the cycle after the lane's last busy cycle) and
-    (b) no conflicting instruction is in flight on another lane; in that cycle it starts (its unit is busy
-    from the next cycle) and instruction n + 1 is decoded in the cycle after. A HALT or a fault waits for
-    every lane to finish; the cycle it leaves the check state in is the last one counted.
+    cycle ``D + 1`` until (a) its lane can take it (the cycle after the lane's last busy cycle; for the matrix
+    lane, the cycle after the MM's last read: its results are written beside the next MM) and (b) no
+    conflicting instruction is in flight, that is, started and not past its last busy cycle or, for an MM,
+    its last write; in that cycle it starts (its unit is busy from the next cycle) and instruction n + 1 is
+    decoded in the cycle after. A HALT or a fault waits until every instruction has finished; the cycle it
+    leaves the check state in is the last one counted.
 
     The matrix and vector lanes share the banks' port B, and the vector lane (RQ, SM: fixed pipelines) has it
-    first: an MM in flight loses the cycles in which its next read or write would meet the vector lane on a
-    bank (``mm_last_cycle``). Those are known once the vector instruction has started, so an MM's last busy
-    cycle is worked out again whenever a vector instruction starts beside it. Nothing waits on that MM between
-    its start and the vector instruction's (instructions issue in program order), so no decision already
-    taken depends on the value that changes."""
+    first, then the matrix unit's result writer, then its operand reads (``mm_schedule``). The vector lane's
+    requests are known once its instruction has started, so the schedules of the MMs still in flight (the
+    one being read and the one being written, at most) are worked out again, in order, whenever a vector
+    instruction starts beside them. Their schedules change only after that start, and every decision taken
+    before it (instructions issue in program order) depended on cycles before it, so none changes."""
 
     def __init__(self, config):
         self.config = config
         self.decode = FETCH_CYCLES               # cycle in which the next instruction is decoded
-        self.last = {lane: None for lane in LANES}  # (instr, last busy cycle) of each lane
+        self.free = {lane: 0 for lane in LANES}  # the first cycle each lane can take an instruction in
         self.executed = 0
-        self.starts = []                         # [instr, start cycle, last busy cycle] in program order
+        self.starts = []                         # [instr, start, end] in program order; end: last busy cycle,
+        #                                          an MM's last write
+        self.schedules = {}                      # index in `starts` of each MM -> its MMSchedule
+        self._flying = []                        # indices of the instructions that may still be in flight
         self._taken = {}                         # cycle -> the banks the vector lane asks port B for
-        self._matrix = None                      # the index in `starts` of the last MM
+        self._last_mm = None                     # the index of the last MM
+        self._before = {}                        # index of each MM -> the index of the MM before it
 
-    def _lane_free(self, lane):
-        last = self.last[lane]
-        return -1 if last is None else last[1] + 1
+    def in_flight(self, cycle):
+        """The ``[instr, start, end]`` records of the instructions in flight in ``cycle`` (of those issued)."""
+        return [self.starts[n] for n in self._flying if self.starts[n][2] >= cycle]
 
     def earliest_start(self, instr):
         """The cycle ``instr`` would start in if it were the next instruction (the timer is not changed)."""
-        lane = lane_of(instr.op)
-        start = max(self.decode + 1, self._lane_free(lane))
-        for other in self.last.values():
-            if other is not None and other[1] >= start and conflict(instr, other[0]):
-                start = other[1] + 1
+        start = max(self.decode + 1, self.free[lane_of(instr.op)])
+        flying = [(other, end) for other, _, end in self.in_flight(start) if conflict(instr, other)]
+        for other, end in sorted(flying, key=lambda f: f[1]):
+            if end >= start:
+                start = end + 1
         return start
+
+    def _schedule_mm(self, index):
+        instr, start, _ = self.starts[index]
+        before = self.schedules.get(self._before.get(index))
+        schedule = self.schedules[index] = mm_schedule(instr, start, self._taken, self.config, before)
+        self.starts[index][2] = schedule.last_write
+        if index == self._last_mm:
+            self.free["matrix"] = schedule.last_read + 1
 
     def issue(self, instr):
         start, lane = self.earliest_start(instr), lane_of(instr.op)
+        index = len(self.starts)
+        self.starts.append([instr, start, None])
+        self._flying = [n for n in self._flying if self.starts[n][2] >= self.decode + 1] + [index]
         if instr.op == Op.MM:
-            end = mm_last_cycle(instr, start, self._taken, self.config)
-            self._matrix = len(self.starts)
+            self._before[index], self._last_mm = self._last_mm, index
+            self.schedules[index] = None
+            self._schedule_mm(index)
         else:
-            end = start + busy_cycles(instr, self.config)
+            end = self.starts[index][2] = start + busy_cycles(instr, self.config)
+            self.free[lane] = end + 1
         if lane == "vector":
             for cycle, banks in vector_port_b(instr, start, self.config).items():
                 self._taken.setdefault(cycle, set()).update(banks)
-            if self._matrix is not None and self.starts[self._matrix][2] > start:
-                mm, mm_start, _ = record = self.starts[self._matrix]
-                record[2] = mm_last_cycle(mm, mm_start, self._taken, self.config)
-                self.last["matrix"] = (mm, record[2])
-        self.last[lane] = (instr, end)
+            for n in sorted(n for n in self._flying if n in self.schedules and self.starts[n][2] > start):
+                self._schedule_mm(n)
         self.executed += 1
-        self.starts.append([instr, start, end])
         self.decode = start + 1
         return start
 
     @property
     def per_unit(self):
-        """Busy cycles per counter so far (an MM's as worked out last)."""
+        """Busy cycles per counter so far (an MM's as worked out last): the cycles in which a unit of the
+        counter is busy or drains, so an MM's writes beside the next MM's reads count once."""
         totals = {"mm": 0, "dma": 0, "vec": 0}
+        covered = -1                            # the matrix unit's last counted cycle
         for instr, start, end in self.starts:
-            totals[unit_of(instr.op)] += end - start
+            counter = unit_of(instr.op)
+            if counter == "mm":
+                totals[counter] += end - max(start, covered)
+                covered = end
+            else:
+                totals[counter] += end - start
         return totals
 
     def stop(self, halted):
         """Counters after a HALT (``halted``) or a fault in the instruction now in the check state."""
-        end = max([self.decode + 1] + [self._lane_free(lane) for lane in self.last])
+        end = max([self.decode + 1] + [last + 1 for _, _, last in self.starts])
         per_unit = self.per_unit
         return Counters(end + 1, per_unit["mm"], per_unit["dma"], per_unit["vec"],
                         self.executed + (1 if halted else 0))

@@ -89,25 +89,24 @@ def run_bench(dut, *testbenches, vcd_name=None):
 
 
 async def start_and_wait(ctx, unit, instr_value, limit=100000):
-    """Pulse ``start`` with the instruction (an int, the 128-bit word) and return the number of cycles
-    ``busy`` was high, checking that ``done`` rises exactly in the last busy cycle. Returns once the unit's
-    last write has reached the scratchpad."""
+    """Pulse ``start`` with the instruction (an int, the 128-bit word) and return the number of cycles the unit
+    was ``busy`` or ``draining``, checking that ``done`` rises exactly in the last busy cycle and that draining
+    follows busy without a gap. Returns once the unit's last write has reached the scratchpad."""
     ctl = unit.ctl
     ctx.set(ctl.instr.as_value(), instr_value)
     ctx.set(ctl.start, 1)
     await ctx.tick()
     ctx.set(ctl.start, 0)
-    busy_cycles = 0
+    busy_cycles, was_busy = 0, True
     for _ in range(limit):
-        busy, done = ctx.get(ctl.busy), ctx.get(ctl.done)
-        if not busy:
-            assert not done, "done is high while busy is low"
+        busy, done, draining = ctx.get(ctl.busy), ctx.get(ctl.done), ctx.get(ctl.draining)
+        assert not done or busy, "done is high while busy is low"
+        assert busy == was_busy, "busy comes back after done" if busy else "busy falls without done"
+        if not (busy or draining):
             break
         busy_cycles += 1
+        was_busy = busy and not done
         await ctx.tick()
-        if done:
-            assert not ctx.get(ctl.busy), "busy stays high after done"
-            break
     else:
         raise AssertionError(f"unit still busy after {limit} cycles")
     await ctx.tick().repeat(SP_WRITE_DELAY)     # the last write request reaches the memory

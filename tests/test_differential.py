@@ -117,29 +117,32 @@ def test_decoupled_programs_on_an_odd_chip(sims, batch):
 
 def test_decoupled_fuzz_really_overlaps_and_hazards():
     """The generator's strength in decoupled mode, measured on the model: most programs run a load or
-    store beside compute, many instructions wait on the scoreboard for a conflicting one in flight, and many
-    programs have an MM lose cycles to an RQ or SM beside it on port B (the matrix unit gives way)."""
-    from ga2_sw.cycles import DecoupledTimer, busy_cycles, conflict, lane_of
+    store beside compute, many instructions wait on the scoreboard for a conflicting one in flight, many
+    programs have an MM lose cycles to an RQ or SM beside it on port B (the matrix unit gives way), and many
+    read an MM's operands while the previous MM's results are written."""
+    from ga2_sw.cycles import DecoupledTimer, busy_cycles, lane_of
     from ga2_sw.isa import Op
-    overlapped = hazards = contended = programs = 0
+    overlapped = hazards = contended = tiled = programs = 0
     for seed in range(300):
         program, _, _ = fuzz_job(FUZZ_DECOUPLED, seed, fault_rate=0.0)
-        timer, waited, ran_beside = DecoupledTimer(FUZZ_DECOUPLED), False, False
+        timer, waited, ran_beside, mm_beside_mm = DecoupledTimer(FUZZ_DECOUPLED), False, False, False
         for instr in program[:-1]:
-            others = [f for lane, f in timer.last.items() if lane != lane_of(instr.op) and f is not None]
+            lane = lane_of(instr.op)
             start = timer.earliest_start(instr)
-            if any(f[1] >= start - 1 and conflict(instr, f[0]) for f in others):
-                waited = True
+            waited |= start > max(timer.decode + 1, timer.free[lane])       # the scoreboard held it back
+            flying = timer.in_flight(start)
+            ran_beside |= any(lane_of(f[0].op) != lane for f in flying)
+            mm_beside_mm |= instr.op == Op.MM and any(f[0].op == Op.MM for f in flying)
             timer.issue(instr)
-            if any(f[1] >= start for f in others):
-                ran_beside = True
         programs += 1
         overlapped += ran_beside
         hazards += waited
+        tiled += mm_beside_mm
         contended += any(instr.op == Op.MM and end - start > busy_cycles(instr, FUZZ_DECOUPLED)
                          for instr, start, end in timer.starts)
     assert overlapped > 0.5 * programs and hazards > 0.3 * programs, (overlapped, hazards, programs)
     assert contended > 0.2 * programs, (contended, programs)
+    assert tiled > 0.15 * programs, (tiled, programs)    # an MM read while the last one's results drain
 
 
 @pytest.mark.parametrize("config", [FUZZ_CONFIG, ODD_CONFIG, FUZZ_DECOUPLED], ids=["4x4", "2x3", "4x4-decoupled"])

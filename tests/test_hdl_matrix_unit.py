@@ -142,10 +142,12 @@ async def start_until_done(ctx, unit, instr_value, limit=10000):
 
 
 def check_schedule(config, c, reads, writes):
-    """Cycle by cycle, with ``start`` in cycle 0: ``busy`` in cycles 1 .. X only and ``done`` in cycle X only;
-    the reads ``{(cycle, port): address}``, where ``port`` indexes ``unit.read_ports``; the writes
-    ``{cycle: address}``; and the memory afterwards."""
+    """Cycle by cycle, with ``start`` in cycle 0: ``busy`` in cycles 1 .. L only and ``done`` in cycle L only,
+    where L is X in order and the last read decoupled (the result writer then drains, ``draining`` in cycles
+    L + 1 .. X only); the reads ``{(cycle, port): address}``, where ``port`` indexes ``unit.read_ports``; the
+    writes ``{cycle: address}``; and the memory afterwards."""
     X = busy_time(config, c)
+    L = max(cycle for cycle, _ in reads) if config.decoupled else X
     assert max(writes) == X
     image = random_image(np.random.default_rng(9), config)
     unit = MatrixUnit(config)
@@ -160,8 +162,9 @@ def check_schedule(config, c, reads, writes):
         got_reads, got_writes = {}, {}
         for cycle in range(1, X + 3):
             busy, done = ctx.get(unit.ctl.busy), ctx.get(unit.ctl.done)
-            assert busy == (cycle <= X), cycle
-            assert done == (cycle == X), cycle
+            assert busy == (cycle <= L), cycle
+            assert done == (cycle == L), cycle
+            assert ctx.get(unit.ctl.draining) == (L < cycle <= X), cycle
             for n, port in enumerate(unit.read_ports):
                 if ctx.get(port.en):
                     got_reads[(cycle, n)] = ctx.get(port.addr)
@@ -396,8 +399,67 @@ def test_smm_dst_overlaps_operands():
         run_cases(config, [(c, image)])
 
 
+def as_instr(c):
+    return isa.mm(c["dst"], c["A"], c["B"], c["M"], c["K"], c["N"], c["tb"], c["lda"], c["ldb"], c["ldc"])
+
+
+def run_chain(config, cases, image, taken=None, delays=None):
+    """Decoupled: MMs back to back, each started in the first cycle the sequencer would start it (the cycle
+    after the previous one's last read, or after its last write when the two conflict, ``cycles.conflict``),
+    beside a vector lane holding the banks ``taken`` (``{cycle: banks}``). Cycle by cycle, counted from the
+    first start (``delays[n]`` cycles later than that for case n, as if the scoreboard held it back):
+    ``busy``, ``done`` and ``draining`` as ``cycles.mm_schedule`` says; no two requests of the
+    unit on one bank in a cycle, none on a bank the vector lane holds; afterwards the memory of the MMs run one
+    after the other on numpy. Returns how many MMs started before the previous one's last write."""
+    from ga2_sw.cycles import conflict, mm_schedule
+    taken = taken or {}
+    instrs = [as_instr(c) for c, _ in cases]
+    schedules, start, before, previous = [], 0, None, None
+    for n, instr in enumerate(instrs):
+        if previous is not None:
+            start = before.last_read + 1
+            if conflict(instr, previous):
+                start = max(start, before.last_write + 1)
+            start += (delays or [0] * len(instrs))[n]
+        before = mm_schedule(instr, start, taken, config, before)
+        schedules.append(before)
+        previous = instr
+    end = schedules[-1].last_write
+    want = image
+    for c, _ in cases:
+        want = reference(want, c)
+    unit = MatrixUnit(config)
+    bench = UnitBench(unit, config, image)
+
+    async def tb(ctx):
+        for cycle in range(0, end + 3):
+            starting = [n for n, sch in enumerate(schedules) if sch.start == cycle]
+            ctx.set(unit.ctl.start, bool(starting))
+            ctx.set(unit.ctl.instr.as_value(), encode_mm(**cases[starting[0]][0]) if starting else 0)
+            ctx.set(unit.vector_banks, sum(1 << b for b in taken.get(cycle, ())))
+            if cycle:
+                busy = any(sch.start < cycle <= sch.last_read for sch in schedules)
+                draining = any(sch.last_read < cycle <= sch.last_write for sch in schedules)
+                assert ctx.get(unit.ctl.busy) == busy, cycle
+                assert ctx.get(unit.ctl.done) == any(sch.last_read == cycle for sch in schedules), cycle
+                assert ctx.get(unit.ctl.draining) == draining, cycle
+            banks = [bank_of(ctx.get(port.addr), config) for port in [*unit.read_ports, unit.sp_wr]
+                     if ctx.get(port.en)]
+            assert len(banks) == len(set(banks)), (cycle, banks)
+            assert not set(banks) & taken.get(cycle, set()), cycle
+            await ctx.tick()
+        got = [ctx.get(bench.sp.cell(a)) for a in range(config.sp_words)]
+        bad = [(a, got[a], want[a]) for a in range(config.sp_words) if got[a] != want[a]]
+        assert not bad, f"{len(bad)} wrong words, first {bad[:4]}"
+
+    run_bench(bench, tb, vcd_name="mm_chain")
+    return sum(now.start <= last.last_write for last, now in zip(schedules, schedules[1:]))
+
+
 def test_smm_back_to_back():
-    """Each start in the cycle after the previous done; the later MMs read what the earlier ones wrote."""
+    """The later MMs read what the earlier ones wrote (so they wait for the writes), or not (so the next one's
+    reads overlap the last one's writes); a 4 x 4 result followed by a one-slice MM, whose only slice waits for
+    the writer."""
     config = Config(rows=2, cols=3, **STREAM)
     image = random_image(np.random.default_rng(3), config)
     cases = [
@@ -405,8 +467,50 @@ def test_smm_back_to_back():
         (dict(M=1, K=3, N=2, tb=1, lda=3, ldb=3, ldc=2, A=100, B=101, dst=150), None),   # reads the first
         (dict(M=2, K=1, N=1, tb=0, lda=1, ldb=1, ldc=1, A=150, B=151, dst=150), None),   # dst on A
         (dict(M=2, K=20, N=3, tb=1, lda=20, ldb=21, ldc=5, A=0, B=40, dst=200), None),
+        (dict(M=2, K=5, N=3, tb=0, lda=5, ldb=3, ldc=3, A=0, B=40, dst=220), None),       # independent
     ]
-    run_cases(config, cases, back_to_back=True)
+    assert run_chain(config, cases, image) == 2
+    config = Config(rows=4, cols=4, **STREAM)
+    image = random_image(np.random.default_rng(4), config)
+    cases = [(dict(M=4, K=2, N=4, tb=0, lda=2, ldb=4, ldc=4, A=0, B=10, dst=100), image),
+             (dict(M=1, K=1, N=1, tb=0, lda=1, ldb=1, ldc=1, A=30, B=31, dst=140), None),
+             (dict(M=4, K=1, N=4, tb=1, lda=1, ldb=1, ldc=4, A=40, B=50, dst=160), None),
+             (dict(M=4, K=3, N=4, tb=0, lda=3, ldb=4, ldc=4, A=60, B=80, dst=180), None)]
+    assert run_chain(config, cases, image) == 3
+
+
+def test_smm_last_slice_waits_for_the_writer_at_every_distance():
+    """A one-slice MM (its only slice is its last) started 0 to 13 cycles after it could be, behind an MM whose
+    result writer is busy until its plan cycle, or before it, or after: the wait (or none) at every distance
+    between the writer's last write and the slice, as ``cycles.mm_schedule`` says."""
+    config = Config(rows=4, cols=4, **STREAM)
+    image = random_image(np.random.default_rng(11), config)
+    cases = [(dict(M=2, K=2, N=3, tb=0, lda=2, ldb=3, ldc=3, A=0, B=10, dst=100), image),
+             (dict(M=1, K=1, N=2, tb=0, lda=1, ldb=2, ldc=2, A=40, B=50, dst=140), None)]
+    overlapped = [run_chain(config, cases, image, delays=[0, delay]) for delay in range(14)]
+    assert overlapped[0] == 1 and overlapped[-1] == 0, overlapped
+
+
+@pytest.mark.parametrize("rows, cols, count, density", [(4, 4, 30, 0.0), (4, 4, 30, 0.4), (2, 3, 30, 0.3)])
+def test_smm_random_chains(rows, cols, count, density):
+    """Random MMs back to back beside random vector-lane banks: a third read the previous one's result, the
+    rest are independent (their regions drawn apart), so the unit's reads, its writes and the vector lane's
+    requests meet on the banks in every combination."""
+    config = Config(rows=rows, cols=cols, **STREAM)
+    rng = np.random.default_rng(500 + rows + int(density * 10))
+    image = random_image(rng, config)
+    cases = []
+    for n in range(count):
+        c, _ = random_stream_case(rng, config, STREAM_KINDS[n % len(STREAM_KINDS)])
+        if cases and rng.random() < 0.33:
+            prev = cases[-1][0]
+            c["A"] = prev["dst"]                     # reads the last result (if it fits)
+            if footprints(c)["A"][0] + footprints(c)["A"][1] > config.sp_words:
+                c["A"] = 0
+        cases.append((c, None))
+    taken = {cycle: {int(b) for b in rng.choice(config.sp_banks, rng.integers(1, 3))}
+             for cycle in range(1, 4000) if rng.random() < density}
+    assert run_chain(config, cases, image, taken) > count // 4, "the MMs hardly overlap: the test is too weak"
 
 
 @pytest.mark.parametrize("rows, cols, count, density", [(4, 4, 24, 0.3), (4, 4, 16, 0.8), (2, 3, 16, 0.5)])
@@ -414,8 +518,8 @@ def test_smm_gives_way_to_the_vector_lane(rows, cols, count, density):
     """The vector lane (RQ, SM) has port B first: with random banks asked for on ``vector_banks`` in each
     cycle (one to three banks in a ``density`` share of the cycles), no read or write of the MM ever goes to a
     bank the vector lane asks for in that cycle, the memory is the numpy reference's, and the busy time is the
-    cycle model's (``ga2_sw.cycles.mm_last_cycle``) given the same banks."""
-    from ga2_sw.cycles import mm_last_cycle
+    cycle model's (``ga2_sw.cycles.mm_schedule``: the last read and the last write) given the same banks."""
+    from ga2_sw.cycles import mm_schedule
     config = Config(rows=rows, cols=cols, **STREAM)
     rng = np.random.default_rng(int(density * 100) + rows)
     lost = 0
@@ -424,20 +528,22 @@ def test_smm_gives_way_to_the_vector_lane(rows, cols, count, density):
         instr = isa.mm(c["dst"], c["A"], c["B"], c["M"], c["K"], c["N"], c["tb"], c["lda"], c["ldb"], c["ldc"])
         taken = {cycle: {int(b) for b in rng.choice(config.sp_banks, rng.integers(1, 4))}
                  for cycle in range(1, 400) if rng.random() < density}
-        X = mm_last_cycle(instr, 0, taken, config)
+        schedule = mm_schedule(instr, 0, taken, config)
+        L, X = schedule.last_read, schedule.last_write
         lost += X - busy_time(config, c)
         unit = MatrixUnit(config)
         bench = UnitBench(unit, config, image)
 
-        async def tb(ctx, c=c, image=image, taken=taken, X=X, unit=unit, bench=bench):
+        async def tb(ctx, c=c, image=image, taken=taken, L=L, X=X, unit=unit, bench=bench):
             ctx.set(unit.ctl.instr.as_value(), encode_mm(**c))
             ctx.set(unit.ctl.start, 1)
             await ctx.tick()
             ctx.set(unit.ctl.start, 0)
             for cycle in range(1, X + 3):
                 ctx.set(unit.vector_banks, sum(1 << b for b in taken.get(cycle, ())))
-                assert ctx.get(unit.ctl.busy) == (cycle <= X), (c, cycle)
-                assert ctx.get(unit.ctl.done) == (cycle == X), (c, cycle)
+                assert ctx.get(unit.ctl.busy) == (cycle <= L), (c, cycle)
+                assert ctx.get(unit.ctl.done) == (cycle == L), (c, cycle)
+                assert ctx.get(unit.ctl.draining) == (L < cycle <= X), (c, cycle)
                 for port in [*unit.read_ports, unit.sp_wr]:
                     if ctx.get(port.en):
                         assert bank_of(ctx.get(port.addr), config) not in taken.get(cycle, ()), (c, cycle)

@@ -64,7 +64,8 @@ def _blocked(ctx, dut):
 def test_blocked_is_the_software_conflict_rule():
     """Random pairs, mostly crowded into 64 words: the in-flight one goes into its lane's entry, then for the
     candidate decoded next, a lane's ``blocked`` bit must be ``conflict`` exactly while the in-flight lane is
-    busy and the candidate's lane is another, and 0 once it is idle."""
+    busy and the candidate's lane is another (or both are the matrix lane, whose entry outlives its busy
+    time: ``test_an_mm_is_in_flight_until_its_last_write``), and 0 once it is idle."""
     dut = Scoreboard(CONFIG)
     pairs = list(zip(_instrs(1, 300), _instrs(2, 300)))
     seen = {True: 0, False: 0}
@@ -76,7 +77,8 @@ def test_blocked_is_the_software_conflict_rule():
             ctx.set(dut.busy, _lane_bit(flying))
             want = conflict(cand, flying)
             for lane, got in _blocked(ctx, dut).items():
-                assert got == int(want and lane != lane_of(flying.op)), f"{cand} on {lane} while {flying} in flight"
+                own = lane == lane_of(flying.op) != "matrix"
+                assert got == int(want and not own), f"{cand} on {lane} while {flying} in flight"
             seen[want] += 1
             ctx.set(dut.busy, 0)
             assert ctx.get(dut.blocked) == 0
@@ -126,10 +128,46 @@ def test_every_entry_is_kept():
             await _decode(ctx, dut, cand)
             ctx.set(dut.busy, dma | matrix | vector)
             blocking = LANES[lane.bit_length() - 1]
-            # Blocked on every lane but the one whose entry it meets (the sequencer waits for that lane anyway).
-            assert _blocked(ctx, dut) == {name: int(name != blocking) for name in LANES}, cand
+            # Blocked on every lane but the one whose entry it meets (the sequencer waits for that lane anyway;
+            # the matrix lane's entry counts on every lane, as it stays in flight while the MM drains).
+            assert _blocked(ctx, dut) == {name: int(name != blocking or name == "matrix") for name in LANES}, cand
             ctx.set(dut.busy, (dma | matrix | vector) ^ lane)
             assert ctx.get(dut.blocked) == 0, cand    # the other entries' ranges are elsewhere
+    run_bench(dut, bench)
+
+
+def test_an_mm_is_in_flight_until_its_last_write():
+    """The matrix lane falls idle after an MM's last read, and the MM stays in flight until its result writer
+    stops draining: through the matrix entry, on every lane (the next MM too), while the lane is busy or the unit
+    drains; once the next MM has issued, through the second entry, while the lane is busy and the unit drains
+    (its reads beside the last MM's writes), and then no more (the next MM does not touch its words)."""
+    from ga2_sw import isa
+    dut = Scoreboard(CONFIG)
+    mm = isa.mm(dst=100, A=40, B=60, M=2, K=4, N=2, lda=4, ldb=2, ldc=2)
+    next_mm = isa.mm(dst=200, A=0, B=8, M=1, K=2, N=1, lda=2, ldb=1, ldc=1)
+    readers = [isa.st(src=101, dst=0, len=2), isa.rq(dst=150, src=102, len=1, m=1, s=0),
+               isa.mm(dst=220, A=100, B=8, M=1, K=2, N=1, lda=2, ldb=1, ldc=1)]
+    matrix = 1 << LANES.index("matrix")
+    everywhere = {name: 1 for name in LANES}
+
+    async def bench(ctx):
+        for reader in readers:
+            assert conflict(reader, mm) and not conflict(reader, next_mm)
+            ctx.set(dut.busy, 0)
+            ctx.set(dut.draining, 0)
+            await _issue(ctx, dut, mm)
+            await _decode(ctx, dut, reader)
+            ctx.set(dut.busy, matrix)
+            assert _blocked(ctx, dut) == everywhere, reader          # read
+            ctx.set(dut.busy, 0)
+            ctx.set(dut.draining, 1)
+            assert _blocked(ctx, dut) == everywhere, reader          # written
+            await _issue(ctx, dut, next_mm)                          # the next MM on the lane
+            await _decode(ctx, dut, reader)
+            ctx.set(dut.busy, matrix)
+            assert _blocked(ctx, dut) == everywhere, reader          # still written, beside the next one's reads
+            ctx.set(dut.draining, 0)
+            assert ctx.get(dut.blocked) == 0, reader                 # written: only the next MM is in flight
     run_bench(dut, bench)
 
 

@@ -192,3 +192,56 @@ def test_array_all_minus_128():
 def test_array_wrong_size(rows, cols):
     with pytest.raises(TypeError, match=r"^(Row|Column) count must be a positive integer, not "):
         SystolicArray(rows, cols)
+
+
+# -- the decoupled chip's array: tiles one after another, no clear -----------------------------------------
+
+@pytest.mark.parametrize("rows, cols", [(4, 4), (2, 3), (1, 1)])
+def test_tiled_array_runs_tiles_back_to_back(rows, cols):
+    """Random tiles (K from 1 to 9, int8 operands with -128 and 127 frequent) presented slice by slice with random
+    bubbles between slices, and often none between one tile's last slice and the next one's first: every cell's
+    ``out`` holds numpy's product of its tile exactly from cycle ``t_last + r + c + 2`` (``t_last``: the cycle of
+    the tile's last slice) until the same cycle of the next tile, whatever the other cells and the bubbles
+    carry (the bubbles present garbage operands, which must count as zero)."""
+    from ga2_hdl.tiled_array import TiledSystolicArray
+    rng = np.random.default_rng(rows * 10 + cols)
+    dut = TiledSystolicArray(rows, cols)
+    tiles, cycle, schedule = [], 0, {}          # schedule: cycle -> (a, b, first, last)
+    for _ in range(25):
+        K = int(rng.integers(1, 10))
+        values = np.array([-128, 127, -1, 0, 1, 5, -77], dtype=np.int64)
+        A = rng.choice(values, (rows, K)) if rng.random() < 0.3 else rng.integers(-128, 128, (rows, K))
+        B = rng.choice(values, (K, cols)) if rng.random() < 0.3 else rng.integers(-128, 128, (K, cols))
+        for k in range(K):
+            cycle += int(rng.choice([0, 0, 0, 1, 3]))       # bubbles before the slice
+            schedule[cycle] = (A[:, k], B[k, :], k == K - 1)
+            cycle += 1
+        tiles.append((cycle - 1, A @ B))
+        cycle += int(rng.choice([0, 0, 2]))
+    end = cycle + rows + cols + 4
+
+    def holder(r, c, now):
+        """The tile whose product cell (r, c) holds in cycle ``now`` (None before the first)."""
+        held = None
+        for t_last, product in tiles:
+            if t_last + r + c + 2 <= now:
+                held = product
+        return held
+
+    async def tb(ctx):
+        for now in range(end):
+            a, b, last = schedule.get(now, (rng.integers(-128, 128, rows), rng.integers(-128, 128, cols), False))
+            ctx.set(dut.valid, now in schedule)
+            ctx.set(dut.last, last)
+            for r in range(rows):
+                ctx.set(dut.a[r], int(a[r]))
+            for c in range(cols):
+                ctx.set(dut.b[c], int(b[c]))
+            for r in range(rows):
+                for c in range(cols):
+                    product = holder(r, c, now)
+                    if product is not None:
+                        assert ctx.get(dut.out[r * cols + c]) == _wrap32(int(product[r, c])), (now, r, c)
+            await ctx.tick()
+
+    run_bench(dut, tb)
