@@ -99,10 +99,8 @@ class ResultWriter(wiring.Component):
         # and an OR.
         if self._config.decoupled:
             on_bank, next_bank = Signal(self._config.sp_banks, name="on_bank"), Signal(self._config.sp_banks)
-            claim = Signal(self._config.sp_banks, name="claim")
-            m.d.comb += [write.eq(en & ~(self.vector_banks & on_bank).any()), next_bank.eq(on_bank),
-                         self.claim.eq(claim)]
-            m.d.sync += [on_bank.eq(next_bank), claim.eq(Mux(en_next, next_bank, 0))]
+            m.d.comb += [write.eq(en & ~(self.vector_banks & on_bank).any()), next_bank.eq(on_bank)]
+            m.d.sync += [on_bank.eq(next_bank), self.claim.eq(Mux(en_next, next_bank, 0))]
         else:
             on_bank = None
             m.d.comb += write.eq(en)

@@ -131,10 +131,11 @@ class StreamFeeder(wiring.Component):
         served = [~(r ^ phase) for r in read_in]
         same = {pq: Signal(name=f"op{pq[0]}_op{pq[1]}_same_bank") for pq in pairs}
         on_bank = [Signal(config.sp_banks, name=f"op{p}_bank") for p in range(n_ops)]     # one bit per bank
-        # Slices still to read after the one being read, and whether it is the last: registers, so that the last
-        # slice's wait for the result writer is a gate from registers.
+        # Slices still to read after the one being read, and whether it is the last (a register: the state
+        # machine and the array's mark take it without a compare).
         left = Signal(16)
         on_last = Signal(name="on_last_slice")
+        next_is_last = left == 1
 
         def same_banks(addresses):
             banks = [bank_index(a, config) for a in addresses]
@@ -169,7 +170,7 @@ class StreamFeeder(wiring.Component):
                 with m.If(slice_done & on_last):
                     m.d.comb += ctl.done.eq(1)
                     m.next = "IDLE"
-                with m.Elif(slice_done & (left == 1) & self.writer_busy):
+                with m.Elif(slice_done & next_is_last & self.writer_busy):
                     m.next = "WAIT"
             with m.State("WAIT"):
                 with m.If(~self.writer_busy):
@@ -185,7 +186,7 @@ class StreamFeeder(wiring.Component):
                          left.eq(instr.K - 1), on_last.eq(instr.K == 1)]
         with m.Elif(slice_read):
             m.d.sync += [*(a.eq(n) for a, n in zip(addr, nexts)), *same_banks(nexts),
-                         left.eq(left - 1), on_last.eq(left == 1)]
+                         left.eq(left - 1), on_last.eq(next_is_last)]
         with m.If(reading):
             m.d.sync += phase.eq(phase ^ slice_done)
             for bit, rd in zip(read_in, reads):
@@ -198,7 +199,7 @@ class StreamFeeder(wiring.Component):
 
         # Hold registers (the array's operands) between the RAM outputs (slow clock-to-output) and the
         # multipliers: an operand is taken in the cycle its data arrives. The array takes them as a slice, with
-        # its marks, STEP_DELAY cycles after the slice's last read; in the other cycles it sees a bubble.
+        # its mark, STEP_DELAY cycles after the slice's last read; in the other cycles it sees a bubble.
         arrived = [delayed(m, port.en, READ_LATENCY, f"op{p}_arrived") for p, port in enumerate(ports)]
         for got, port, hold in zip(arrived, ports, [*ctl.a, *ctl.b]):
             with m.If(got):

@@ -147,10 +147,24 @@ def mm_schedule(instr, start, taken, config, before=None):
     if before is not None and before.last_write < first_read - 1:
         before = None               # finished before this MM's plan cycle: no effect
     if before is None and not any(cycle in taken for cycle in range(first_read, plain + 1)):
-        first_write = plain - instr.M * instr.N + 1
-        claims = {first_write + n: bank_of(instr.dst + i * instr.ldc + j, config)
-                  for n, (i, j) in enumerate((i, j) for i in range(instr.M) for j in range(instr.N))}
-        return MMSchedule(start, first_write - 1 - MM_DRAIN_CYCLES, plain, claims)
+        last_read = plain - instr.M * instr.N - MM_DRAIN_CYCLES     # nothing in the way: the slices alone
+    else:
+        last_read = _last_read(instr, first_read, taken, before, config)
+    cycle = last_read + 1 + MM_DRAIN_CYCLES             # the first write's cycle at the earliest
+    claims = {}
+    for i in range(instr.M):
+        for j in range(instr.N):
+            bank = bank_of(instr.dst + i * instr.ldc + j, config)
+            claims[cycle] = bank
+            while bank in taken.get(cycle, ()):
+                cycle += 1
+                claims[cycle] = bank
+            cycle += 1
+    return MMSchedule(start, last_read, cycle - 1, claims)
+
+
+def _last_read(instr, first_read, taken, before, config):
+    """The cycle of an MM's last operand read (``mm_schedule``), slice by slice from ``first_read``."""
     writer = {} if before is None else before.claims
 
     def held(cycle):
@@ -174,18 +188,7 @@ def mm_schedule(instr, start, taken, config, before=None):
             pending = waiting
             cycle += 1
         cycle += 1
-    last_read = cycle - 1
-    cycle += MM_DRAIN_CYCLES            # the first write's cycle at the earliest
-    claims = {}
-    for i in range(instr.M):
-        for j in range(instr.N):
-            bank = bank_of(instr.dst + i * instr.ldc + j, config)
-            claims[cycle] = bank
-            while bank in taken.get(cycle, ()):
-                cycle += 1
-                claims[cycle] = bank
-            cycle += 1
-    return MMSchedule(start, last_read, cycle - 1, claims)
+    return cycle - 1
 
 
 class DecoupledTimer:
@@ -223,9 +226,14 @@ class DecoupledTimer:
         """The ``[instr, start, end]`` records of the instructions in flight in ``cycle`` (of those issued)."""
         return [self.starts[n] for n in self._flying if self.starts[n][2] >= cycle]
 
+    def lane_ready(self, instr):
+        """The first cycle ``instr`` could start in were nothing in flight to conflict with it: decoded, its
+        lane free."""
+        return max(self.decode + 1, self.free[lane_of(instr.op)])
+
     def earliest_start(self, instr):
         """The cycle ``instr`` would start in if it were the next instruction (the timer is not changed)."""
-        start = max(self.decode + 1, self.free[lane_of(instr.op)])
+        start = self.lane_ready(instr)
         flying = [(other, end) for other, _, end in self.in_flight(start) if conflict(instr, other)]
         for other, end in sorted(flying, key=lambda f: f[1]):
             if end >= start:
@@ -247,7 +255,6 @@ class DecoupledTimer:
         self._flying = [n for n in self._flying if self.starts[n][2] >= self.decode + 1] + [index]
         if instr.op == Op.MM:
             self._before[index], self._last_mm = self._last_mm, index
-            self.schedules[index] = None
             self._schedule_mm(index)
         else:
             end = self.starts[index][2] = start + busy_cycles(instr, self.config)

@@ -129,7 +129,7 @@ def test_decoupled_fuzz_really_overlaps_and_hazards():
         for instr in program[:-1]:
             lane = lane_of(instr.op)
             start = timer.earliest_start(instr)
-            waited |= start > max(timer.decode + 1, timer.free[lane])       # the scoreboard held it back
+            waited |= start > timer.lane_ready(instr)       # the scoreboard held it back
             flying = timer.in_flight(start)
             ran_beside |= any(lane_of(f[0].op) != lane for f in flying)
             mm_beside_mm |= instr.op == Op.MM and any(f[0].op == Op.MM for f in flying)
