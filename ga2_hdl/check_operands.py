@@ -8,7 +8,7 @@ from ga2_sw.isa import INSTR_BITS, UNITS, USED_BITS, Op, unit_ops
 from ga2_sw.numerics import MAX_SHIFT
 
 from .check_payloads import RESET_LESS, operands_layout, pipeline_reg, word_layout
-from .ports import InstrLayout
+from .ports import InstrLayout, ext_address
 from .valid_chain import ValidChain
 
 __all__ = ["CheckOperands"]
@@ -80,9 +80,9 @@ class CheckOperands(wiring.Component):
             m.d.sync += (load(a, w.A, k1, m1, w.lda) + load(b, w.B, Mux(w.tb, k1, n1), Mux(w.tb, n1, k1), w.ldb) +
                          load(c, w.dst, n1, m1, w.ldc))
         with m.Elif(op == Op.LD):
-            m.d.sync += load(a, w.dst, ln1) + [operands.ext_base.eq(w.src), operands.ext_tail.eq(ln1)]
+            m.d.sync += load(a, w.dst, ln1) + [operands.ext_base.eq(ext_address(w, Op.LD)), operands.ext_tail.eq(ln1)]
         with m.Elif(op == Op.ST):
-            m.d.sync += load(a, w.src, ln1) + [operands.ext_base.eq(w.dst), operands.ext_tail.eq(ln1)]
+            m.d.sync += load(a, w.src, ln1) + [operands.ext_base.eq(ext_address(w, Op.ST)), operands.ext_tail.eq(ln1)]
         with m.Elif(op.matches(Op.RQ, Op.SM)):
             m.d.sync += load(a, w.src, ln1) + load(b, w.dst, ln1)
         m.d.sync += [a.rd.eq(op.matches(Op.ST, Op.MM, Op.RQ, Op.SM)), a.wr.eq(op == Op.LD),

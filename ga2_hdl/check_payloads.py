@@ -7,11 +7,11 @@ outranks the range errors, so their values do not matter then."""
 from amaranth.hdl import Cat, Signal, Value, signed
 from amaranth.lib import data
 
-from ga2_sw.isa import INSTR_BITS, UNITS
+from ga2_sw.isa import EXT_ADDR_BITS, INSTR_BITS, UNITS
 
 from .ports import imem_addr_width
 
-__all__ = ["RESET_LESS", "RANGES", "RANGE_WIDTH", "pipeline_reg", "tag_layout", "word_layout",
+__all__ = ["RESET_LESS", "RANGES", "RANGE_WIDTH", "EXT_RANGE_WIDTH", "pipeline_reg", "tag_layout", "word_layout",
            "operands_layout", "ends_layout"]
 
 # The checker's pipeline is reset-less: a reset right after the host's last write must not drop the word's
@@ -19,6 +19,7 @@ __all__ = ["RESET_LESS", "RANGES", "RANGE_WIDTH", "pipeline_reg", "tag_layout", 
 RESET_LESS = True
 RANGES = "abc"          # the scratchpad ranges of ga2_hdl.ports.access_layout
 RANGE_WIDTH = 30        # wide enough for any base + x*y + tail of 16-bit fields
+EXT_RANGE_WIDTH = EXT_ADDR_BITS + 2     # an external address plus a 16-bit tail, signed
 
 
 def pipeline_reg(shape, name):
@@ -51,7 +52,7 @@ def operands_layout(config):
     rng = data.StructLayout({"base": RANGE_WIDTH, "x": signed(17), "y": 12, "tail": signed(18), "rd": 1, "wr": 1})
     # RQ: dst - src and src - dst, for the OVERLAP verdict of the next stage (tag.overlap is set there).
     return data.StructLayout({"tag": tag_layout(config), **{r: rng for r in RANGES},
-                              "ext_base": RANGE_WIDTH, "ext_tail": signed(18), "is_rq": 1,
+                              "ext_base": EXT_ADDR_BITS, "ext_tail": signed(18), "is_rq": 1,
                               "dst_ahead": signed(17), "src_ahead": signed(17)})
 
 

@@ -4,7 +4,7 @@ from amaranth.hdl import Module, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .check_payloads import (RANGE_WIDTH, RANGES, RESET_LESS, ends_layout, operands_layout, pipeline_reg,
+from .check_payloads import (EXT_RANGE_WIDTH, RANGE_WIDTH, RANGES, RESET_LESS, ends_layout, operands_layout, pipeline_reg,
                              tag_layout)
 from .valid_chain import ValidChain
 
@@ -16,7 +16,7 @@ def _sums_layout(config):
     rng = data.StructLayout({"start": signed(RANGE_WIDTH + 2), "start_over": signed(RANGE_WIDTH + 3),
                              "prod": signed(RANGE_WIDTH), "lo": RANGE_WIDTH, "rd": 1, "wr": 1})
     return data.StructLayout({"tag": tag_layout(config), **{r: rng for r in RANGES},
-                              "ext_end": signed(RANGE_WIDTH + 2)})
+                              "ext_end": signed(EXT_RANGE_WIDTH)})
 
 
 class CheckRanges(wiring.Component):

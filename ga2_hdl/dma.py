@@ -1,12 +1,12 @@
 """The DMA: LD (external memory -> scratchpad) and ST (scratchpad -> external memory)."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib.wiring import Out
 
 from ga2_sw.isa import Op
 from ga2_sw.timing import dma_read_latency
 
-from .ports import ExtSignature, Unit, ext_addr_width, sp_addr_width
+from .ports import ExtSignature, Unit, ext_addr_width, ext_address, sp_addr_width
 from .valid_chain import delayed
 
 __all__ = ["DMA"]
@@ -45,14 +45,15 @@ class DMA(Unit):
         # Idle, the counters follow the sequencer's instruction register, so they hold the instruction in the
         # cycle it starts and `start`, the end of the issue decision, drives only `busy` (as the enable of
         # the counters, from the lanes' busy bits through the issue logic, it was a 10.29 ns path on a 25F).
+        instr, ld = self.ctl.instr, self.ctl.instr.op == Op.LD
         with m.If(~self.ctl.busy):
             m.d.sync += [
-                is_ld.eq(self.ctl.instr.op == Op.LD),
-                issue_addr.eq(self.ctl.instr.src),
-                issue_left.eq(self.ctl.instr.len),
-                issue_more.eq(self.ctl.instr.len != 0),
-                write_addr.eq(self.ctl.instr.dst),
-                write_left.eq(self.ctl.instr.len),
+                is_ld.eq(ld),
+                issue_addr.eq(Mux(ld, ext_address(instr, Op.LD), instr.src)),
+                issue_left.eq(instr.len),
+                issue_more.eq(instr.len != 0),
+                write_addr.eq(Mux(ld, instr.dst, ext_address(instr, Op.ST))),
+                write_left.eq(instr.len),
             ]
         with m.If(self.ctl.start):
             m.d.sync += self.ctl.busy.eq(1)

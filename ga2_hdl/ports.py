@@ -1,15 +1,15 @@
 """Signatures and layouts shared by the GA-2 units: the decoded instruction, the unit handshake, the host
 port, the scratchpad ports and the external-memory port, and the base class of the execution units."""
 
-from amaranth.hdl import unsigned, signed
+from amaranth.hdl import Cat, unsigned, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from ga2_sw.config import Config
-from ga2_sw.isa import FIELDS, SLOTS, INSTR_BITS, UNITS, Err
+from ga2_sw.isa import EXT_ADDR_BITS, FIELDS, SLOTS, INSTR_BITS, UNITS, WIDE, Err
 
-__all__ = ["InstrLayout", "access_layout", "issue_layout", "UnitSignature", "HostSignature", "DebugSignature", "SpReadSignature",
+__all__ = ["InstrLayout", "ext_address", "access_layout", "issue_layout", "UnitSignature", "HostSignature", "DebugSignature", "SpReadSignature",
            "SpWriteSignature", "ExtSignature", "Unit", "check_config", "sp_addr_width", "ext_addr_width", "imem_addr_width",
            "pc_width", "WORD", "COUNTER_WIDTH", "COUNTERS", "ERR_WIDTH"]
 
@@ -29,7 +29,19 @@ def _instr_layout():
         for name, slot in names:
             lsb, width, is_signed = SLOTS[slot]
             fields[name] = data.Field((signed if is_signed else unsigned)(width), lsb)
+    for high in set(WIDE.values()):         # the high halves of the wide fields (ext_address)
+        lsb, width, _ = SLOTS[high]
+        fields[high] = data.Field(unsigned(width), lsb)
     return data.FlexibleLayout(INSTR_BITS, fields)
+
+
+def ext_address(instr, op):
+    """The external address of an LD or ST (``op``) in ``instr`` (a view of InstrLayout): its wide field,
+    the low half in its slot and the high half in ``xhi`` (``ga2_sw.isa.WIDE``), EXT_ADDR_BITS wide."""
+    (name,) = [name for (o, name) in WIDE if o == op]
+    value = Cat(instr[name], instr[WIDE[op, name]])
+    assert len(value) == EXT_ADDR_BITS, "docs/ISA.md: external addresses are 32 bits"
+    return value
 
 
 InstrLayout = _instr_layout()

@@ -24,12 +24,14 @@ MODES = tuple(mode.value for mode in Mode)     # the names the command line and 
 COMMAND_MODE = Mode.DECOUPLED
 
 # (minimum, maximum) of every integer field; the maxima follow from the instruction encoding (16-bit
-# addresses and lengths, 8-bit M and N, 12-bit strides) or from what the RTL is built and tested for.
+# scratchpad addresses and lengths, 8-bit M and N, 12-bit strides) or from what the RTL is built and tested
+# for: external addresses are 32 bits (docs/ISA.md), external memory is held to 2^26 words (256 MiB, the
+# simulation harnesses' image) until a real memory system replaces the harness's.
 _RANGES = {
     "rows":        (1, 32),
     "cols":        (1, 32),
     "sp_words":    (64, 65536),
-    "ext_words":   (64, 65536),
+    "ext_words":   (64, 1 << 26),
     "imem_words":  (2, 65536),
     "ext_latency": (1, 64),
     "sm_max_len":  (1, 1024),

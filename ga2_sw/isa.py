@@ -8,7 +8,7 @@ from .numerics import MAX_SHIFT
 from .timing import STREAM_MM_OVERHEAD, dma_read_latency, rq_latency, sm_overhead
 
 __all__ = ["Op", "Err", "Instr", "FIELDS", "SLOTS", "OPS", "OpSpec", "UNITS", "LANES", "unit_ops", "unit_lane", "encode",
-           "decode", "check", "rq_overlaps_partly", "footprints", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS",
+           "decode", "check", "WIDE", "EXT_ADDR_BITS", "field_slots", "rq_overlaps_partly", "footprints", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS",
            "EncodingError"]
 
 INSTR_BITS = 128
@@ -49,7 +49,14 @@ SLOTS = {
     "lda": (88, 12, False),
     "ldb": (100, 12, False),
     "ldc": (112, 12, False),
+    "xhi": (56, 16, False),
 }
+
+# Fields wider than their slot: the external address of LD (src) and ST (dst) is 32 bits, its low half in the
+# slot and its high half in `xhi` (bits [71:56], unused by LD and ST otherwise). A program whose external
+# addresses are below 65,536 has xhi = 0 and encodes exactly as before external addresses grew.
+WIDE = {(Op.LD, "src"): "xhi", (Op.ST, "dst"): "xhi"}
+EXT_ADDR_BITS = 32
 
 # Assembly fields of each opcode, in assembly order, and the slot each one is encoded in.
 FIELDS = {
@@ -120,14 +127,23 @@ def _mask(slot):
     return ((1 << width) - 1) << lsb
 
 
+def field_slots(op, name):
+    """The slots an assembly field is encoded in, least significant part first."""
+    slot = dict(FIELDS[op])[name]
+    return (slot, WIDE[op, name]) if (op, name) in WIDE else (slot,)
+
+
 # Bits each opcode may set; any other set bit makes the instruction illegal.
-USED_BITS = {op: _mask("op") | sum(_mask(slot) for _, slot in FIELDS[op]) for op in Op}
+USED_BITS = {op: _mask("op") | sum(_mask(slot) for name, _ in FIELDS[op] for slot in field_slots(op, name))
+             for op in Op}
+assert all(sum(SLOTS[s][1] for s in field_slots(op, name)) == EXT_ADDR_BITS for op, name in WIDE)
 
 
 def field_range(op, name):
     """Encodable (lo, hi) of an assembly field."""
-    slot = dict(FIELDS[op])[name]
-    _, width, signed = SLOTS[slot]
+    slots = field_slots(op, name)
+    width = sum(SLOTS[slot][1] for slot in slots)
+    signed = SLOTS[slots[0]][2]
     return (-(1 << (width - 1)), (1 << (width - 1)) - 1) if signed else (0, (1 << width) - 1)
 
 
@@ -207,9 +223,12 @@ def halt():
 def encode(instr):
     """Instr -> 128-bit integer."""
     word = int(instr.op)
-    for name, slot in FIELDS[instr.op]:
-        lsb, width, _ = SLOTS[slot]
-        word |= (getattr(instr, name) & ((1 << width) - 1)) << lsb
+    for name, _ in FIELDS[instr.op]:
+        value = getattr(instr, name)
+        for slot in field_slots(instr.op, name):
+            lsb, width, _ = SLOTS[slot]
+            word |= (value & ((1 << width) - 1)) << lsb
+            value >>= width
     return word
 
 
@@ -230,6 +249,10 @@ def decode(word):
         v = (word >> lsb) & ((1 << width) - 1)
         if signed and v >> (width - 1):
             v -= 1 << width
+        for high in field_slots(op, name)[1:]:      # unsigned: only the external addresses are wide
+            hlsb, hwidth, _ = SLOTS[high]
+            v |= ((word >> hlsb) & ((1 << hwidth) - 1)) << width
+            width += hwidth
         values[name] = v
     return Instr(op, **values), Err.NONE
 

@@ -535,8 +535,9 @@ class DMASpec(Elaboratable):
 # Field positions of docs/ISA.md ("Encoding"), written out again here rather than taken from
 # ports.InstrLayout or isa._SLOTS, so that the check compares the RTL with the document.
 _ISA_FIELDS = {"op": (0, 4), "tb": (4, 1), "dst": (8, 16), "src": (24, 16), "len": (40, 16), "K": (56, 16),
-               "s": (72, 6), "M": (72, 8), "N": (80, 8), "lda": (88, 12), "ldb": (100, 12), "ldc": (112, 12)}
-_ISA_USES = {Op.LD: ("dst", "src", "len"), Op.ST: ("dst", "src", "len"), Op.SM: ("dst", "src", "len"),
+               "s": (72, 6), "M": (72, 8), "N": (80, 8), "lda": (88, 12), "ldb": (100, 12), "ldc": (112, 12),
+               "xhi": (56, 16)}
+_ISA_USES = {Op.LD: ("dst", "src", "len", "xhi"), Op.ST: ("dst", "src", "len", "xhi"), Op.SM: ("dst", "src", "len"),
              Op.RQ: ("dst", "src", "len", "K", "s"),
              Op.MM: ("tb", "dst", "src", "len", "K", "M", "N", "lda", "ldb", "ldc"), Op.HALT: ()}
 # Error codes of docs/ISA.md.
@@ -610,8 +611,9 @@ def _expected_error(m, word, cfg, order="isa"):
              Mux(op == Op.ST, lin_hi(f["src"]) >= cfg.sp_words,
              Mux((op == Op.RQ) | (op == Op.SM),
                  (lin_hi(f["src"]) >= cfg.sp_words) | (lin_hi(f["dst"]) >= cfg.sp_words), 0))))
-    ext_bad = Mux(op == Op.LD, lin_hi(f["src"]) >= cfg.ext_words,
-              Mux(op == Op.ST, lin_hi(f["dst"]) >= cfg.ext_words, 0))
+    # LD's and ST's external address: the 16-bit field and xhi above it, 32 bits.
+    ext_bad = Mux(op == Op.LD, lin_hi(Cat(f["src"], f["xhi"])) >= cfg.ext_words,
+              Mux(op == Op.ST, lin_hi(Cat(f["dst"], f["xhi"])) >= cfg.ext_words, 0))
     err = Signal(3, name="exp_error")
     if order == "isa":
         m.d.comb += err.eq(Mux(illegal, ILLEGAL, Mux(shape, SHAPE, Mux(overlap, OVERLAP, Mux(sp_bad, SP_RANGE,

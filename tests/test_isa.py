@@ -32,10 +32,37 @@ def test_field_ranges_follow_the_bit_layout():
     # widths from the table in docs/ISA.md
     widths = {"dst": 16, "src": 16, "len": 16, "A": 16, "B": 16, "K": 16, "M": 8, "N": 8, "tb": 1,
               "lda": 12, "ldb": 12, "ldc": 12, "s": 6}
+    external = {(Op.LD, "src"), (Op.ST, "dst")}          # 32-bit external addresses
     for op in Op:
         for name, _ in isa.FIELDS[op]:
             expected = (-(1 << 15), (1 << 15) - 1) if name == "m" else (0, (1 << widths[name]) - 1)
+            if (op, name) in external:
+                expected = (0, (1 << 32) - 1)
             assert isa.field_range(op, name) == expected, (op, name)
+
+
+def test_external_addresses_split_across_their_slot_and_xhi():
+    # docs/ISA.md: LD's src and ST's dst, bits [15:0] in their 16-bit slot and bits [31:16] in [71:56].
+    ld = isa.encode(isa.ld(dst=0x0102, src=0xABCD1234, len=0x0304))
+    assert (ld >> 8) & 0xFFFF == 0x0102 and (ld >> 24) & 0xFFFF == 0x1234 and (ld >> 40) & 0xFFFF == 0x0304
+    assert (ld >> 56) & 0xFFFF == 0xABCD and ld >> 72 == 0
+    st_ = isa.encode(isa.st(src=0x0102, dst=0x00050006, len=7))
+    assert (st_ >> 8) & 0xFFFF == 0x0006 and (st_ >> 24) & 0xFFFF == 0x0102 and (st_ >> 56) & 0xFFFF == 0x0005
+    # below 65,536 the encoding is the one of 16-bit external addresses: xhi is zero
+    assert isa.encode(isa.ld(dst=1, src=0xFFFF, len=2)) >> 56 == 0
+    # xhi's bits are stray for SM and HALT (MM and RQ hold K and m there)
+    for op in (Op.SM, Op.HALT):
+        assert isa.USED_BITS[op] >> 56 & 0xFFFF == 0
+    assert isa.decode(int(Op.SM) | 1 << 60)[1] == Err.ILLEGAL
+    assert isa.decode(int(Op.HALT) | 1 << 56)[1] == Err.ILLEGAL
+
+
+def test_external_range_counts_the_high_half():
+    cfg = Config(ext_words=1 << 20)
+    assert isa.check(isa.ld(dst=0, src=(1 << 20) - 4, len=4), cfg) == Err.NONE
+    assert isa.check(isa.ld(dst=0, src=(1 << 20) - 3, len=4), cfg) == Err.EXT_RANGE
+    assert isa.check(isa.st(src=0, dst=0x000F_FFFF, len=1), cfg) == Err.NONE
+    assert isa.check(isa.st(src=0, dst=0x0010_0000, len=1), cfg) == Err.EXT_RANGE
 
 
 def test_encoding_puts_fields_where_the_table_says():

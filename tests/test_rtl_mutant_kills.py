@@ -87,14 +87,33 @@ def same_as_machine(prog, config=SMALL):
     (rq(11, 8, 4, 3, 1), Err.OVERLAP),                          # one word over it
     (rq(5, 8, 4, 3, 1), Err.OVERLAP),
     (rq(254, 253, 4, 3, 1), Err.OVERLAP),                       # overlapping AND past the end: overlap first
+    (ld(0, 0x1_0000, 1), Err.EXT_RANGE),                        # the external address's high half (xhi) counts
+    (st(0, 0x2_0005, 1), Err.EXT_RANGE),
 ], ids=["ext-last", "ext-past", "ld-ext-past", "mm-c-last", "mm-c-past", "mm-tb1-last", "mm-tb1-past",
         "mm-tb0-last", "mm-tb0-past", "shape-over-range", "sp-over-ext", "k0", "rq-max-shift", "rq-shift-past",
-        "sm-max-len", "rq-in-place", "rq-after", "rq-before", "rq-over-after", "rq-over-before", "overlap-over-range"])
+        "sm-max-len", "rq-in-place", "rq-after", "rq-before", "rq-over-after", "rq-over-before", "overlap-over-range",
+        "ld-xhi-past", "st-xhi-past"])
 def test_checker_boundaries(instr, code):
     """chk mutants: range checks off by one, footprint ignoring tb, shape/range/overlap ranking, missing
     checks."""
     r = same_as_machine([ld(0, 0, 40), instr, halt()])
     assert r.error == code
+
+
+# -- DMA: external addresses above 16 bits (their high half in xhi) --------------------------------------------
+
+def test_dma_external_addresses_above_16_bits():
+    """dma mutants: LD's or ST's external address without its high half."""
+    config = Config(sp_words=256, ext_words=1 << 17, imem_words=16)
+    ext = [0] * config.ext_words
+    for n in range(6):
+        ext[0xFFFE + n] = (n * 2654435761 + 5) & 0xFFFFFFFF        # straddles 65,536
+        ext[0x1_2345 + n] = n + 1
+    prog = [ld(0, 0xFFFE, 6), ld(8, 0x1_2345, 6), st(0, 0x1_F000, 14), st(8, 0x0_0010, 2), halt()]
+    e = run(prog, config, ext)
+    r = run_pysim(config, prog, ext, cycle_limit=4 * e.counters.cycles + 100)
+    assert e.ext[0x1_F000:0x1_F00E] == ext[0xFFFE:0xFFFE + 6] + [0, 0] + list(range(1, 7))
+    assert (r.error, r.counters, r.ext, r.sp) == (e.error, e.counters, e.ext, e.sp)
 
 
 # -- softmax: "running max initialised to 0 instead of -128" -------------------------------------------------

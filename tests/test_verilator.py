@@ -17,7 +17,7 @@ from ga2_sw.isa import Err
 from ga2_sw.machine import Machine
 from ga2_sw.workloads import decode_table_programs
 
-from sim.backends import Runner
+from sim.backends import Runner, get_backend
 from sim.icarus import IcarusSim, icarus_available
 from sim.jobs import HangError, Job
 from sim.random_programs import FUZZ_CONFIG
@@ -265,3 +265,46 @@ def test_lint_catches_a_real_warning():
 def test_yosys_reads_the_verilog():
     ok, output = yosys_read_check(CFG)
     assert ok, output
+
+
+# -- external addresses above 16 bits (docs/ISA.md: LD's src and ST's dst are 32 bits, the high half in xhi) --
+
+WIDE_EXT = 1 << 18          # 262,144 words: addresses need 18 bits
+
+
+def _wide_ext_program():
+    """Loads from words above 65,536, requantises, stores higher still; the last ST reaches the top word, and a
+    second program's LD one word past it faults with EXT_RANGE."""
+    top = WIDE_EXT - 1
+    prog = [isa.ld(0, 0x1_0000 - 3, 8),            # straddles 65,536: the high half changes inside one LD
+            isa.ld(8, 0x2_ABCD, 8),
+            isa.rq(16, 0, 16, 300, 4),
+            isa.st(16, 0x3_0000, 16),
+            isa.st(0, top, 1),
+            isa.halt()]
+    ext = [0] * WIDE_EXT
+    for n in range(8):
+        ext[0x1_0000 - 3 + n] = (n * 2654435761 + 7) & 0xFFFFFFFF
+        ext[0x2_ABCD + n] = (n * 40503 + 99) & 0xFF
+    return prog, ext
+
+
+@pytest.mark.parametrize("mode", ["inorder", "decoupled"])
+def test_external_addresses_above_16_bits(mode):
+    config = Config(sp_words=256, ext_words=WIDE_EXT, imem_words=8, mode=mode)
+    prog, ext = _wide_ext_program()
+    ref = Machine(config).run(prog, ext)
+    assert ref.ok
+    assert ref.ext[0x3_0000:0x3_0010] == [ref.sp[16 + n] for n in range(16)] and any(ref.ext[0x3_0000:0x3_0010])
+    assert ref.ext[WIDE_EXT - 1] == ext[0x1_0000 - 3]
+    past = [isa.ld(0, WIDE_EXT - 4, 5), isa.halt()]
+    wrong = Machine(config).run(past, ext)
+    assert wrong.error == Err.EXT_RANGE
+    sim = VerilatorSim(config)
+    try:
+        got, got_past = sim.run_many([(prog, ext), (past, ext)])
+    finally:
+        sim.close()
+    assert_same(ref, got, f"{mode}: LD/ST above 65,536")
+    assert_same(wrong, got_past, f"{mode}: LD one word past the top")
+    assert_same(ref, get_backend("pysim").run(config, prog, ext), f"{mode}: LD/ST above 65,536 on pysim")
