@@ -33,9 +33,22 @@ def _prepared(config, w, P, lengths, machine):
     return ext
 
 
-def decode_table_programs(config, seed=4242, batches=None):
-    """The decode-table programs for ``config``: B = 1..rows at token max_ctx, then the ragged batch."""
+def decode_table_programs(config, seed=4242, batches=None, lengths=None):
+    """The decode-table programs for ``config``: B = 1..rows at token max_ctx, then the ragged batch; or, with
+    ``lengths``, one batch of sequences at those lengths (each 1..max_ctx, at most rows of them)."""
     machine = Machine(config)
+    if lengths is not None:
+        lengths = tuple(lengths)
+        if not 1 <= len(lengths) <= config.rows or not all(1 <= L <= config.max_ctx for L in lengths):
+            raise ValueError(f"Lengths {list(lengths)}: one to {config.rows} (config field 'rows') of "
+                             f"1..{config.max_ctx} (config field 'max_ctx')")
+        w = dec.make_workload(config, len(lengths), max(lengths), seed)
+        P = dec.rq_params(w)
+        name = f"B={len(lengths)} lengths {lengths}" if len(set(lengths)) > 1 else \
+            f"B={len(lengths)} (all at token {lengths[0]})"
+        return [TableProgram(name, len(lengths), lengths,
+                             dec.program(config, list(range(len(lengths))), list(lengths), P),
+                             _prepared(config, w, P, lengths, machine))]
     L = config.max_ctx
     out = []
     for n in (batches or range(1, config.rows + 1)):

@@ -80,6 +80,30 @@ def test_batch_invariance_on_an_8x8_array():
     assert check_batching(cfg, batches=(1, 3, 8), lengths=(1, 5, 16), seeds=(0,)) == []
 
 
+# Batches up to R on the bigger arrays: 8x8 at B = 8 and 16x16 at B = 16, in both modes (issue 16; Verilator
+# runs the same in tests/test_verilator.py, and the mutation test at B = 8 is test_mutants_at_batch_8, slow).
+CFG_8X8 = Config(rows=8, cols=8, sp_words=8192, ext_words=16384)
+CFG_16X16 = Config(rows=16, cols=16, sp_words=16384, ext_words=32768)
+
+
+@pytest.mark.parametrize("mode", ["inorder", "decoupled"])
+@pytest.mark.parametrize("config", [CFG_8X8, CFG_16X16], ids=["8x8", "16x16"])
+def test_batch_invariance_at_batch_r(config, mode):
+    cfg = config.replace(mode=mode)
+    assert len(ragged_lengths(cfg)) == cfg.rows
+    assert check_batching(cfg, batches=(cfg.rows,), lengths=(1, 16), seeds=(0,)) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["inorder", "decoupled"])
+def test_mutants_at_batch_8(mode):
+    """The chapter's 16 mutants at B = 8 on the 8x8 chip: all caught by the full check (about 2.5 min each)."""
+    from ga2_sw import mutants as M
+    rows = M.run_mutants(M.CHAPTER_MUTANTS, CFG_8X8.replace(mode=mode), jobs=2, baseline=True)
+    s = M.summarise(rows)
+    assert (s["full"], s["total"]) == (16, 16) and s["problems"] == []
+
+
 def test_batch_invariance_with_d_model_not_d():
     # d_model != d and d not a multiple of cols: strides and tiles the default chip never exercises
     cfg = Config(rows=3, cols=3, d_model=8, d=10, max_ctx=7, sm_max_len=16)

@@ -215,6 +215,27 @@ def test_decode_table_json_has_both_modes(tmp_path, capsys):
     assert "decoupled mode" in capsys.readouterr().out
 
 
+def test_decode_table_lengths_runs_one_batch(tmp_path, capsys):
+    """--lengths: one batch of the given lengths, its words those of the traffic formula (weights once, each
+    sequence d_model + 2 (L - 1) d + 2 d + d words at d_model = d = 16), matching the model's reference; the
+    configuration narrows the option with one line."""
+    from ga2_sw.cli import main
+    out = tmp_path / "t.json"
+    assert main(["decode-table", "--mode", "both", "--lengths", "16,3,9", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["programs"]
+    assert [(r["mode"], r["lengths"], r["batch"]) for r in rows] == [("inorder", [16, 3, 9], 3),
+                                                                    ("decoupled", [16, 3, 9], 3)]
+    assert all(r["words"] == 768 + sum(16 + 2 * (L - 1) * 16 + 3 * 16 for L in (16, 3, 9)) for r in rows)
+    assert all(r["matches_reference"] and r["chapter_cycles"] is None for r in rows)
+    capsys.readouterr()
+    for args, message in ((["--lengths", "1,2,3,4,5"], "--lengths: at most 4 lengths (config field 'rows'"),
+                          (["--lengths", "17"], "--lengths: each length must be in 1..16 (config field 'max_ctx')"),
+                          (["--lengths", "3,,4"], "argument --lengths: must be comma-separated whole numbers")):
+        assert main(["decode-table", *args]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
+
+
 def test_back_to_back_tiles_overlap_on_the_chip():
     """docs/examples/mm_tiles.s, sixteen independent 4 x 16 x 4 MMs: each starts in the cycle after the last one's
     last operand read, so the chain takes under three quarters of its MMs' busy times end to end (635 cycles

@@ -153,6 +153,25 @@ def test_batched_step_other_arrays(config):
         assert_same(ref, got, f"{config.rows}x{config.cols} {p.name}")
 
 
+# Batches up to R (issue 16): the invariance check at B = rows with Verilator running every program; the 8x8
+# decoupled chip in the default tier, the 16x16 chips (256 PEs, about a minute's build each) in the slow one.
+@pytest.mark.parametrize("config", [
+    pytest.param(CFG_8X8.replace(mode="decoupled"), id="8x8-decoupled"),
+    pytest.param(Config(rows=16, cols=16, sp_words=16384, ext_words=32768), id="16x16-inorder",
+                 marks=pytest.mark.slow),
+    pytest.param(Config(rows=16, cols=16, sp_words=16384, ext_words=32768, mode="decoupled"),
+                 id="16x16-decoupled", marks=pytest.mark.slow)])
+def test_check_batching_at_batch_r_on_verilator(config):
+    sim = VerilatorSim(config)
+    try:
+        runner = Runner(sim)
+        assert check_batching(config, batches=(config.rows,), lengths=(1, 16), seeds=(0,), runner=runner) == []
+    finally:
+        sim.close()
+    # every step of L = 1 and L = 16 batched and alone, the ragged sequences brought up, batched and alone
+    assert runner.programs == (1 + 16) * (1 + config.rows) + sum(ragged_lengths(config)) + 1
+
+
 # -- harness behaviour ------------------------------------------------------------------------------------
 
 def test_cache_hit_reuses_the_build(vsim):

@@ -9,10 +9,14 @@ from ..cycles import DecoupledTimer, lane_of
 from ..decode import traffic
 from ..isa import LANES
 from ..machine import Machine
-from ..options import SEED, Int
+from ..config import Config
+from ..options import SEED, Int, IntList
 from ..workloads import decode_table_programs
 
 __all__ = ["register", "decode_table", "CHAPTER_CYCLES"]
+
+# What --lengths takes before the configuration narrows it (_check): a batch of up to the largest array's rows.
+LENGTHS = IntList(1, Config.field_range("max_ctx")[1], max_items=Config.field_range("rows")[1])
 
 # The chapter's chip on the same five programs (its printed table), the floor GA-2 must beat.
 CHAPTER_CYCLES = {"B=1": 3827, "B=2": 5777, "B=3": 7727, "B=4": 9677, "ragged": 6452}
@@ -22,12 +26,13 @@ def _chapter_key(p):
     return "ragged" if "ragged" in p.name else f"B={p.batch}"
 
 
-def decode_table(config, sim="model", seed=4242):
+def decode_table(config, sim="model", seed=4242, lengths=None):
     """Rows of the decode table, one per program, from simulator ``sim`` (a ``sim.backends`` name); every row
-    is also checked against the reference machine (memories, counters, error and pc)."""
+    is also checked against the reference machine (memories, counters, error and pc). ``lengths``: one batch
+    of those lengths instead of the five programs."""
     from sim.backends import get_backend
     from sim.compare import compare_results
-    programs = decode_table_programs(config, seed)
+    programs = decode_table_programs(config, seed, lengths=lengths)
     t0 = time.perf_counter()
     results = get_backend(sim).run_many(config, [(p.program, p.ext) for p in programs])
     seconds = time.perf_counter() - t0
@@ -43,8 +48,9 @@ def decode_table(config, sim="model", seed=4242):
                      "mm_cycles": c.mm, "dma_cycles": c.dma, "vec_cycles": c.vec, "instructions": c.instructions,
                      "macs": macs, "words": words, "memory_bound": words,
                      "of_memory_bound": round(words / c.cycles, 4), "matches_reference": match,
-                     "chapter_cycles": CHAPTER_CYCLES.get(_chapter_key(p)) if config.rows == 4 and config.cols == 4
-                     and config.max_ctx == 16 and config.d == 16 and config.d_model == 16 else None})
+                     "chapter_cycles": CHAPTER_CYCLES.get(_chapter_key(p)) if lengths is None and config.rows == 4
+                     and config.cols == 4 and config.max_ctx == 16 and config.d == 16 and config.d_model == 16
+                     else None})
     return rows, seconds
 
 
@@ -152,7 +158,7 @@ def _run(args):
     by_mode, all_rows = {}, []
     for n, mode in enumerate(modes):
         cfg = config.replace(mode=mode)
-        rows, seconds = decode_table(cfg, sim, args.seed)
+        rows, seconds = decode_table(cfg, sim, args.seed, args.lengths)
         if n:
             print()
         _print(rows, cfg, sim, seconds)
@@ -182,6 +188,9 @@ def register(sub):
                    help="fail instead of falling back to pysim when Verilator cannot run")
     p.add_argument("--mode", choices=("inorder", "decoupled", "both"), default="both",
                    help="execution mode(s) to run; both prints them side by side (default %(default)s)")
+    p.add_argument("--lengths", metavar="L,L,...", type=LENGTHS,
+                   help="one batch of sequences at these context lengths instead of the five programs: each "
+                        "1..--max-ctx, one to --rows of them")
     add_config_arguments(p, mode=False)
     p.set_defaults(func=_run, check=_check)
 
@@ -191,6 +200,14 @@ def _check(args):
     from sim.backends import get_backend
     from ..cli import config_from_args
     from ..layout import Layout
-    Layout(config_from_args(args))               # the decode programs must fit the memories
+    config = config_from_args(args)
+    Layout(config)                               # the decode programs must fit the memories
+    if args.lengths is not None:
+        if len(args.lengths) > config.rows:
+            raise ValueError(f"--lengths: at most {config.rows} lengths (config field 'rows', one sequence per "
+                             f"array row), not {len(args.lengths)}")
+        if max(args.lengths) > config.max_ctx:
+            raise ValueError(f"--lengths: each length must be in 1..{config.max_ctx} (config field 'max_ctx'), "
+                             f"not {max(args.lengths)}")
     if args.sim != "verilator" or args.no_fallback:
         get_backend(args.sim).require()
