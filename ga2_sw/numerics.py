@@ -6,7 +6,9 @@ RTL's exp ROM is built from."""
 import math
 
 __all__ = ["quantize", "scale_for", "mantissa_shift", "requant", "EXP_TABLE", "softmax_q16",
-           "s8", "s32", "u32", "sat8", "Q16_ONE", "MAX_SHIFT", "M_BITS"]
+           "s8", "s32", "u32", "sat8", "Q16_ONE", "MAX_SHIFT", "M_BITS", "SCORE_UNIT", "SCORE_MIN", "SCORE_MAX",
+           "EXP64_TABLE", "EXP_DISTANCES", "WEIGHT_BITS", "WEIGHT_MAX", "DIGIT_BITS", "ONLINE_MAX_CTX", "ONLINE_START",
+           "exp64", "scale_score", "online_softmax_step", "weight_digits", "rescale_add", "normalise"]
 
 Q16_ONE = 1 << 16
 MAX_SHIFT = 47          # the requantiser's product is 48 bits wide
@@ -84,3 +86,84 @@ def softmax_q16(scores):
     e = [EXP_TABLE[mx - x] for x in scores]
     total = sum(e)
     return [(ei * Q16_ONE + total // 2) // total for ei in e]
+
+
+# -- the online softmax of long contexts (docs/LONG_CONTEXT.md) -------------------------------------------------
+#
+# Attention over a context too long for the scratchpad runs chunk by chunk with a running maximum and a running
+# sum, and normalises once at the end. Scores are signed 16-bit numbers of 1/64 logits (+-512 logits: a peaked
+# head never saturates; the chapter's int8 of 1/16 saturates at +-7.9); a chunk's weights are 12-bit fractions
+# of the running maximum's exponential (two int8 digits for the P V products), so a weight never shrinks with
+# the context's length, only with its distance from the maximum; the partial outputs are int32 sums of weights
+# times values, rescaled when the maximum grows. docs/LONG_CONTEXT.md measures why these widths: 1/16-logit
+# scores with 7-bit weights erred by up to 14.8 output LSBs at 4,096 tokens with exact q, K and V.
+
+SCORE_UNIT = 64                                        # score units per logit
+SCORE_MIN, SCORE_MAX = -(1 << 15), (1 << 15) - 1     # a score: a signed 16-bit number of 1/64 logits
+EXP_DISTANCES = 16 * SCORE_UNIT                        # distances with a nonzero exponential: 0..1023
+# round(65536 * exp(-d/64)): the online softmax's exp ROM (1,024 x 17 bits), the chapter's EXP_TABLE at four
+# times its resolution (every fourth entry is the chapter's). From d = 755 on every entry rounds to 0.
+EXP64_TABLE = tuple(_round_half_away(Q16_ONE * math.exp(-d / SCORE_UNIT)) for d in range(EXP_DISTANCES))
+WEIGHT_BITS = 12
+WEIGHT_MAX = (1 << WEIGHT_BITS) - 1                    # a weight: 0..4095
+DIGIT_BITS = 7                                         # ... as two int8 operands: w = hi * 128 + lo
+ONLINE_MAX_CTX = 4096                                  # |partial| <= 127 * sum <= 127 * (4095 * L + chunks) < 2**31
+ONLINE_START = (SCORE_MIN, 0)                          # (running maximum, running sum) before the first chunk
+
+
+def exp64(d):
+    """round(65536 * exp(-d/64)) for a distance ``d >= 0`` from the maximum, in 1/64 logits (0 from 755 on)."""
+    if d < 0:
+        raise ValueError(f"exp64 takes a distance from the maximum (>= 0), not {d}")
+    return EXP64_TABLE[d] if d < EXP_DISTANCES else 0
+
+
+def scale_score(a, m, s):
+    """An int32 dot product q.k to a score in 1/64 logits: (a*m + 2**(s-1)) >> s as requant rounds, saturated to
+    the 16-bit score range (not to int8)."""
+    v = a * m
+    if s > 0:
+        v = (v + (1 << (s - 1))) >> s
+    return max(SCORE_MIN, min(SCORE_MAX, v))
+
+
+def _q16_scale(value, alpha):
+    """value * alpha / 65536, rounded half up (alpha a Q16 fraction, 0..65536)."""
+    return (value * alpha + (1 << 15)) >> 16
+
+
+def online_softmax_step(scores, state):
+    """One chunk of the online softmax: ``scores`` (1/64 logits) and ``state`` = (running maximum, running
+    sum) -> (weights, alpha, new state).
+
+    ``mx = max(state max, scores)``; weight ``w_i = (exp64(mx - x_i) * 4095 + 2**15) >> 16`` (0..4095, 4095 at
+    the maximum); ``alpha = exp64(mx - state max)`` rescales what came before; the new sum is
+    ``(sum * alpha + 2**15) >> 16`` plus the chunk's weights: the weights the P V products use, so the final
+    division makes a convex combination of the values whatever the rounding."""
+    if not scores:
+        raise ValueError("An online softmax step needs at least one score")
+    old_max, total = state
+    mx = max(old_max, max(scores))
+    weights = [(exp64(mx - x) * WEIGHT_MAX + (1 << 15)) >> 16 for x in scores]
+    alpha = exp64(mx - old_max)
+    return weights, alpha, (mx, _q16_scale(total, alpha) + sum(weights))
+
+
+def weight_digits(weights):
+    """The int8 operands of a chunk's P V products: (high digits ``w >> 7``, 0..31; low digits ``w & 127``)."""
+    return [w >> DIGIT_BITS for w in weights], [w & ((1 << DIGIT_BITS) - 1) for w in weights]
+
+
+def rescale_add(partial, alpha, high, low):
+    """The running int32 outputs after a chunk: ``partial * alpha / 65536`` (rounded half up) plus the chunk's
+    products ``128 * high + low`` (the P V products of its high and low weight digits)."""
+    return [_q16_scale(p, alpha) + (h << DIGIT_BITS) + lo for p, h, lo in zip(partial, high, low)]
+
+
+def normalise(partial, total, m, s):
+    """The int8 outputs: ``sat8(round(partial * m / (total * 2**s)))``, rounded half up; ``total`` >= 1 (the
+    chunk holding the maximum adds a weight of 4095)."""
+    if total < 1:
+        raise ValueError(f"normalise needs a positive running sum, not {total}")
+    den = total << s
+    return [sat8((2 * p * m + den) // (2 * den)) for p in partial]

@@ -10,6 +10,7 @@ from ..analyses.common import json_option, table, write_json
 from ..check import check_batching, ragged_lengths, DEFAULT_LENGTHS, DEFAULT_SEEDS
 from ..cli import add_config_arguments, config_from_args
 from ..config import Config
+from ..numerics import ONLINE_MAX_CTX
 from ..layout import Layout
 from ..options import SEED, Float, Int, IntList, Names, Parsed
 
@@ -19,6 +20,7 @@ __all__ = ["register", "count_programs", "accuracy"]
 # What the options take; the configuration narrows lengths and batches further (``_check_*``).
 _SEEDS = IntList(*SEED)
 _LENGTHS = IntList(1, Config.field_range("max_ctx")[1])
+_ACCURACY_LENGTHS = IntList(1, ONLINE_MAX_CTX)      # --online reaches past max_ctx (docs/LONG_CONTEXT.md)
 _BATCHES = IntList(1, Config.field_range("rows")[1])
 _JOBS = (1, 1024)
 _TIMEOUT = (1.0, 7 * 24 * 3600.0)
@@ -44,6 +46,10 @@ def _check_batching_args(args):
 
 def _check_accuracy(args):
     config = config_from_args(args)
+    if args.budget and not args.online:
+        raise ValueError("--budget goes with --online (the error budget of the long-context numerics)")
+    if args.online:
+        return                                  # a head's numerics: no layout, any length up to ONLINE_MAX_CTX
     Layout(config)
     _fitting_lengths(args.lengths, config)
 
@@ -96,8 +102,16 @@ def register(sub):
     p = sub.add_parser("accuracy", help="error of the integer decode step against float attention, in output LSBs")
     p.add_argument("--seeds", default=",".join(map(str, DEFAULT_SEEDS)), metavar="S,S", type=_SEEDS,
                    help=f"workload seeds, each in {_SEEDS.describe()} (default %(default)s)")
-    p.add_argument("--lengths", default=",".join(map(str, DEFAULT_LENGTHS)), metavar="L,L", type=_LENGTHS,
-                   help="context lengths (default %(default)s; longer than --max-ctx are skipped)")
+    p.add_argument("--lengths", default=",".join(map(str, DEFAULT_LENGTHS)), metavar="L,L", type=_ACCURACY_LENGTHS,
+                   help="context lengths (default %(default)s; longer than --max-ctx are skipped, except with "
+                        f"--online, which takes 1..{ONLINE_MAX_CTX})")
+    p.add_argument("--online", action="store_true",
+                   help="the long-context numerics instead (docs/LONG_CONTEXT.md): one head of dimension --d over "
+                        "each length, chunks of --sm-max-len tokens through the online softmax, random and peaked "
+                        "workloads; computed by ga2_sw.numerics in Python, not yet by the chip")
+    p.add_argument("--budget", action="store_true",
+                   help="with --online: also where the error comes from, float attention with one approximation "
+                        "at a time (int8 q, K, V; score resolution; weight bits)")
     p.add_argument("--json", metavar="FILE", type=json_option(), help="write the results as JSON")
     add_config_arguments(p)
     p.set_defaults(func=_accuracy, check=_check_accuracy)
@@ -212,8 +226,33 @@ def accuracy(config, lengths=DEFAULT_LENGTHS, seeds=DEFAULT_SEEDS, runner=None):
             "within_1_lsb": sum(e <= 1 for e in everything) / len(everything)}
 
 
+def _online_accuracy(args, config):
+    from ..analyses.long_context import online_accuracy
+    rows = online_accuracy(args.lengths, d=config.d, seeds=args.seeds, chunk=config.sm_max_len)
+    print(f"long-context numerics against float attention (docs/LONG_CONTEXT.md): one head, d = {config.d}, chunks "
+          f"of {config.sm_max_len} tokens, {len(args.seeds)} heads per row; error in output LSBs |out8 - out_float / "
+          f"scale_o| and relative to the float output's RMS")
+    print(table(["workload", "length", "values", "max LSB", "mean LSB", "rel. RMS"],
+                [(r["workload"], r["length"], r["values"], f"{r['max_lsb']:.2f}", f"{r['mean_lsb']:.2f}",
+                  f"{100 * r['rms_rel']:.1f}%") for r in rows], aligns=["<"] + [">"] * 5))
+    budget = None
+    if args.budget:
+        from ..analyses.long_context import error_budget
+        budget = error_budget(args.lengths, d=config.d, seeds=args.seeds)
+        print("\nerror budget: float attention with these approximations only, output LSBs")
+        print(table(["workload", "length", "approximations", "max LSB", "mean LSB"],
+                    [(r["workload"], r["length"], r["variant"], f"{r['max_lsb']:.2f}", f"{r['mean_lsb']:.2f}")
+                     for r in budget], aligns=["<", ">", "<", ">", ">"]))
+    if args.json:
+        write_json(args.json, {"config": config.to_dict(), "online": True, "seeds": list(args.seeds), "rows": rows,
+                               **({"budget": budget} if budget is not None else {})})
+    return 0
+
+
 def _accuracy(args):
     config = config_from_args(args)
+    if args.online:
+        return _online_accuracy(args, config)
     res = accuracy(config, args.lengths, args.seeds)
     print("integer decode step against float attention of the unquantised model, error in output LSBs "
           "|out8 - out_float / scale_o| (B = 1 workloads of the invariance check)")
