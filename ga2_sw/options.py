@@ -28,7 +28,7 @@ import tempfile
 import textwrap
 
 __all__ = ["EXIT_OK", "EXIT_FAULT", "EXIT_USAGE", "EXIT_HANG", "EXIT_NO_TOOL", "EXIT_STATUSES", "ToolMissing",
-           "Parser", "Int", "Float", "IntList", "Identifier", "InputFile", "OutputFile", "OutputDir", "Names",
+           "Parser", "Int", "Float", "IntList", "Text", "Identifier", "InputFile", "OutputFile", "OutputDir", "Names",
            "Parsed", "SEED", "validator_of", "need_matplotlib", "atomic_write", "atomic_path", "savefig", "one_line", "run_main"]
 
 # -- exit statuses --------------------------------------------------------------------------------------------
@@ -118,6 +118,27 @@ class _Validator:
 def validator_of(action):
     """The ``_Validator`` of an argparse action, or None (a plain ``type=`` or none)."""
     return action.type if isinstance(action.type, _Validator) else None
+
+
+class Text(_Validator):
+    """Free text of 1..``max_chars`` characters, not only white space, without NUL bytes (a prompt)."""
+    kind = "prompt"
+
+    def __init__(self, max_chars):
+        self.max_chars = max_chars
+
+    def describe(self):
+        return f"1..{self.max_chars:,} characters"
+
+    def __call__(self, text):
+        text = str(text)
+        if not text.strip():
+            raise _bad("must be some text, not nothing or only white space")
+        if "\0" in text:
+            raise _bad("must not hold a NUL byte")
+        if len(text) > self.max_chars:
+            raise _bad(f"must be at most {self.max_chars:,} characters, not {len(text):,}")
+        return text
 
 
 # -- numbers --------------------------------------------------------------------------------------------------

@@ -94,6 +94,7 @@ FLAG_VALUE = "flag given a value"
 # values are left to the validator.)
 _NOT_A_NUMBER = set(CORE) - {"zero"} | set(EXTRA) - {"fraction", "negative float", "dash", "double dash"}
 MUST_REFUSE = {
+    "prompt": {"empty", "NUL byte", "very long"},
     "int": _NOT_A_NUMBER | {"fraction", "negative float", "dash", "double dash"},
     "int_list": _NOT_A_NUMBER | {"fraction", "negative float", "dash", "double dash"},
     "float": set(CORE) - {"zero", "negative", "huge"} | {"nan", "infinity", "overflow", "NUL byte", "hex",
@@ -143,9 +144,15 @@ def _parser_of(prog):
 
 
 def _subcommands(parser):
+    """Every subcommand by its words ("run", "llm generate"): a command with commands of its own is their group,
+    not one of them."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
+            out = {}
+            for name, sub in action.choices.items():
+                nested = _subcommands(sub)
+                out.update({f"{name} {n}": s for n, s in nested.items()} if nested else {name: sub})
+            return out
     return {}
 
 
@@ -238,7 +245,7 @@ def _benign(action):
 
 def _argv(command, sub, action, value):
     """The command line: the value under test, then the required arguments with benign values."""
-    argv = [command]
+    argv = command.split()
     if action.option_strings:
         argv.append(f"{_name(action)}={value}")
     for other in _options(sub):
@@ -317,7 +324,7 @@ def _sweep(prog, command, option, values, tmp_path, monkeypatch):
     failures, tried, skipped = [], 0, 0
     for category, value in values.items():
         if action.nargs == 0:
-            argv = [command, f"{_name(action)}=abc"]
+            argv = [*command.split(), f"{_name(action)}=abc"]
             status, out, err, problem = run_main(prog, argv)
             tried += 1
             if problem or status != EXIT_USAGE or len(err.splitlines()) != 1 or out:
@@ -390,7 +397,7 @@ def test_no_command_and_unknown_options_are_one_line(prog, tmp_path, monkeypatch
         status, out, err, problem = run_main(prog, argv)
         assert problem is None and status == EXIT_USAGE and len(err.splitlines()) == 1 and not out, (argv, err)
     for command in _subcommands(_parser_of(prog)):
-        status, out, err, problem = run_main(prog, [command, "--no-such-option"])
+        status, out, err, problem = run_main(prog, [*command.split(), "--no-such-option"])
         assert problem is None and status == EXIT_USAGE and len(err.splitlines()) == 1 and not out, (command, err)
         assert err.startswith(f"{prog}: error: ") or err.startswith(f"{prog} {command}: error: ")
 
@@ -399,13 +406,16 @@ def test_no_command_and_unknown_options_are_one_line(prog, tmp_path, monkeypatch
 @pytest.mark.parametrize("prog, command", sorted({(p, c) for p, c, _, _ in COMBOS}))
 def test_hostile_call_as_a_process(prog, command, tmp_path, monkeypatch):
     """The real entry point as a process (through ``sys.exit(main())``): the first option of the command and
-    core value its validator refuses; one line, exit status 2, no traceback, nothing on stdout."""
+    core value its validator refuses (a command of flags only: its first flag given a value); one line, exit
+    status 2, no traceback, nothing on stdout."""
     sub = _subcommands(_parser_of(prog))[command]
     monkeypatch.chdir(tmp_path)
     _fixtures(tmp_path)
-    action, value = next((a, v) for a in _options(sub) if a.nargs != 0 for v in CORE.values()
-                         if _accepts(a, v) is not True)
-    argv = _argv(command, sub, action, value)
+    refused = [(a, v) for a in _options(sub) if a.nargs != 0 for v in CORE.values() if _accepts(a, v) is not True]
+    if refused:
+        argv = _argv(command, sub, *refused[0])
+    else:                                    # only flags (`ga2 llm fetch --force`): a flag given a value
+        argv = [*command.split(), f"{_name(_options(sub)[0])}=abc"]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run(PROCESS[prog] + argv, cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)

@@ -224,9 +224,12 @@ def test_help_texts_name_only_options_that_exist(module, capsys):
     parser = mod.build_parser()
     assert mod.main(["--help"]) == EXIT_OK
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    nested = {f"{name} {n}": s for name, group in commands.items() for a in group._actions
+              if isinstance(a, argparse._SubParsersAction) for n, s in a.choices.items()}
+    commands = {**commands, **nested}       # `ga2 llm` and `ga2 llm generate`
     capsys.readouterr()
     for command, sub in commands.items():
-        assert mod.main([command, "--help"]) == EXIT_OK
+        assert mod.main([*command.split(), "--help"]) == EXIT_OK
         out, err = capsys.readouterr()
         assert out and not err
         options = {o for a in sub._actions for o in a.option_strings}

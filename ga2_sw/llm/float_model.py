@@ -1,0 +1,97 @@
+"""The float32 reference of SmolLM2-135M in numpy: RMSNorm, grouped-query attention with RoPE on interleaved
+pairs (GGUF stores llama's q and k rows permuted for that), SwiGLU, the output projection tied to the token
+embedding (the file has no output.weight). Greedy decoding with a KV cache."""
+
+import numpy as np
+
+__all__ = ["FloatModel"]
+
+
+class FloatModel:
+    """Runs a ``gguf_model.Model`` token by token; ``cache`` holds each block's keys and values."""
+
+    def __init__(self, model):
+        self.model, self.c, self.w = model, model.config, model.weights
+        c = self.c
+        self.inv_freq = c.rope_base ** (-np.arange(0, c.head_dim, 2, dtype=np.float64) / c.head_dim)
+
+    def new_cache(self):
+        return [([], []) for _ in range(self.c.blocks)]
+
+    def _norm(self, x, weight):
+        return x / np.sqrt(np.mean(x * x) + self.c.rms_eps) * weight
+
+    def _rope(self, x, pos):
+        """Rotate each head's pairs (x[2i], x[2i+1]) by pos * base^(-2i/head_dim)."""
+        angle = pos * self.inv_freq
+        cos, sin = np.cos(angle).astype(np.float32), np.sin(angle).astype(np.float32)
+        even, odd = x[:, 0::2], x[:, 1::2]
+        out = np.empty_like(x)
+        out[:, 0::2], out[:, 1::2] = even * cos - odd * sin, even * sin + odd * cos
+        return out
+
+    def attention(self, q, keys, values):
+        """One block's attention for one token: q (heads, head_dim), keys and values (t, kv_heads, head_dim)."""
+        c = self.c
+        group = c.heads // c.kv_heads
+        out = np.empty_like(q)
+        for h in range(c.heads):
+            k, v = keys[:, h // group], values[:, h // group]
+            logits = k @ q[h] / np.sqrt(c.head_dim)
+            p = np.exp(logits - logits.max())
+            out[h] = (p / p.sum()) @ v
+        return out
+
+    def step(self, token, pos, cache, attention=None):
+        """Logits of the next token after ``token`` at position ``pos`` (0-based); appends to ``cache``.
+        ``attention``: a replacement for ``self.attention`` (the GA-2 path plugs in here)."""
+        c, w = self.c, self.w
+        attend = attention or self.attention
+        x = w["token_embd.weight"][token].astype(np.float32)
+        for b in range(c.blocks):
+            p = f"blk.{b}."
+            h = self._norm(x, w[p + "attn_norm.weight"])
+            q = self._rope((w[p + "attn_q.weight"] @ h).reshape(c.heads, c.head_dim), pos)
+            k = self._rope((w[p + "attn_k.weight"] @ h).reshape(c.kv_heads, c.head_dim), pos)
+            v = (w[p + "attn_v.weight"] @ h).reshape(c.kv_heads, c.head_dim)
+            keys, values = cache[b]
+            keys.append(k)
+            values.append(v)
+            a = attend(q, np.stack(keys), np.stack(values))
+            x = x + w[p + "attn_output.weight"] @ a.reshape(-1)
+            h = self._norm(x, w[p + "ffn_norm.weight"])
+            gate = w[p + "ffn_gate.weight"] @ h
+            x = x + w[p + "ffn_down.weight"] @ (gate / (1 + np.exp(-gate)) * (w[p + "ffn_up.weight"] @ h))
+        return w["token_embd.weight"] @ self._norm(x, w["output_norm.weight"])
+
+    def prefill(self, tokens, cache=None):
+        """Run the prompt; (logits after its last token, cache)."""
+        cache = cache if cache is not None else self.new_cache()
+        logits = None
+        for pos, t in enumerate(tokens):
+            logits = self.step(t, pos, cache)
+        return logits, cache
+
+    def generate(self, prompt, max_tokens=32, stop=None):
+        """Greedy continuation of ``prompt`` (text): the new token ids."""
+        tokens = self.model.encode(prompt)
+        logits, cache = self.prefill(tokens)
+        out = []
+        stop = {self.model.special["eos"], self.model.special["im_end"]} if stop is None else stop
+        for _ in range(max_tokens):
+            nxt = int(np.argmax(logits))
+            if nxt in stop:
+                break
+            out.append(nxt)
+            logits = self.step(nxt, len(tokens) + len(out) - 1, cache)
+        return out
+
+    def log_likelihood(self, text):
+        """(sum of log p(token | tokens before), tokens scored) over ``text``'s tokens after the first."""
+        tokens = self.model.encode(text)
+        cache, total = self.new_cache(), 0.0
+        for pos, t in enumerate(tokens[:-1]):
+            logits = self.step(t, pos, cache).astype(np.float64)
+            logits -= logits.max()
+            total += logits[tokens[pos + 1]] - np.log(np.exp(logits).sum())
+        return total, len(tokens) - 1
