@@ -50,23 +50,28 @@ class BankedScratchpad(PortGroups):
     a write's data fans out from one register without a multiplexer per bank.
 
     The groups named in ``first`` (the vector lane) have port B before the others: their read and write requests
-    pass one more register first (``PORT_B_ANNOUNCE``), and ``first_banks`` says, one bit per bank, which banks
-    the requests in that register take, so that the other requesters of port B (the matrix unit) can keep off
-    them in the same cycle, when their own requests enter the request registers beside those. The register's
-    bank bits are decoded as the requests enter it, so ``first_banks`` is a register and an OR.
+    pass one more register first (``PORT_B_ANNOUNCE``), so that the other requesters of port B (the matrix unit)
+    can keep off their banks in the cycle the requests leave that register, when their own requests enter the
+    request registers beside those. ``first_banks_next`` says, one bit per bank, which banks the requests
+    entering the announce registers take: decoded, not registered, so that each user registers its own copy
+    beside its own logic (the matrix unit's operand arbitration and its result writer). One shared register
+    here put the route from the scratchpad to the matrix unit at the head of the decoupled chip's worst paths
+    (`vector_announce_banks` -> the feeder's slice registers, 10.28 and 10.57 ns on a 25F, session 11).
 
     Members
     -------
     rd_<group> : In(SpReadSignature).array(n)
     wr_<group> : In(SpWriteSignature).array(n)
-    first_banks : Out(sp_banks)
-        With ``first`` groups only: the banks their requests take on port B in the next cycle.
+    first_banks_next : Out(sp_banks)
+        With ``first`` groups only: the banks their requests take on port B in the cycle after the next (the
+        banks of the requests entering the announce registers now); a user's register of it is the banks
+        they take in its cycle.
     """
 
     def __init__(self, config, *, reads, writes, port_a=(), first=(), init=()):
         self._config = check_config(config)
         super().__init__(config, reads, writes,
-                         members={"first_banks": Out(config.sp_banks)} if first else None)
+                         members={"first_banks_next": Out(config.sp_banks)} if first else None)
         for names, what in ((port_a, "Port A"), (first, "First")):
             unknown = set(names) - set(self._reads) - set(self._writes)
             if unknown:
@@ -110,7 +115,7 @@ class BankedScratchpad(PortGroups):
         assert BANKED_READ_DELAY == 1 and BANKED_DATA_DELAY == 1 and BANKED_SELECT_DELAY == 1, \
             "a registered read is registered once before the memory, once at the bank and once after the select"
         assert PORT_B_ANNOUNCE == 1, "a first group's requests are registered once more, their banks decoded"
-        self._announced = []                # the bank bits of the first groups' announce registers
+        self._announced = []                # the bank bits of the requests entering the announce registers
         for port_name in ("a", "b"):
             on_port = (lambda g: g in self._port_a) if port_name == "a" else (lambda g: g not in self._port_a)
             # One read-or-write port per bank: a read port and a write port on one address, which Yosys merges.
@@ -147,18 +152,19 @@ class BankedScratchpad(PortGroups):
         with m.If(Cat(*clashes).any()):
             m.d.sync += self.collided.eq(1)
         if self._first:
-            m.d.comb += self.first_banks.eq(or_all(self._announced))
+            m.d.comb += self.first_banks_next.eq(or_all(self._announced))
         return m
 
     def _announce(self, m, group, en, addr, data=None):
-        """A first group's request registered once more, its bank decoded one-hot beside it: (en, addr, data)
-        as the request register sees them a cycle later."""
+        """A first group's request registered once more, its bank decoded one-hot for ``first_banks_next``:
+        (en, addr, data) as the request register sees them a cycle later."""
         suffix = "_wr" if data is not None else ""
         en_q = Signal(name=f"{group}{suffix}_announce_en")
         addr_q = Signal(len(addr), name=f"{group}{suffix}_announce_addr")
-        hits_q = Signal(self._config.sp_banks, name=f"{group}{suffix}_announce_banks")
-        m.d.sync += [en_q.eq(en), addr_q.eq(addr), hits_q.eq(self._bank_hits(en, bank_index(addr, self._config)))]
-        self._announced.append(hits_q)
+        hits = Signal(self._config.sp_banks, name=f"{group}{suffix}_announcing_banks")
+        m.d.comb += hits.eq(self._bank_hits(en, bank_index(addr, self._config)))
+        m.d.sync += [en_q.eq(en), addr_q.eq(addr)]
+        self._announced.append(hits)
         if data is None:
             return en_q, addr_q, None
         data_q = Signal(WORD, name=f"{group}_wr_announce_data")

@@ -53,9 +53,9 @@ class MatrixUnit(Unit):
         Decoupled: the read port of array column ``j``.
     sp_wr : Out(SpWriteSignature)
         Scratchpad write port.
-    vector_banks : In(sp_banks)
-        Decoupled: the banks the vector lane asks port B for in this cycle; the operands and results on them
-        wait (``ga2_sw.cycles.mm_schedule``).
+    vector_banks_next : In(sp_banks)
+        Decoupled: the banks the vector lane asks port B for in the next cycle; the operands and results on
+        them wait then (``ga2_sw.cycles.mm_schedule``). The feeder and the result writer each register it.
     """
 
     def __init__(self, config):
@@ -63,7 +63,7 @@ class MatrixUnit(Unit):
         # The feeder's read ports, mirrored on the unit under the same names.
         members = self._feeder_class.read_members(config)
         if config.decoupled:
-            members["vector_banks"] = In(config.sp_banks)
+            members["vector_banks_next"] = In(config.sp_banks)
         super().__init__(config, members, read_port=False)
 
     @property
@@ -136,7 +136,7 @@ class MatrixUnit(Unit):
             m.d.sync += busy.eq(0)
         m.d.comb += [
             self.ctl.busy.eq(busy), self.ctl.done.eq(feeder.ctl.done), self.ctl.draining.eq(writer.busy),
-            feeder.vector_banks.eq(self.vector_banks), writer.vector_banks.eq(self.vector_banks),
+            feeder.vector_banks_next.eq(self.vector_banks_next), writer.vector_banks_next.eq(self.vector_banks_next),
             feeder.writer_banks.eq(writer.claim), feeder.writer_busy.eq(writer.busy),
             array.a.eq(feeder.ctl.a), array.b.eq(feeder.ctl.b), array.valid.eq(feeder.ctl.step),
             array.last.eq(feeder.ctl.last),

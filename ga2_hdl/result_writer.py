@@ -49,9 +49,9 @@ class ResultWriter(wiring.Component):
         Decoupled: the tile's last slice has been read (this cycle); the writer is idle.
     acc : In(ArrayLayout(signed(32), rows * cols))
         The results: PE(r, c)'s is ``acc[r * cols + c]``.
-    vector_banks : In(sp_banks)
-        Decoupled only: the banks the vector lane asks port B for in this cycle (one bit each); a result on one
-        of them waits a cycle.
+    vector_banks_next : In(sp_banks)
+        Decoupled only: the banks the vector lane asks port B for in the next cycle (one bit each), registered
+        here; a result on one of them waits a cycle then.
     busy : Out(1)
         Decoupled: a tile's results are still to write (from the cycle after ``go`` to the last write).
     claim : Out(sp_banks)
@@ -69,7 +69,7 @@ class ResultWriter(wiring.Component):
             "dst": In(aw), "fields": In(MatrixFields),
             "acc": In(data.ArrayLayout(signed(32), config.rows * config.cols)),
             "done": Out(1), "sp_wr": Out(SpWriteSignature(aw)),
-            **({"go": In(1), "vector_banks": In(config.sp_banks), "busy": Out(1), "claim": Out(config.sp_banks)}
+            **({"go": In(1), "vector_banks_next": In(config.sp_banks), "busy": Out(1), "claim": Out(config.sp_banks)}
                if config.decoupled else {"en": In(1)}),
         })
 
@@ -99,7 +99,9 @@ class ResultWriter(wiring.Component):
         # and an OR.
         if self._config.decoupled:
             on_bank, next_bank = Signal(self._config.sp_banks, name="on_bank"), Signal(self._config.sp_banks)
-            m.d.comb += [write.eq(en & ~(self.vector_banks & on_bank).any()), next_bank.eq(on_bank)]
+            vector_banks = Signal(self._config.sp_banks, name="writer_vector_banks")     # its own copy
+            m.d.sync += vector_banks.eq(self.vector_banks_next)
+            m.d.comb += [write.eq(en & ~(vector_banks & on_bank).any()), next_bank.eq(on_bank)]
             m.d.sync += [on_bank.eq(next_bank), self.claim.eq(Mux(en_next, next_bank, 0))]
         else:
             on_bank = None

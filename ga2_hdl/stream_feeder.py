@@ -75,9 +75,9 @@ class StreamFeeder(wiring.Component):
         Scratchpad read port of array row ``i`` (``READ_LATENCY`` cycles): row ``i`` of A.
     b_rd : Out(SpReadSignature).array(cols)
         Scratchpad read port of array column ``j`` (``READ_LATENCY`` cycles): column ``j`` of Bop.
-    vector_banks : In(sp_banks)
-        The banks the vector lane (RQ, SM) asks port B for in this cycle, one bit each: an operand on one of
-        them waits (the vector lane's pipelines cannot).
+    vector_banks_next : In(sp_banks)
+        The banks the vector lane (RQ, SM) asks port B for in the next cycle, one bit each, registered here
+        beside the arbitration: an operand on one of them waits then (the vector lane's pipelines cannot).
     writer_banks : In(sp_banks)
         The bank the result writer asks port B for in this cycle (one bit, or none): an operand on it waits.
     writer_busy : In(1)
@@ -87,7 +87,7 @@ class StreamFeeder(wiring.Component):
     def __init__(self, config):
         self._config = check_config(config)
         super().__init__({"ctl": In(FeederSignature(config.rows, config.cols)), **self.read_members(config),
-                          "vector_banks": In(config.sp_banks),
+                          "vector_banks_next": In(config.sp_banks),
                           "writer_banks": In(config.sp_banks), "writer_busy": In(1)})
 
     @staticmethod
@@ -144,7 +144,9 @@ class StreamFeeder(wiring.Component):
 
         # This cycle's reads: each operand still to read, unless an earlier one still to read shares its bank, or
         # the vector lane or the result writer asks for its bank.
-        held = self.vector_banks | self.writer_banks
+        vector_banks = Signal(config.sp_banks, name="vector_banks")
+        m.d.sync += vector_banks.eq(self.vector_banks_next)
+        held = vector_banks | self.writer_banks
         pending = [u & ~s for u, s in zip(used, served)]
         free = [~(hit & held).any() for hit in on_bank]
         reads = [pending[p] & free[p] & ~Cat(*(pending[q] & same[q, p] for q in range(p))).any()

@@ -116,7 +116,7 @@ class GA2(wiring.Component):
             # The matrix and vector lanes share port B of the banks, and the vector lane's pipelines cannot wait:
             # the matrix unit keeps off the banks the vector lane's announced requests take
             # (ga2_sw.cycles.mm_schedule).
-            m.d.comb += self.units["mm"].vector_banks.eq(sp.first_banks)
+            m.d.comb += self.units["mm"].vector_banks_next.eq(sp.first_banks_next)
         # The debug port reads only once the units have been idle for a cycle: a unit's last write reaches the
         # scratchpad in the cycle after its last busy one, and decoupled, the debug reads share that bank port.
         assert SP_WRITE_DELAY == 1, "a unit's last write reaches the scratchpad one cycle after its last busy cycle"

@@ -18,7 +18,7 @@ class Mode(enum.Enum):
 
 MODES = tuple(mode.value for mode in Mode)     # the names the command line and JSON use
 
-# The chip the commands build when `--mode` is not given: decoupled, 2.66x in-order's tokens per second at each
+# The chip the commands build when `--mode` is not given: decoupled, 2.45x in-order's tokens per second at each
 # chip's median Fmax on the 25F (README). `Config()` itself stays the chapter's in-order chip, the one its
 # tables describe; `--mode inorder` asks any command for it.
 COMMAND_MODE = Mode.DECOUPLED

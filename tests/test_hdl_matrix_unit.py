@@ -436,7 +436,8 @@ def run_chain(config, cases, image, taken=None, delays=None):
             starting = [n for n, sch in enumerate(schedules) if sch.start == cycle]
             ctx.set(unit.ctl.start, bool(starting))
             ctx.set(unit.ctl.instr.as_value(), encode_mm(**cases[starting[0]][0]) if starting else 0)
-            ctx.set(unit.vector_banks, sum(1 << b for b in taken.get(cycle, ())))
+            # the banks of the next cycle: the unit registers them (the scratchpad's first_banks_next)
+            ctx.set(unit.vector_banks_next, sum(1 << b for b in taken.get(cycle + 1, ())))
             if cycle:
                 busy = any(sch.start < cycle <= sch.last_read for sch in schedules)
                 draining = any(sch.last_read < cycle <= sch.last_write for sch in schedules)
@@ -515,7 +516,7 @@ def test_smm_random_chains(rows, cols, count, density):
 
 @pytest.mark.parametrize("rows, cols, count, density", [(4, 4, 24, 0.3), (4, 4, 16, 0.8), (2, 3, 16, 0.5)])
 def test_smm_gives_way_to_the_vector_lane(rows, cols, count, density):
-    """The vector lane (RQ, SM) has port B first: with random banks asked for on ``vector_banks`` in each
+    """The vector lane (RQ, SM) has port B first: with random banks asked for on ``vector_banks_next`` for each
     cycle (one to three banks in a ``density`` share of the cycles), no read or write of the MM ever goes to a
     bank the vector lane asks for in that cycle, the memory is the numpy reference's, and the busy time is the
     cycle model's (``ga2_sw.cycles.mm_schedule``: the last read and the last write) given the same banks."""
@@ -537,10 +538,11 @@ def test_smm_gives_way_to_the_vector_lane(rows, cols, count, density):
         async def tb(ctx, c=c, image=image, taken=taken, L=L, X=X, unit=unit, bench=bench):
             ctx.set(unit.ctl.instr.as_value(), encode_mm(**c))
             ctx.set(unit.ctl.start, 1)
+            ctx.set(unit.vector_banks_next, sum(1 << b for b in taken.get(1, ())))
             await ctx.tick()
             ctx.set(unit.ctl.start, 0)
             for cycle in range(1, X + 3):
-                ctx.set(unit.vector_banks, sum(1 << b for b in taken.get(cycle, ())))
+                ctx.set(unit.vector_banks_next, sum(1 << b for b in taken.get(cycle + 1, ())))
                 assert ctx.get(unit.ctl.busy) == (cycle <= L), (c, cycle)
                 assert ctx.get(unit.ctl.done) == (cycle == L), (c, cycle)
                 assert ctx.get(unit.ctl.draining) == (L < cycle <= X), (c, cycle)
