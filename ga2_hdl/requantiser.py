@@ -5,7 +5,7 @@ from amaranth.hdl import Array, Module, Mux, Signal, signed
 from ga2_sw.banking import RQ_MAX_SKEW, RQ_READ_TO_WRITE, bank_bits
 from ga2_sw.timing import vector_read_latency
 
-from .ports import WORD, Unit
+from .ports import Unit
 from .requant_pipeline import SHIFT_WIDTH, RequantPipeline
 from .valid_chain import delayed
 

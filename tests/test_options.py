@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from ga2_sw import isa
 from ga2_sw.config import Config
 from ga2_sw.cli import main
 from ga2_sw.options import (EXIT_FAULT, EXIT_HANG, EXIT_OK, EXIT_STATUSES, EXIT_USAGE, Float,
