@@ -568,7 +568,13 @@ def run_main(parser, argv=None):
         return status
     sub = _command_parser(parser, args)
     if sub is None or not getattr(args, "func", None):
-        _say(parser.prog, f"a command is required: {parser.prog} --help lists them")
+        group = _command_parser(sub, args) if sub is not None else None
+        nested = sub is not None and any(isinstance(a, argparse._SubParsersAction) for a in sub._actions)
+        if nested and group is None:             # `ga2 llm`: a group of commands without one of them
+            names = next(a for a in sub._actions if isinstance(a, argparse._SubParsersAction)).choices
+            _say(sub.prog, f"a command is required: {', '.join(names)} ({sub.prog} --help)")
+        else:
+            _say(parser.prog, f"a command is required: {parser.prog} --help lists them")
         return EXIT_USAGE
     prog = sub.prog
     try:

@@ -160,3 +160,9 @@ def test_logit_ranges_count_every_query(model, capsys, tmp_path):
     assert all(r["beyond_chapter"] > 0 and r["beyond_long"] == 0 for r in rows)
     assert all(r["max_spread"] <= 2 * r["max_abs"] for r in rows)
     assert "every block has logits beyond the chapter's range" in capsys.readouterr().out
+
+
+def test_the_llm_group_names_its_commands(capsys):
+    from ga2_sw.cli import main
+    assert main(["llm"]) == 2
+    assert capsys.readouterr().err == "ga2 llm: error: a command is required: fetch, generate, scores (ga2 llm --help)\n"
