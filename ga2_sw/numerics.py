@@ -67,12 +67,15 @@ def mantissa_shift(r):
     return best
 
 
+def _round_shift(a, m, s):
+    """(a*m + 2**(s-1)) >> s, an arithmetic shift with ties towards +inf (no rounding term at s = 0)."""
+    v = a * m
+    return (v + (1 << (s - 1))) >> s if s > 0 else v
+
+
 def requant(a, m, s):
     """int32 a to int8: (a*m + 2**(s-1)) >> s (arithmetic, ties towards +inf), saturated to -128..127."""
-    v = a * m
-    if s > 0:
-        v = (v + (1 << (s - 1))) >> s
-    return sat8(v)
+    return sat8(_round_shift(a, m, s))
 
 
 EXP_TABLE = tuple(_round_half_away(Q16_ONE * math.exp(-d / 16)) for d in range(256))
@@ -121,10 +124,7 @@ def exp64(d):
 def scale_score(a, m, s):
     """An int32 dot product q.k to a score in 1/64 logits: (a*m + 2**(s-1)) >> s as requant rounds, saturated to
     the 16-bit score range (not to int8)."""
-    v = a * m
-    if s > 0:
-        v = (v + (1 << (s - 1))) >> s
-    return max(SCORE_MIN, min(SCORE_MAX, v))
+    return max(SCORE_MIN, min(SCORE_MAX, _round_shift(a, m, s)))
 
 
 def _q16_scale(value, alpha):

@@ -33,6 +33,15 @@ def _prepared(config, w, P, lengths, machine):
     return ext
 
 
+def _batch(config, name, lengths, seed, machine):
+    """One decode step of sequences 0..B-1 at ``lengths``, on a workload of seed ``seed``, with the external
+    memory its earlier steps left behind."""
+    w = dec.make_workload(config, len(lengths), max(lengths), seed)
+    P = dec.rq_params(w)
+    return TableProgram(name, len(lengths), lengths, dec.program(config, list(range(len(lengths))), list(lengths), P),
+                        _prepared(config, w, P, lengths, machine))
+
+
 def decode_table_programs(config, seed=4242, batches=None, lengths=None):
     """The decode-table programs for ``config``: B = 1..rows at token max_ctx, then the ragged batch; or, with
     ``lengths``, one batch of sequences at those lengths (each 1..max_ctx, at most rows of them)."""
@@ -42,26 +51,12 @@ def decode_table_programs(config, seed=4242, batches=None, lengths=None):
         if not 1 <= len(lengths) <= config.rows or not all(1 <= L <= config.max_ctx for L in lengths):
             raise ValueError(f"Lengths {list(lengths)}: one to {config.rows} (config field 'rows') of "
                              f"1..{config.max_ctx} (config field 'max_ctx')")
-        w = dec.make_workload(config, len(lengths), max(lengths), seed)
-        P = dec.rq_params(w)
         name = f"B={len(lengths)} lengths {lengths}" if len(set(lengths)) > 1 else \
             f"B={len(lengths)} (all at token {lengths[0]})"
-        return [TableProgram(name, len(lengths), lengths,
-                             dec.program(config, list(range(len(lengths))), list(lengths), P),
-                             _prepared(config, w, P, lengths, machine))]
+        return [_batch(config, name, lengths, seed, machine)]
     L = config.max_ctx
-    out = []
-    for n in (batches or range(1, config.rows + 1)):
-        w = dec.make_workload(config, n, L, seed)
-        P = dec.rq_params(w)
-        lengths = (L,) * n
-        out.append(TableProgram(f"B={n} (all at token {L})", n, lengths,
-                                dec.program(config, list(range(n)), list(lengths), P),
-                                _prepared(config, w, P, lengths, machine)))
+    out = [_batch(config, f"B={n} (all at token {L})", (L,) * n, seed, machine)
+           for n in (batches or range(1, config.rows + 1))]
     lengths = ragged_lengths(config)
-    w = dec.make_workload(config, len(lengths), max(lengths), seed + 101)
-    P = dec.rq_params(w)
-    out.append(TableProgram(f"B={len(lengths)} ragged {lengths}", len(lengths), lengths,
-                            dec.program(config, list(range(len(lengths))), list(lengths), P),
-                            _prepared(config, w, P, lengths, machine)))
+    out.append(_batch(config, f"B={len(lengths)} ragged {lengths}", lengths, seed + 101, machine))
     return out

@@ -14,8 +14,7 @@ from ..numerics import (ONLINE_START, SCORE_UNIT, mantissa_shift, normalise, onl
                         rescale_add, scale_for, scale_score, weight_digits)
 
 __all__ = ["WORKLOADS", "head_workload", "float_attention", "integer_attention", "online_accuracy", "error_budget",
-           "BUDGET_VARIANTS",
-           "DEFAULT_CHUNK"]
+           "BUDGET_VARIANTS", "DEFAULT_CHUNK"]
 
 DEFAULT_CHUNK = 64          # tokens per chunk: the softmax unit's default sm_max_len
 
@@ -29,6 +28,11 @@ def head_workload(L, d, seed, workload="random"):
     rng = np.random.default_rng(seed)
     q = rng.normal(0.0, 1.0, d) * WORKLOADS[workload]
     return q, rng.normal(0.0, 1.0, (L, d)), rng.normal(0.0, 1.0, (L, d))
+
+
+def _heads(L, d, seeds, workload):
+    """The heads one row of ``online_accuracy`` or ``error_budget`` averages over: the same in both."""
+    return [head_workload(L, d, 1000 * L + seed, workload) for seed in seeds]
 
 
 def float_attention(q, K, V):
@@ -72,8 +76,7 @@ def online_accuracy(lengths, d=64, seeds=(0, 1), workloads=tuple(WORKLOADS), chu
     for workload in workloads:
         for L in lengths:
             lsb, sq_err, sq_ref = [], 0.0, 0.0
-            for seed in seeds:
-                q, K, V = head_workload(L, d, 1000 * L + seed, workload)
+            for q, K, V in _heads(L, d, seeds, workload):
                 ref = float_attention(q, K, V)
                 so = scale_for(list(ref))
                 out8, _ = integer_attention(q, K, V, so, chunk)
@@ -119,7 +122,7 @@ def error_budget(lengths, d=64, seeds=(0, 1), workloads=tuple(WORKLOADS)):
     rows = []
     for workload in workloads:
         for L in lengths:
-            heads = [head_workload(L, d, 1000 * L + seed, workload) for seed in seeds]
+            heads = _heads(L, d, seeds, workload)
             refs = [float_attention(*h) for h in heads]
             for label, quantise, units, bits in BUDGET_VARIANTS:
                 lsb = np.concatenate([np.abs(_approximate(*h, quantise, units, bits) - ref) / scale_for(list(ref))

@@ -30,16 +30,20 @@ class FloatModel:
         out[:, 0::2], out[:, 1::2] = even * cos - odd * sin, even * sin + odd * cos
         return out
 
+    def kv_head(self, h):
+        """The key/value head that query head ``h`` shares (grouped-query attention)."""
+        return h // (self.c.heads // self.c.kv_heads)
+
+    def logits(self, q, keys):
+        """Each query head's logits q.k / sqrt(head_dim) over the keys (t, kv_heads, head_dim): a list of (t,)."""
+        return [keys[:, self.kv_head(h)] @ q[h] / np.sqrt(self.c.head_dim) for h in range(self.c.heads)]
+
     def attention(self, q, keys, values):
         """One block's attention for one token: q (heads, head_dim), keys and values (t, kv_heads, head_dim)."""
-        c = self.c
-        group = c.heads // c.kv_heads
         out = np.empty_like(q)
-        for h in range(c.heads):
-            k, v = keys[:, h // group], values[:, h // group]
-            logits = k @ q[h] / np.sqrt(c.head_dim)
+        for h, logits in enumerate(self.logits(q, keys)):
             p = np.exp(logits - logits.max())
-            out[h] = (p / p.sum()) @ v
+            out[h] = (p / p.sum()) @ values[:, self.kv_head(h)]
         return out
 
     def step(self, token, pos, cache, attention=None):

@@ -25,15 +25,13 @@ class _Recorder(FloatModel):
 
     def __init__(self, model):
         super().__init__(model)
-        self.block, self.logits = 0, {}
+        self.block, self.seen = 0, {}
 
-    def attention(self, q, keys, values):
-        c = self.c
-        group = c.heads // c.kv_heads
-        for h in range(c.heads):
-            self.logits.setdefault(self.block, []).append(keys[:, h // group] @ q[h] / np.sqrt(c.head_dim))
-        self.block = (self.block + 1) % c.blocks
-        return super().attention(q, keys, values)
+    def logits(self, q, keys):
+        heads = super().logits(q, keys)
+        self.seen.setdefault(self.block, []).extend(heads)
+        self.block = (self.block + 1) % self.c.blocks          # attention asks once per block and token
+        return heads
 
 
 def logit_ranges(model, prompts=PROMPTS):
@@ -45,7 +43,7 @@ def logit_ranges(model, prompts=PROMPTS):
         rec.prefill(model.encode(text))
     rows = []
     for block in range(model.config.blocks):
-        per_query = rec.logits[block]
+        per_query = rec.seen[block]
         flat = np.concatenate(per_query)
         rows.append({"block": block, "logits": int(flat.size), "max_abs": round(float(np.abs(flat).max()), 2),
                      "max_spread": round(float(max(np.ptp(x) for x in per_query)), 2),
