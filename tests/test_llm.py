@@ -11,28 +11,11 @@ import pytest
 gguf = pytest.importorskip("gguf", reason="gguf not installed (pip install -e '.[llm]')")
 pytest.importorskip("tokenizers", reason="tokenizers not installed (pip install -e '.[llm]')")
 
-from ga2_sw.llm.files import ModelMissing, fetch, model_path          # noqa: E402
+from ga2_sw.llm.files import ModelMissing, model_path              # noqa: E402
 from ga2_sw.llm.float_model import FloatModel                          # noqa: E402
-from ga2_sw.llm.gguf_model import load                                 # noqa: E402
 
 TEXT = ("The sun rose slowly over the quiet village, and the farmers walked out to their fields. Children "
         "ran along the river, laughing, while their mothers baked bread for the morning market.")
-
-
-@pytest.fixture(scope="session")
-def model_file():
-    try:
-        return model_path()
-    except ModelMissing:
-        try:
-            return fetch(progress=lambda m: None)
-        except ModelMissing as exc:
-            pytest.skip(f"no model file and no download: {exc}")
-
-
-@pytest.fixture(scope="session")
-def model(model_file):
-    return load(model_file)
 
 
 @pytest.fixture(scope="session")
@@ -165,4 +148,4 @@ def test_logit_ranges_count_every_query(model, capsys, tmp_path):
 def test_the_llm_group_names_its_commands(capsys):
     from ga2_sw.cli import main
     assert main(["llm"]) == 2
-    assert capsys.readouterr().err == "ga2 llm: error: a command is required: fetch, generate, scores (ga2 llm --help)\n"
+    assert capsys.readouterr().err == "ga2 llm: error: a command is required: fetch, generate, eval, scores (ga2 llm --help)\n"

