@@ -185,10 +185,15 @@ def test_eval_command_tracks_the_float_model(model_file, monkeypatch, tmp_path, 
     from ga2_sw.cli import main
     monkeypatch.setenv("GA2_SMOLLM2_GGUF", str(model_file))
     out = tmp_path / "eval.json"
+    plot = tmp_path / "eval.png"
     assert main(["llm", "eval", "--tokens", "48", "--generate-tokens", "3", "--json", str(out),
-                 "--no-progress"]) == 0
+                 "--plot", str(plot), "--no-progress"]) == 0
     r = json.loads(out.read_text())
     assert r["tokens"] == 47 and r["top1_agreement"] >= 0.85
+    per = r["per_token"]
+    assert len(per["nll_float"]) == len(per["nll_ga2"]) == len(per["agree"]) == 47
+    assert sum(per["agree"]) == round(47 * r["top1_agreement"])
+    assert plot.stat().st_size > 10_000
     assert r["perplexity_ratio"] <= 1.10 and r["kl_float_to_ga2"] < 0.05
     assert [g["prompt"] for g in r["generation"]][0] == "The capital of France is"
     assert r["generation"][0]["ga2"].startswith(" Paris")

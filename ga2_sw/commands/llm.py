@@ -7,7 +7,7 @@ serving with each step's cycles are the issue's next step."""
 import sys
 import time
 
-from ..analyses.common import json_option, write_json
+from ..analyses.common import json_option, plot_option, write_json
 from ..llm.ga2_path import KEY_SCALES, SMOOTHING, WEIGHT_SCALES
 from ..options import Int, Text
 
@@ -112,6 +112,9 @@ def _eval(args):
     print(f"({r['seconds']:.0f} s)")
     if args.json:
         write_json(args.json, r)
+    if args.plot:
+        from ..llm.evaluate import plot_eval
+        plot_eval(r, args.plot)
     return 0
 
 
@@ -168,7 +171,10 @@ def register(sub):
                    help="int8 scales of the key cache (default %(default)s)")
     e.add_argument("--no-smoothing", action="store_true",
                    help="quantise the projections' input without the per-channel smoothing factors")
-    e.add_argument("--json", metavar="FILE", type=json_option(), help="write the summary and the generations as JSON")
+    e.add_argument("--json", metavar="FILE", type=json_option(),
+                   help="write the summary, each token's log-likelihoods and the generations as JSON")
+    e.add_argument("--plot", metavar="FILE.png", type=plot_option(),
+                   help="draw each token's log-likelihood on both paths and the running agreement (.png, .pdf, .svg)")
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     e.set_defaults(func=_eval, check=_check_eval)
     c = llm.add_parser("scores", help="how large real attention logits get, per block, against GA-2's score ranges")

@@ -8,7 +8,7 @@ from .float_model import FloatModel
 from .ga2_path import SMOOTHING, Ga2Model, calibrate
 from .texts import EVAL_TEXT, GENERATE_PROMPTS
 
-__all__ = ["teacher_forced", "greedy_pairs", "evaluate"]
+__all__ = ["teacher_forced", "plot_eval", "greedy_pairs", "evaluate"]
 
 
 def _log_softmax(logits):
@@ -18,30 +18,62 @@ def _log_softmax(logits):
 
 def teacher_forced(model, ga2, tokens, progress=None):
     """Both paths over ``tokens``: after each token but the last, the next token's top-1 agreement and each
-    path's log-likelihood of the text's next token. Returns the summary dict (no token lists)."""
+    path's log-likelihood of the text's next token. Returns the summary dict, with ``per_token``: each
+    position's negative log-likelihood on both paths and whether their top-1 tokens agree."""
     tick = progress or (lambda n: None)
     ref = FloatModel(model)
     cache_f, cache_g = ref.new_cache(), ga2.new_cache()
-    agree = text_f = text_g = 0
-    nll_f = nll_g = kl = 0.0
+    agree, nll_f, nll_g = [], [], []
+    text_f = text_g = 0
+    kl = 0.0
     for pos, t in enumerate(tokens[:-1]):
         lf = _log_softmax(ref.step(t, pos, cache_f))
         lg = _log_softmax(ga2.step(t, pos, cache_g))
         nxt = tokens[pos + 1]
-        agree += int(np.argmax(lf) == np.argmax(lg))
+        agree.append(bool(np.argmax(lf) == np.argmax(lg)))
         text_f += int(np.argmax(lf) == nxt)
         text_g += int(np.argmax(lg) == nxt)
-        nll_f -= lf[nxt]
-        nll_g -= lg[nxt]
+        nll_f.append(float(-lf[nxt]))
+        nll_g.append(float(-lg[nxt]))
         kl += float(np.sum(np.exp(lf) * (lf - lg)))
         tick(1)
     n = len(tokens) - 1
-    return {"tokens": n, "top1_agreement": round(agree / n, 4),
-            "perplexity_float": round(float(np.exp(nll_f / n)), 3),
-            "perplexity_ga2": round(float(np.exp(nll_g / n)), 3),
-            "perplexity_ratio": round(float(np.exp((nll_g - nll_f) / n)), 4),
+    return {"tokens": n, "top1_agreement": round(sum(agree) / n, 4),
+            "perplexity_float": round(float(np.exp(sum(nll_f) / n)), 3),
+            "perplexity_ga2": round(float(np.exp(sum(nll_g) / n)), 3),
+            "perplexity_ratio": round(float(np.exp((sum(nll_g) - sum(nll_f)) / n)), 4),
             "kl_float_to_ga2": round(kl / n, 5),
-            "top1_text_float": round(text_f / n, 4), "top1_text_ga2": round(text_g / n, 4)}
+            "top1_text_float": round(text_f / n, 4), "top1_text_ga2": round(text_g / n, 4),
+            "per_token": {"nll_float": [round(v, 4) for v in nll_f], "nll_ga2": [round(v, 4) for v in nll_g],
+                          "agree": agree}}
+
+
+def plot_eval(result, path):
+    """Two panels: each position's negative log-likelihood of the text's next token, float32 against the GA-2
+    path (on the diagonal where they agree); and the top-1 agreement over the text so far."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from ..analyses.common import finish_plot
+    per = result["per_token"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    f, g, agree = np.array(per["nll_float"]), np.array(per["nll_ga2"]), np.array(per["agree"])
+    top = float(max(f.max(), g.max())) * 1.05
+    left.plot([0, top], [0, top], color="0.6", lw=1)
+    left.scatter(f[agree], g[agree], s=8, label="top-1 tokens agree")
+    left.scatter(f[~agree], g[~agree], s=12, color="tab:red", label="top-1 tokens differ")
+    left.set(xlabel="float32: -log p(next token of the text)", ylabel="GA-2 path: -log p(next token)",
+             title=f"per token, {result['tokens']} tokens (perplexity {result['perplexity_float']:.2f} / "
+                   f"{result['perplexity_ga2']:.2f})")
+    left.legend(loc="upper left")
+    running = np.cumsum(agree) / np.arange(1, len(agree) + 1)
+    right.plot(np.arange(1, len(agree) + 1), 100 * running)
+    right.axhline(95, color="0.6", ls="--", lw=1, label="issue 15's goal, 95%")
+    right.set(xlabel="tokens of the text scored", ylabel="top-1 agreement so far (%)",
+              title=f"top-1 agreement with the float model: {100 * result['top1_agreement']:.2f}%",
+              ylim=(min(80.0, float(100 * running.min()) - 2), 100.5))
+    right.legend(loc="lower right")
+    finish_plot(fig, path)
 
 
 def greedy_pairs(model, ga2, prompts, max_tokens, progress=None):
