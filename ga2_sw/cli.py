@@ -17,6 +17,7 @@ _COMMAND_MODULES = [
     "ga2_sw.commands.tools",          # asm, disasm, run
     "ga2_sw.commands.batching",       # check-batching, accuracy, mutants
     "ga2_sw.commands.decode_table",   # decode-table
+    "ga2_sw.commands.prefill",        # prefill
     "ga2_sw.commands.llm",            # llm fetch, generate, eval, scores
     "ga2_sw.analyses.traffic",
     "ga2_sw.analyses.planner",
@@ -47,7 +48,9 @@ def add_config_arguments(parser, mode=True):
 
 
 def config_from_args(args):
-    fields = {k[4:]: v for k, v in vars(args).items() if k.startswith("cfg_")}
+    """The Config of a command's options. A field whose option defaults to None (a command that sizes it
+    itself, as ``ga2 prefill`` sizes the memories) takes Config's default here."""
+    fields = {k[4:]: v for k, v in vars(args).items() if k.startswith("cfg_") and v is not None}
     return Config(**fields)
 
 

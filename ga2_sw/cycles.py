@@ -300,9 +300,11 @@ class InorderTimer:
         self.cycles = FETCH_CYCLES
         self.per_unit = {"mm": 0, "dma": 0, "vec": 0}
         self.executed = 0
+        self.starts = []            # (instr, start cycle, last busy cycle), as DecoupledTimer.starts
 
     def issue(self, instr):
         x = busy_cycles(instr, self.config)
+        self.starts.append((instr, self.cycles + ISSUE_CYCLES - 1, self.cycles + ISSUE_CYCLES - 1 + x))
         self.cycles += ISSUE_CYCLES + x
         self.per_unit[unit_of(instr.op)] += x
         self.executed += 1

@@ -5,7 +5,7 @@ import sys
 import time
 
 from ..analyses.common import finish_plot, json_option, plot_option, table, write_json
-from ..cycles import DecoupledTimer, lane_of
+from ..cycles import DecoupledTimer, InorderTimer, lane_of
 from ..decode import traffic
 from ..isa import LANES
 from ..machine import Machine
@@ -126,22 +126,31 @@ def plot_modes(path, by_mode, config, seed=4242):
 
     cfg = config.replace(mode="decoupled")
     ragged = decode_table_programs(cfg, seed)[-1]
-    timer = DecoupledTimer(cfg)
-    for instr in ragged.program[:-1]:
-        timer.issue(instr)
-    colours = {"LD": "tab:blue", "ST": "tab:cyan", "MM": "tab:orange", "RQ": "tab:green", "SM": "tab:red"}
-    rows = {lane: n for n, lane in enumerate(reversed(LANES))}
-    for instr, start, end in timer.starts:     # an MM's end as re-timed beside the vector lane
-        lanes.broken_barh([(start + 1, end - start)], (rows[lane_of(instr.op)] - 0.35, 0.7),
-                          facecolors=colours[instr.op.name], edgecolor="white", linewidth=0.5)
-    for op, colour in colours.items():
-        lanes.bar(0, 0, color=colour, label=op)
-    lanes.set_yticks(list(rows.values()), [f"{lane} lane" for lane in rows])
-    lanes.set_ylim(-0.6, len(LANES) + 0.9)
-    lanes.set_xlabel("cycle")
+    draw_lanes(lanes, ragged.program, cfg)
     lanes.set_title(f"decoupled {ragged.name.split(' (')[0]} step {ragged.lengths}: three lanes side by side")
-    lanes.legend(ncol=5, loc="upper left", fontsize="small")
     finish_plot(fig, path)
+
+
+LANE_COLOURS = {"LD": "tab:blue", "ST": "tab:cyan", "MM": "tab:orange", "RQ": "tab:green", "SM": "tab:red"}
+
+
+def draw_lanes(ax, program, config):
+    """``program``'s instructions on ``ax`` as bars over cycles, one row per lane, from the cycle model (an
+    MM's end as re-timed beside the vector lane; in order the lanes take turns)."""
+    timer = DecoupledTimer(config) if config.decoupled else InorderTimer(config)
+    for instr in program:
+        if instr.op.name != "HALT":
+            timer.issue(instr)
+    rows = {lane: n for n, lane in enumerate(reversed(LANES))}
+    for instr, start, end in timer.starts:
+        ax.broken_barh([(start + 1, end - start)], (rows[lane_of(instr.op)] - 0.35, 0.7),
+                       facecolors=LANE_COLOURS[instr.op.name], edgecolor="white", linewidth=0.5)
+    for op, colour in LANE_COLOURS.items():
+        ax.bar(0, 0, color=colour, label=op)
+    ax.set_yticks(list(rows.values()), [f"{lane} lane" for lane in rows])
+    ax.set_ylim(-0.6, len(LANES) + 0.9)
+    ax.set_xlabel("cycle")
+    ax.legend(ncol=5, loc="upper left", fontsize="small")
 
 
 def _run(args):
