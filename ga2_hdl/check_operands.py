@@ -4,8 +4,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ga2_sw.isa import INSTR_BITS, UNITS, USED_BITS, Op, unit_ops
-from ga2_sw.numerics import MAX_SHIFT
+from ga2_sw.isa import INSTR_BITS, LEN_LIMITED, MAX_SHIFTS, USED_BITS, Op, enabled, unit_ops, units_of
 
 from .check_payloads import RESET_LESS, operands_layout, pipeline_reg, word_layout
 from .ports import InstrLayout, ext_address
@@ -51,7 +50,7 @@ class CheckOperands(wiring.Component):
         op, is_mm = w.op, w.op == Op.MM
         stray = Signal()
         with m.Switch(op):
-            for o in Op:
+            for o in (o for o in Op if enabled(o, cfg)):      # the others are illegal on this chip
                 with m.Case(o):
                     m.d.comb += stray.eq((word & Const(((1 << INSTR_BITS) - 1) ^ USED_BITS[o], INSTR_BITS)) != 0)
             with m.Default():
@@ -59,8 +58,8 @@ class CheckOperands(wiring.Component):
         bad_shape = Mux(is_mm,
                         (w.M == 0) | (w.M > cfg.rows) | (w.N == 0) | (w.N > cfg.cols) | (w.K == 0),
                         (op != Op.HALT) & ((w.len == 0) |
-                                           ((op == Op.RQ) & (w.s > MAX_SHIFT)) |
-                                           ((op == Op.SM) & (w.len > cfg.sm_max_len))))
+                                           Cat(*(op == o for o in LEN_LIMITED)).any() & (w.len > cfg.sm_max_len) |
+                                           Cat(*((op == o) & (w.s > limit) for o, limit in MAX_SHIFTS.items())).any()))
 
         # Stage 2: the verdicts and the operands (zero for the ranges an opcode does not have).
         # The two distances of an RQ's ranges, each a subtractor alone in the stage; the next stage compares them
@@ -68,7 +67,7 @@ class CheckOperands(wiring.Component):
         # the decoupled chip to 82.6 MHz on a 45F.
         chain.stage("operands", operands.eq(0), operands.tag.addr.eq(written.addr),
                     operands.tag.stray.eq(stray), operands.tag.bad_shape.eq(bad_shape),
-                    operands.tag.units.eq(Cat(*(op.matches(*unit_ops(name)) for name in UNITS))),
+                    operands.tag.units.eq(Cat(*(op.matches(*unit_ops(name)) for name in units_of(cfg)))),
                     operands.is_rq.eq(op == Op.RQ), operands.dst_ahead.eq(w.dst - w.src),
                     operands.src_ahead.eq(w.src - w.dst))
         a, b, c = operands.a, operands.b, operands.c
@@ -85,8 +84,20 @@ class CheckOperands(wiring.Component):
             m.d.sync += load(a, w.src, ln1) + [operands.ext_base.eq(ext_address(w, Op.ST)), operands.ext_tail.eq(ln1)]
         with m.Elif(op.matches(Op.RQ, Op.SM)):
             m.d.sync += load(a, w.src, ln1) + load(b, w.dst, ln1)
-        m.d.sync += [a.rd.eq(op.matches(Op.ST, Op.MM, Op.RQ, Op.SM)), a.wr.eq(op == Op.LD),
-                     b.rd.eq(is_mm), b.wr.eq(op.matches(Op.RQ, Op.SM)), c.wr.eq(is_mm)]
+        online = ()
+        if cfg.online_unit:              # ga2_sw.isa.footprints: the long-context instructions' three ranges
+            online = (Op.SMC, Op.RSA, Op.NRM)
+            with m.Elif(op == Op.SMC):          # the two digit rows, ld apart; the state M, S, alpha
+                m.d.sync += load(a, w.src, ln1) + load(b, w.dst, ln1, 1, w.ld) + load(c, w.st, 2)
+            with m.Elif(op == Op.RSA):          # the two product rows, ld apart; the outputs; alpha
+                m.d.sync += load(a, w.src, ln1, 1, w.ld) + load(b, w.dst, ln1) + load(c, w.a, 0)
+            with m.Elif(op == Op.NRM):
+                m.d.sync += load(a, w.src, ln1) + load(b, w.dst, ln1) + load(c, w.st, 1)
+        m.d.sync += [a.rd.eq(op.matches(Op.ST, Op.MM, Op.RQ, Op.SM, *online)), a.wr.eq(op == Op.LD),
+                     b.rd.eq(op.matches(Op.MM, *(o for o in online if o == Op.RSA))),
+                     b.wr.eq(op.matches(Op.RQ, Op.SM, *online)),
+                     c.rd.eq(op.matches(*online) if online else 0),
+                     c.wr.eq(op.matches(Op.MM, *(o for o in online if o == Op.SMC)))]
         chain.check(self.latency, "The checker's operand stages")
 
         m.d.comb += [self.o.valid.eq(chain.valid), self.o.payload.eq(operands), self.busy.eq(chain.busy)]

@@ -7,7 +7,7 @@ outranks the range errors, so their values do not matter then."""
 from amaranth.hdl import Cat, Signal, Value, signed
 from amaranth.lib import data
 
-from ga2_sw.isa import EXT_ADDR_BITS, INSTR_BITS, UNITS
+from ga2_sw.isa import EXT_ADDR_BITS, INSTR_BITS, units_of
 
 from .ports import imem_addr_width
 
@@ -35,10 +35,10 @@ def pipeline_reg(shape, name):
 
 def tag_layout(config):
     """The word's instruction-memory address, its ILLEGAL, SHAPE and OVERLAP verdicts (OVERLAP from stage 3
-    on) and the unit its opcode starts (one bit per ``ga2_sw.isa.UNITS``, none for HALT), carried to the last
+    on) and the unit its opcode starts (one bit per ``ga2_sw.isa.units_of(config)``, none for HALT), carried to the last
     stage."""
     return data.StructLayout({"addr": imem_addr_width(config), "stray": 1, "bad_shape": 1, "overlap": 1,
-                              "units": len(UNITS)})
+                              "units": len(units_of(config))})
 
 
 def word_layout(config):

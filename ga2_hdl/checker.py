@@ -5,7 +5,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect
 
-from ga2_sw.isa import Err, INSTR_BITS, UNITS
+from ga2_sw.isa import Err, INSTR_BITS, units_of
 from ga2_sw.timing import CHECK_LATENCY
 
 from .check_operands import CheckOperands
@@ -38,7 +38,7 @@ class InstrChecker(wiring.Component):
         The word's scratchpad ranges and whether each is read or written (``ga2_sw.cycles.accesses``),
         valid with ``err_we`` when ``err`` is 0: the decoupled scoreboard compares them.
     units : Out(len(UNITS))
-        The unit the word starts (one bit per ``ga2_sw.isa.UNITS``), valid with ``err_we``; none when it faults
+        The unit the word starts (one bit per ``ga2_sw.isa.units_of(config)``), valid with ``err_we``; none when it faults
         or halts. Decoupled, the sequencer's issue logic starts from these bits.
     busy : Out(1)
         A word is still in the pipeline.
@@ -49,7 +49,7 @@ class InstrChecker(wiring.Component):
         aw = imem_addr_width(config)
         super().__init__({"we": In(1), "addr": In(aw), "word": In(INSTR_BITS),
                           "err_we": Out(1), "err_addr": Out(aw), "err": Out(3), "busy": Out(1),
-                          "access": Out(access_layout(config)), "units": Out(len(UNITS))})
+                          "access": Out(access_layout(config)), "units": Out(len(units_of(config)))})
 
     def elaborate(self, platform):
         m = Module()

@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from ga2_sw.config import Config
-from ga2_sw.isa import EXT_ADDR_BITS, FIELDS, SLOTS, INSTR_BITS, UNITS, WIDE, Err
+from ga2_sw.isa import EXT_ADDR_BITS, FIELDS, SLOTS, INSTR_BITS, WIDE, Err, units_of
 
 __all__ = ["InstrLayout", "ext_address", "access_layout", "issue_layout", "UnitSignature", "HostSignature", "DebugSignature", "SpReadSignature",
            "SpWriteSignature", "ExtSignature", "Unit", "check_config", "sp_addr_width", "ext_addr_width", "imem_addr_width",
@@ -59,8 +59,8 @@ def access_layout(config):
 def issue_layout(config):
     """What the decoupled sequencer keeps of each instruction word beside it, computed by the checker at load
     time: the ``ranges`` the scoreboard compares (``access_layout``) and the ``units`` the word may start (one
-    bit per ``ga2_sw.isa.UNITS``; none when it faults or halts)."""
-    return data.StructLayout({"ranges": access_layout(config), "units": unsigned(len(UNITS))})
+    bit per ``ga2_sw.isa.units_of(config)``; none when it faults or halts)."""
+    return data.StructLayout({"ranges": access_layout(config), "units": unsigned(len(units_of(config)))})
 
 
 def imem_addr_width(config):

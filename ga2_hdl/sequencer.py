@@ -5,7 +5,7 @@ from amaranth.hdl import Cat, Module, Signal, Mux
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from ga2_sw.isa import LANES, OPS, UNITS, Op, Err, INSTR_BITS, unit_lane, unit_ops
+from ga2_sw.isa import LANES, OPS, Op, Err, INSTR_BITS, unit_lane, unit_ops, units_of
 
 from .checker import InstrChecker
 from .ports import COUNTERS, ERR_WIDTH, InstrLayout, HostSignature, UnitSignature, issue_layout
@@ -37,14 +37,15 @@ class Sequencer(wiring.Component):
         The host's port: program writes, ``start``, ``done``, ``error``, ``pc`` and the five counters. Each
         instruction word is validated as it is written; a ``start`` within ``CHECK_LATENCY`` cycles of the
         last write is held until the check has finished.
-    units : Out(UnitSignature).array(len(UNITS))
-        The handshake with each execution unit, in the order of ``ga2_sw.isa.UNITS``; ``units[n].start``
-        rises for the opcodes ``unit_ops(UNITS[n])``.
+    units : Out(UnitSignature).array(len(units_of(config)))
+        The handshake with each execution unit, in the order of ``ga2_sw.isa.units_of(config)``; ``units[n].start``
+        rises for the opcodes ``unit_ops(name)`` of unit ``n``.
     """
 
     def __init__(self, config):
         self._config = config
-        super().__init__({"host": In(HostSignature(config)), "units": Out(UnitSignature()).array(len(UNITS))})
+        self._units = units_of(config)        # the chip's units (the online unit only with config.online_unit)
+        super().__init__({"host": In(HostSignature(config)), "units": Out(UnitSignature()).array(len(self._units))})
         self.imem = memory.Memory(shape=INSTR_BITS, depth=config.imem_words, init=[])
         # A zero word is illegal, so the error memory starts out saying so.
         self.errmem = memory.Memory(shape=ERR_WIDTH, depth=config.imem_words, init=[Err.ILLEGAL] * config.imem_words)
@@ -55,7 +56,7 @@ class Sequencer(wiring.Component):
     def _busy_of(self, key, value, draining=False):
         """Any unit busy (or, with ``draining``, also draining) whose opcodes have ``OPS[op].<key> == value``
         (a lane or a counter)."""
-        return Cat(*(port.busy | (port.draining if draining else 0) for name, port in zip(UNITS, self.units)
+        return Cat(*(port.busy | (port.draining if draining else 0) for name, port in zip(self._units, self.units)
                      if getattr(OPS[unit_ops(name)[0]], key) == value)).any()
 
     def _draining(self):
@@ -64,7 +65,7 @@ class Sequencer(wiring.Component):
 
     def _dispatch(self, m, ir):
         """Start the unit that executes ``ir`` (this cycle)."""
-        for name, port in zip(UNITS, self.units):
+        for name, port in zip(self._units, self.units):
             m.d.comb += port.start.eq(ir.op.matches(*unit_ops(name)))
 
     def _count(self, m, counting):
@@ -174,7 +175,7 @@ class Sequencer(wiring.Component):
         # The read address is 0 but in DECODE and CHECK (set there).
         self._acc_addr, self._next_word = Signal.like(acc_rd.addr), Signal.like(acc_rd.data, name="next_word")
         # The units the word in CHECK may start: loaded in DECODE, two terms of each start in CHECK.
-        self._ready = Signal(len(UNITS), name="ready")
+        self._ready = Signal(len(self._units), name="ready")
         m.d.sync += self._next_word.eq(acc_rd.data)
         m.d.comb += [acc_wr.en.eq(checker.err_we), acc_wr.addr.eq(checker.err_addr),
                      acc_wr.data.ranges.eq(checker.access), acc_wr.data.units.eq(checker.units),
@@ -192,7 +193,7 @@ class Sequencer(wiring.Component):
         chip's critical path (lanes' busy bits to the matrix unit's state machines, 97.98 MHz median on a 25F)."""
         host, pc = self.host, self.host.pc
         lane_busy = scoreboard.busy
-        lanes = [LANES.index(unit_lane(name)) for name in UNITS]       # each unit's lane, by index
+        lanes = [LANES.index(unit_lane(name)) for name in self._units]       # each unit's lane, by index
         starts = [self._ready[n] & ~lane_busy[lane] & ~scoreboard.blocked[lane] for n, lane in enumerate(lanes)]
         go = Signal()
         m.d.comb += [*(port.start.eq(start) for port, start in zip(self.units, starts)),

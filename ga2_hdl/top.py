@@ -5,13 +5,14 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
-from ga2_sw.isa import UNITS, unit_lane
+from ga2_sw.isa import UNITS, unit_lane, units_of
 from ga2_sw.timing import (DEBUG_READ_LATENCY, SP_WRITE_DELAY, compute_read_latency, dma_read_latency,
                            vector_read_latency)
 
 from .banked_scratchpad import BankedScratchpad
 from .dma import DMA
 from .matrix_unit import MatrixUnit
+from .online_unit import OnlineUnit
 from .ports import DebugSignature, ExtSignature, HostSignature, SpReadSignature, ext_addr_width, sp_addr_width
 from .requantiser import Requantiser
 from .scratchpad import Scratchpad
@@ -27,6 +28,7 @@ UNIT_CLASSES = {
     "mm": MatrixUnit,
     "rq": Requantiser,
     "sm": Softmax,
+    "osm": OnlineUnit,
 }
 assert set(UNIT_CLASSES) == set(UNITS)
 
@@ -58,7 +60,7 @@ class GA2(wiring.Component):
                           "ext": Out(ExtSignature(ext_addr_width(config)))})
         # Built here, not in elaborate(), so that testbenches can peek at the memories.
         self.sequencer = Sequencer(config)
-        self.units = {name: UNIT_CLASSES[name](config) for name in UNITS}
+        self.units = {name: UNIT_CLASSES[name](config) for name in units_of(config)}
         self._debug_rd = SpReadSignature(sp_addr_width(config)).create(path=("debug_rd",))
         self._reads, self._writes = self._port_groups()
         groups = dict(reads={g: len(p) for g, p in self._reads.items()},
@@ -102,7 +104,7 @@ class GA2(wiring.Component):
         m.submodules.sequencer = seq = self.sequencer
         m.submodules.scratchpad = sp = self.scratchpad
         connect(m, flipped(self.host), seq.host)
-        for name, port in zip(UNITS, seq.units):
+        for name, port in zip(units_of(self._config), seq.units):
             m.submodules[name] = unit = self.units[name]
             connect(m, port, unit.ctl)
         connect(m, flipped(self.ext), self.units["dma"].ext)

@@ -101,6 +101,9 @@ def _config_problem(i, config):
     err = isa.check(i, config)
     if err == Err.NONE:
         return ""
+    if err == Err.ILLEGAL:          # an instruction of a unit this chip is built without
+        return (f"{i.op.name} needs the online unit (--online-unit 1, Config field 'online_unit'; "
+                f"docs/LONG_CONTEXT.md)")
     if err == Err.SHAPE:
         if i.op == Op.MM:
             for name, lo, hi, what in (("M", 1, config.rows, " (rows)"), ("N", 1, config.cols, " (cols)"),
@@ -108,11 +111,11 @@ def _config_problem(i, config):
                 if not lo <= getattr(i, name) <= hi:
                     return f"field {name!r} must be in range {lo}..{hi}{what}, not {getattr(i, name)}"
         if i.len == 0:
-            hi = config.sm_max_len if i.op == Op.SM else isa.field_range(i.op, "len")[1]
+            hi = config.sm_max_len if i.op in isa.LEN_LIMITED else isa.field_range(i.op, "len")[1]
             return f"field 'len' must be in range 1..{hi}, not 0"
-        if i.op == Op.RQ and i.s > MAX_SHIFT:
-            return f"field 's' must be in range 0..{MAX_SHIFT}, not {i.s}"
-        if i.op == Op.SM:
+        if i.s > isa.MAX_SHIFTS.get(i.op, MAX_SHIFT):
+            return f"field 's' must be in range 0..{isa.MAX_SHIFTS[i.op]}, not {i.s}"
+        if i.op in isa.LEN_LIMITED:
             return f"field 'len' must be in range 1..{config.sm_max_len} (sm_max_len), not {i.len}"
     if err == Err.OVERLAP:
         return (f"fields 'dst'={i.dst} and 'src'={i.src} with 'len'={i.len}: the destination overlaps the source "

@@ -58,12 +58,22 @@ def _compare(config, problems, where, w, b, t, ext_batch, ext_alone, exact):
         problems.append(f"{where}: sequence {b} decoded alone differs from the integer reference")
 
 
+def require_chapter_path(config, what):
+    """ValueError unless ``config`` decodes on the chapter's path (no online unit): ``what`` checks that path's
+    builder against its integer reference."""
+    if config.online_unit:
+        raise ValueError(f"{what} checks the chapter's decode path; a chip with the online unit (--online-unit 1, "
+                         f"the default when --max-ctx exceeds --sm-max-len) decodes over streamed caches, whose "
+                         f"steps tests/test_online_unit.py holds to their own reference")
+
+
 def check_batching(config, batches=None, lengths=DEFAULT_LENGTHS, seeds=DEFAULT_SEEDS, ragged=True, exact=True,
                    runner=None, progress=None):
     """Run the invariance check; return the list of problems (empty when the builder is right).
 
     ``runner(program, ext) -> ext`` executes a program (default: the reference machine); pass another to run
     the whole check on a simulator of the RTL. ``progress(n)`` is called after each program."""
+    require_chapter_path(config, "check-batching")
     run = runner or machine_runner(config)
     tick = progress or (lambda n: None)
     batches = range(1, config.rows + 1) if batches is None else batches

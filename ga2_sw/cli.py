@@ -43,6 +43,11 @@ def add_config_arguments(parser, mode=True):
                                default=COMMAND_MODE.value, help=f"{text} (default %(default)s; inorder is the chapter's chip)")
             continue
         lo, hi = Config.field_range(name)
+        if name == "online_unit":       # decided by the context unless given (config_from_args)
+            group.add_argument("--online-unit", dest="cfg_online_unit", type=Int(lo, hi), metavar="N",
+                               default=None, help=f"{text} ({lo}..{hi}; default 1 when --max-ctx exceeds "
+                                                  f"--sm-max-len, else 0)")
+            continue
         group.add_argument(f"--{name.replace('_', '-')}", dest=f"cfg_{name}", type=Int(lo, hi), metavar="N",
                            default=getattr(defaults, name), help=f"{text} ({lo}..{hi}; default %(default)s)")
 
@@ -51,6 +56,8 @@ def config_from_args(args):
     """The Config of a command's options. A field whose option defaults to None (a command that sizes it
     itself, as ``ga2 prefill`` sizes the memories) takes Config's default here."""
     fields = {k[4:]: v for k, v in vars(args).items() if k.startswith("cfg_") and v is not None}
+    if "online_unit" not in fields:     # a context longer than one softmax holds streams through the online unit
+        fields["online_unit"] = int(fields.get("max_ctx", Config.max_ctx) > fields.get("sm_max_len", Config.sm_max_len))
     return Config(**fields)
 
 

@@ -37,8 +37,9 @@ _RANGES = {
     "sm_max_len":  (1, 1024),
     "d_model":     (1, 4095),
     "d":           (1, 4095),
-    "max_ctx":     (1, 1024),
+    "max_ctx":     (1, 4096),
     "sp_banks":    (4, 64),
+    "online_unit": (0, 1),
 }
 
 _HELP = {
@@ -51,8 +52,9 @@ _HELP = {
     "sm_max_len": "longest softmax (SM len) the softmax unit buffers",
     "d_model": "model width of the decode workload",
     "d": "head dimension of the decode workload",
-    "max_ctx": "longest context (tokens) the decode layouts hold",
+    "max_ctx": "longest context (tokens) the decode layouts hold (above sm_max_len: online_unit=1 streams it)",
     "sp_banks": "scratchpad banks of the decoupled chip (a power of two; docs/ARCHITECTURE.md)",
+    "online_unit": "1: build the long-context instructions SMC, RSA, NRM (docs/LONG_CONTEXT.md)",
     "mode": "execution mode: inorder (one instruction at a time) or decoupled (DMA beside compute)",
 }
 
@@ -76,6 +78,7 @@ class Config:
     d: int = 16
     max_ctx: int = 16
     sp_banks: int = 8
+    online_unit: int = 0
     mode: Mode = Mode.INORDER
 
     def __post_init__(self):
@@ -97,7 +100,8 @@ class Config:
         if self.mode is Mode.DECOUPLED and self.sp_words % self.sp_banks:
             raise ValueError(f"Config field 'sp_banks' must divide sp_words ({self.sp_words}) in decoupled mode, "
                              f"not {self.sp_banks!r}")
-        if self.sm_max_len < self.max_ctx:
+        if self.sm_max_len < self.max_ctx and not self.online_unit:
+            # (with the online unit, attention streams the context in chunks of at most sm_max_len)
             raise ValueError(f"Config field 'sm_max_len' must be at least max_ctx ({self.max_ctx}) so attention "
                              f"over a full context fits the softmax unit, not {self.sm_max_len!r}")
 

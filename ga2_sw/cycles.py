@@ -12,12 +12,13 @@ reference machine, pysim and Verilator to them."""
 from dataclasses import dataclass, astuple
 
 from .banking import bank_of, rq_write_skew, slice_addresses
-from .isa import LANES, OPS, Op, Err, decode, check, footprints, Instr
+from .isa import LANES, ONLINE_OPS, OPS, Op, Err, decode, check, footprints, Instr
 from .timing import (FETCH_CYCLES, ISSUE_CYCLES, RQ_DEPTH, SP_WRITE_DELAY, DIVIDER_LATENCY, SM_OVERHEAD,
-                     STREAM_MM_OVERHEAD, MM_DRAIN_CYCLES, MM_PLAN_CYCLES, PORT_B_ANNOUNCE, rq_latency, sm_overhead)
+                     STREAM_MM_OVERHEAD, MM_DRAIN_CYCLES, MM_PLAN_CYCLES, PORT_B_ANNOUNCE, rq_latency, sm_overhead,
+                     smc_phases, rsa_busy, nrm_busy)
 
 __all__ = ["Counters", "busy_cycles", "unit_of", "lane_of", "accesses", "conflict", "ranges_conflict", "EXT_SPACE",
-           "cycle_counts", "run_program", "DecoupledTimer", "InorderTimer", "vector_port_b", "mm_schedule",
+           "cycle_counts", "run_program", "DecoupledTimer", "InorderTimer", "vector_port_b", "mm_schedule", "online_requests",
            "MMSchedule",
            "ISSUE_CYCLES", "FETCH_CYCLES", "RQ_DEPTH", "SM_OVERHEAD", "DIVIDER_LATENCY", "STREAM_MM_OVERHEAD",
            "SP_WRITE_DELAY"]
@@ -70,9 +71,9 @@ def accesses(instr, external=False):
     correctness)."""
     sp, ext = footprints(instr)
     spec = OPS[instr.op]
-    out = [(lo, hi, k == "r", k == "w") for (lo, hi), (_, k) in zip(sp, spec.sp)]
+    out = [(lo, hi, "r" in k, "w" in k) for (lo, hi), (_, k) in zip(sp, spec.sp)]
     if external:
-        out += [(EXT_SPACE + lo, EXT_SPACE + hi, k == "r", k == "w") for (lo, hi), (_, k) in zip(ext, spec.ext)]
+        out += [(EXT_SPACE + lo, EXT_SPACE + hi, "r" in k, "w" in k) for (lo, hi), (_, k) in zip(ext, spec.ext)]
     return out
 
 
@@ -112,9 +113,37 @@ def vector_port_b(instr, start, config):
             request(start + 1 + i, instr.src + i)
             request(start + n + 1 + i, instr.src + i)
             request(first_write + i, instr.dst + i)
+    elif instr.op in ONLINE_OPS:
+        for offset, addr, _ in online_requests(instr, config):
+            request(start + offset, addr)
     else:
         raise ValueError(f"{instr.op.name} is not on the vector lane")
     return taken
+
+
+def online_requests(instr, config):
+    """The online unit's scratchpad requests for an SMC, RSA or NRM: ``[(cycle after the start, address, "r" or
+    "w")]``, one per cycle at most, every read before every write (``ga2_sw.timing``'s schedules)."""
+    i, n = instr, instr.len
+    if i.op == Op.SMC:
+        first_pass, busy = smc_phases(n, config)
+        reads = [(1, i.st), (2, i.st + 1)] + [(3 + t, i.src + t) for t in range(n)]
+        writes = ([(first_pass + 3 + t, i.dst + t) for t in range(n)] +
+                  [(first_pass + n + 4 + t, i.dst + i.ld + t) for t in range(n)] +
+                  [(busy - 2 + k, i.st + k) for k in range(3)])
+    elif i.op == Op.RSA:
+        reads = [(1, i.a)] + [(2 + 3 * j + k, addr) for j in range(n)
+                              for k, addr in enumerate((i.src + i.ld + j, i.src + j, i.dst + j))]
+        first_write = rsa_busy(n, config) - n + 1
+        writes = [(first_write + j, i.dst + j) for j in range(n)]
+    elif i.op == Op.NRM:
+        reads = [(1, i.st + 1)] + [(2 + j, i.src + j) for j in range(n)]
+        first_write = nrm_busy(n, config) - n + 1
+        writes = [(first_write + j, i.dst + j) for j in range(n)]
+    else:
+        raise ValueError(f"{i.op.name} is not an online instruction")
+    assert busy_cycles(i, config) == writes[-1][0] and reads[-1][0] < writes[0][0], "the schedules of ga2_sw.timing"
+    return [(c, a, "r") for c, a in reads] + [(c, a, "w") for c, a in writes]
 
 
 @dataclass

@@ -56,7 +56,11 @@ def make_workload(config, nseq, L, seed):
 
 
 def rq_params(w):
-    """(m, s) of every requantisation of the step, from the batch's scales."""
+    """(m, s) of every requantisation of the step, from the batch's scales (on a chip with the online unit,
+    the long-context step's: ``online_decode.rq_params``)."""
+    if w.config.online_unit:
+        from .online_decode import rq_params as online
+        return online(w)
     s, d = w.scales, w.config.d
     ms = mantissa_shift
     return {"q": ms(s["x"] * s["wq"] / s["q"]), "k": ms(s["x"] * s["wk"] / s["k"]),
@@ -82,7 +86,11 @@ def ext_image(w):
 
 def program(config, seqs, ts, P):
     """One decode step for the sequences ``seqs`` (indices into the external layout) at ``ts[j]`` tokens
-    each, the new one included. Batch slot j holds sequence seqs[j]."""
+    each, the new one included. Batch slot j holds sequence seqs[j]. A chip with the online unit decodes
+    over caches streamed from external memory (``ga2_sw.online_decode``)."""
+    if config.online_unit:
+        from .online_decode import program as online
+        return online(config, seqs, ts, P)
     lay = Layout(config)
     n, DM, D, C = len(seqs), config.d_model, config.d, config.cols
     G = lay.v_block                    # V-cache columns per block (D in order)
@@ -138,6 +146,9 @@ def program(config, seqs, ts, P):
 
 def outputs(config, ext, b):
     """Sequence b's int8 output of its latest step, read from external memory."""
+    if config.online_unit:
+        from .online_decode import outputs as online
+        return online(config, ext, b)
     base = Layout(config).ex_out(b)
     return [s8(ext[base + i]) for i in range(config.d)]
 

@@ -4,11 +4,11 @@ from dataclasses import dataclass, fields as dc_fields
 from enum import IntEnum
 
 from .banking import mm_extra_cycles, rq_write_skew
-from .numerics import MAX_SHIFT
-from .timing import STREAM_MM_OVERHEAD, dma_read_latency, rq_latency, sm_overhead
+from .numerics import MAX_SHIFT, NRM_MAX_SHIFT
+from .timing import STREAM_MM_OVERHEAD, dma_read_latency, nrm_busy, rq_latency, rsa_busy, sm_overhead, smc_busy
 
 __all__ = ["Op", "Err", "Instr", "FIELDS", "SLOTS", "OPS", "OpSpec", "UNITS", "LANES", "unit_ops", "unit_lane", "encode",
-           "decode", "check", "WIDE", "EXT_ADDR_BITS", "field_slots", "rq_overlaps_partly", "footprints", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS",
+           "decode", "check", "WIDE", "ONLINE_OPS", "enabled", "units_of", "smc", "rsa", "nrm", "EXT_ADDR_BITS", "field_slots", "rq_overlaps_partly", "footprints", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS",
            "EncodingError"]
 
 INSTR_BITS = 128
@@ -21,6 +21,9 @@ class Op(IntEnum):
     RQ = 4
     SM = 5
     HALT = 6
+    SMC = 7         # the online softmax of one chunk (docs/LONG_CONTEXT.md); chips built with online_unit=1 only
+    RSA = 8         # rescale the running outputs, add a chunk's two digit products; online_unit=1 only
+    NRM = 9         # normalise the running outputs to int8; online_unit=1 only
 
 
 class Err(IntEnum):
@@ -50,6 +53,7 @@ SLOTS = {
     "ldb": (100, 12, False),
     "ldc": (112, 12, False),
     "xhi": (56, 16, False),
+    "st":  (112, 16, False),    # SMC, NRM: the online softmax's state words; RSA: the word holding alpha
 }
 
 # Fields wider than their slot: the external address of LD (src) and ST (dst) is 32 bits, its low half in the
@@ -67,7 +71,14 @@ FIELDS = {
     Op.RQ:   (("dst", "dst"), ("src", "src"), ("len", "len"), ("m", "m"), ("s", "s")),
     Op.SM:   (("dst", "dst"), ("src", "src"), ("len", "len")),
     Op.HALT: (),
+    Op.SMC:  (("dst", "dst"), ("src", "src"), ("len", "len"), ("m", "m"), ("s", "s"), ("st", "st"), ("ld", "lda")),
+    Op.RSA:  (("dst", "dst"), ("src", "src"), ("len", "len"), ("ld", "lda"), ("a", "st")),
+    Op.NRM:  (("dst", "dst"), ("src", "src"), ("len", "len"), ("m", "m"), ("s", "s"), ("st", "st")),
 }
+
+# The long-context instructions exist on chips built with them (Config.online_unit = 1; docs/LONG_CONTEXT.md):
+# elsewhere their opcodes are illegal, like 10..15.
+ONLINE_OPS = (Op.SMC, Op.RSA, Op.NRM)
 
 
 @dataclass(frozen=True)
@@ -102,6 +113,14 @@ OPS = {
     Op.SM:   OpSpec("sm", "vector", "vec", sp=(("src", "r"), ("dst", "w")),
                     busy=lambda i, config: 3 * i.len + sm_overhead(config)),
     Op.HALT: OpSpec(None, None, None, busy=lambda i, config: 0),
+    # The online unit reads everything an instruction reads before it writes anything (docs/ISA.md), so
+    # overlapping ranges behave as "read everything, then write" and need no OVERLAP rule.
+    Op.SMC:  OpSpec("osm", "vector", "vec", sp=(("src", "r"), ("dst", "w"), ("st", "rw")),
+                    busy=lambda i, config: smc_busy(i.len, config)),
+    Op.RSA:  OpSpec("osm", "vector", "vec", sp=(("src", "r"), ("dst", "rw"), ("a", "r")),
+                    busy=lambda i, config: rsa_busy(i.len, config)),
+    Op.NRM:  OpSpec("osm", "vector", "vec", sp=(("src", "r"), ("dst", "w"), ("st", "r")),
+                    busy=lambda i, config: nrm_busy(i.len, config)),
 }
 assert set(OPS) == set(Op) == set(FIELDS)
 
@@ -110,6 +129,16 @@ UNITS = tuple(dict.fromkeys(spec.unit for spec in OPS.values() if spec.unit))
 # Decoupled, each lane runs one instruction at a time beside the others: the DMA lane (port A of the banks),
 # the matrix lane and the vector lane (which share port B, the vector lane first).
 LANES = ("dma", "matrix", "vector")
+
+
+def enabled(op, config):
+    """Whether chips of ``config`` execute opcode ``op`` (the online ones only with ``config.online_unit``)."""
+    return op not in ONLINE_OPS or bool(config.online_unit)
+
+
+def units_of(config):
+    """The execution units a chip of ``config`` has, in ``UNITS`` order."""
+    return tuple(u for u in UNITS if any(enabled(op, config) for op in unit_ops(u)))
 
 
 def unit_ops(unit):
@@ -169,6 +198,9 @@ class Instr:
     ldc: int = 0
     m: int = 0
     s: int = 0
+    st: int = 0
+    ld: int = 0
+    a: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "op", Op(self.op))
@@ -218,6 +250,19 @@ def sm(dst, src, len):
 
 def halt():
     return Instr(Op.HALT)
+
+
+def smc(dst, src, len, m, s, st, ld=None):
+    """SMC; the low digits ``ld`` words after the high ones (default ``len``: right after them)."""
+    return Instr(Op.SMC, dst=dst, src=src, len=len, m=m, s=s, st=st, ld=len if ld is None else ld)
+
+
+def rsa(dst, src, len, ld, a):
+    return Instr(Op.RSA, dst=dst, src=src, len=len, ld=ld, a=a)
+
+
+def nrm(dst, src, len, m, s, st):
+    return Instr(Op.NRM, dst=dst, src=src, len=len, m=m, s=s, st=st)
 
 
 def encode(instr):
@@ -273,7 +318,19 @@ def footprints(instr):
         return [(i.A, a_hi), (i.B, b_hi), (i.dst, c_hi)], []
     if i.op in (Op.RQ, Op.SM):
         return [(i.src, i.src + i.len - 1), (i.dst, i.dst + i.len - 1)], []
+    if i.op == Op.SMC:          # the weights' high digits, their low digits ld words on; the state (M, S, alpha)
+        return [(i.src, i.src + i.len - 1), (i.dst, i.dst + i.ld + i.len - 1), (i.st, i.st + 2)], []
+    if i.op == Op.RSA:          # the two product rows, ld apart; the running outputs; alpha
+        return [(i.src, i.src + i.ld + i.len - 1), (i.dst, i.dst + i.len - 1), (i.a, i.a)], []
+    if i.op == Op.NRM:          # the state's (M, S): S is read
+        return [(i.src, i.src + i.len - 1), (i.dst, i.dst + i.len - 1), (i.st, i.st + 1)], []
     return [], []
+
+
+# The opcodes whose len is held to sm_max_len (the softmax unit's and the online unit's buffers), and the
+# largest shift of each opcode with one (RQ and SMC: the requantiser's 48-bit product; NRM: NRM_MAX_SHIFT).
+LEN_LIMITED = (Op.SM, Op.SMC, Op.RSA, Op.NRM)
+MAX_SHIFTS = {Op.RQ: MAX_SHIFT, Op.SMC: MAX_SHIFT, Op.NRM: NRM_MAX_SHIFT}
 
 
 def rq_overlaps_partly(instr):
@@ -287,6 +344,8 @@ def rq_overlaps_partly(instr):
 def check(instr, config):
     """Static validation of a decoded instruction against a configuration: the hardware's error code."""
     i = instr
+    if not enabled(i.op, config):
+        return Err.ILLEGAL
     if i.op == Op.HALT:
         return Err.NONE
     if i.op == Op.MM:
@@ -295,9 +354,9 @@ def check(instr, config):
     else:
         if i.len == 0:
             return Err.SHAPE
-        if i.op == Op.RQ and i.s > MAX_SHIFT:
+        if i.s > MAX_SHIFTS.get(i.op, MAX_SHIFT):
             return Err.SHAPE
-        if i.op == Op.SM and i.len > config.sm_max_len:
+        if i.op in LEN_LIMITED and i.len > config.sm_max_len:
             return Err.SHAPE
     if rq_overlaps_partly(i):
         return Err.OVERLAP
@@ -326,9 +385,11 @@ def explain(instr, config):
             return "; ".join(parts)
         if i.len == 0:
             return "len must be at least 1"
-        if i.op == Op.RQ:
-            return f"s={i.s} is outside 0..{MAX_SHIFT}"
+        if i.s > MAX_SHIFTS.get(i.op, MAX_SHIFT):
+            return f"s={i.s} is outside 0..{MAX_SHIFTS[i.op]}"
         return f"len={i.len} is outside 1..{config.sm_max_len} (sm_max_len)"
+    if err == Err.ILLEGAL:
+        return f"{i.op.name} exists only on chips built with online_unit=1 (docs/LONG_CONTEXT.md)"
     if err == Err.OVERLAP:
         return (f"destination {i.dst}..{i.dst + i.len - 1} overlaps source {i.src}..{i.src + i.len - 1} "
                 f"without being it (RQ's destination is its source or is disjoint from it)")

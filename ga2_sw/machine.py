@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from .cycles import Counters, run_program
 from .isa import Op, Err
-from .numerics import s8, s32, u32, requant, softmax_q16
+from .numerics import nrm_word, rsa_word, s8, s32, smc_words, u32, requant, softmax_q16
 
 __all__ = ["Machine", "Result", "run"]
 
@@ -71,6 +71,21 @@ def _execute(i, sp, ext):
     elif i.op == Op.SM:
         probs = softmax_q16([s8(sp[i.src + t]) for t in range(i.len)])
         sp[i.dst:i.dst + i.len] = probs
+    # The online unit reads every word an instruction reads before it writes one (docs/ISA.md), and writes in
+    # this order: so do these.
+    elif i.op == Op.SMC:
+        high, low, mx, total, alpha = smc_words(sp[i.src:i.src + i.len], sp[i.st], sp[i.st + 1], i.m, i.s)
+        sp[i.dst:i.dst + i.len] = high
+        sp[i.dst + i.ld:i.dst + i.ld + i.len] = low
+        sp[i.st:i.st + 3] = [mx, total, alpha]
+    elif i.op == Op.RSA:
+        alpha = sp[i.a]
+        out = [rsa_word(sp[i.dst + j], alpha, sp[i.src + j], sp[i.src + i.ld + j]) for j in range(i.len)]
+        sp[i.dst:i.dst + i.len] = out
+    elif i.op == Op.NRM:
+        total = sp[i.st + 1]
+        out = [nrm_word(sp[i.src + j], total, i.m, i.s) for j in range(i.len)]
+        sp[i.dst:i.dst + i.len] = out
 
 
 def run(program, config, ext=None, sp=None):

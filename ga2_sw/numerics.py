@@ -8,7 +8,8 @@ import math
 __all__ = ["quantize", "scale_for", "mantissa_shift", "requant", "EXP_TABLE", "softmax_q16",
            "s8", "s32", "u32", "sat8", "Q16_ONE", "MAX_SHIFT", "M_BITS", "SCORE_UNIT", "SCORE_MIN", "SCORE_MAX",
            "EXP64_TABLE", "EXP_DISTANCES", "WEIGHT_BITS", "WEIGHT_MAX", "DIGIT_BITS", "ONLINE_MAX_CTX", "ONLINE_START",
-           "exp64", "scale_score", "online_softmax_step", "weight_digits", "rescale_add", "normalise"]
+           "exp64", "scale_score", "online_softmax_step", "weight_digits", "rescale_add", "normalise", "NRM_MAX_SHIFT",
+           "ALPHA_BITS", "smc_words", "rsa_word", "nrm_word"]
 
 Q16_ONE = 1 << 16
 MAX_SHIFT = 47          # the requantiser's product is 48 bits wide
@@ -167,3 +168,33 @@ def normalise(partial, total, m, s):
         raise ValueError(f"normalise needs a positive running sum, not {total}")
     den = total << s
     return [sat8((2 * p * m + den) // (2 * den)) for p in partial]
+
+
+# -- the long-context instructions on words (docs/ISA.md: SMC, RSA, NRM) -----------------------------------------
+
+NRM_MAX_SHIFT = 31      # NRM's s: S * 2**s stays below 2**63 with S an int32
+ALPHA_BITS = 17         # RSA reads alpha as the low 17 bits of its word (0 .. 131071; SMC writes 0 .. 65536)
+
+
+def smc_words(scores, state_max, state_sum, m, s):
+    """SMC on words: ``scores`` (int32 dot products, as words), the state's words ``sp[st]`` (the running
+    maximum, int32) and ``sp[st+1]`` (the running sum, int32) -> (high digits, low digits, new maximum, new sum,
+    alpha), every one a word to write (the sum modulo 2**32)."""
+    x = [scale_score(s32(a), m, s) for a in scores]
+    weights, alpha, (mx, total) = online_softmax_step(x, (s32(state_max), s32(state_sum)))
+    high, low = weight_digits(weights)
+    return high, low, u32(mx), u32(total), alpha
+
+
+def rsa_word(partial, alpha_word, high, low):
+    """RSA on one element's words: ``((partial * alpha + 2**15) >> 16) + 128 * high + low`` modulo 2**32, with
+    ``alpha`` the low ALPHA_BITS bits of its word and the others int32."""
+    alpha = alpha_word & ((1 << ALPHA_BITS) - 1)
+    return u32(rescale_add([s32(partial)], alpha, [s32(high)], [s32(low)])[0])
+
+
+def nrm_word(partial, state_sum, m, s):
+    """NRM on one element's words: ``normalise`` of the int32 ``partial`` by the int32 running sum, as an int8
+    word (sign-extended); 0 when the sum is not positive (no chunk ran)."""
+    total = s32(state_sum)
+    return u32(normalise([s32(partial)], total, m, s)[0]) if total >= 1 else 0

@@ -8,7 +8,8 @@ __all__ = ["FETCH_CYCLES", "ISSUE_CYCLES", "SP_WRITE_DELAY", "DEBUG_READ_LATENCY
            "SM_OVERHEAD", "STREAM_MM_OVERHEAD", "CHECK_LATENCY", "BANKED_READ_DELAY", "BANKED_DATA_DELAY",
            "BANKED_SELECT_DELAY", "MM_PLAN_CYCLES", "MM_DRAIN_CYCLES", "PORT_B_ANNOUNCE",
            "vector_read_latency",
-           "compute_read_latency", "dma_read_latency", "rq_latency", "sm_overhead"]
+           "compute_read_latency", "dma_read_latency", "rq_latency", "sm_overhead", "SMC_SCORE_DEPTH", "RSA_DEPTH",
+           "NRM_DEPTH", "smc_busy", "rsa_busy", "nrm_busy", "smc_phases"]
 
 FETCH_CYCLES = 1        # the first instruction's fetch
 ISSUE_CYCLES = 2        # decode, check: paid by every instruction, HALT and the faulting one included
@@ -79,3 +80,40 @@ def sm_overhead(config):
     """The SM's busy time beyond its ``3 * len`` cycles: ``SM_OVERHEAD``, plus the cycles the banked scratchpad's
     registers and the announce register add to its reads in decoupled mode."""
     return SM_OVERHEAD + vector_read_latency(config) - 1
+
+
+# The online unit (ga2_hdl/online_unit.py: SMC, RSA, NRM) reads everything an instruction reads, then writes, one
+# scratchpad access per cycle: no read and write of one cycle can meet on a bank. Its pipelines' depths, from a
+# read's data to the value it makes (each unit stage registered; the word register in front of the shared
+# 32 x 18 multiplier, its two partial products and their sum, then the instruction's own stages):
+SMC_SCORE_DEPTH = 5     # word, partials, product, shifted, score (clamped to 16 bits, into the buffer)
+RSA_DEPTH = 4           # word, partials, product, the rescaled sum (into the buffer)
+NRM_DEPTH = 15          # word, partials, product, numerator, shifted, clamp flags, 8 quotient bits, int8
+
+
+def smc_phases(n, config):
+    """Cycles (from the start pulse) of an SMC of ``n`` scores: ``(first weight-pass cycle P0, busy time)``.
+    Reads st, st+1 in cycles 1, 2 and the scores in 3 .. n+2; the last score enters the buffer in cycle
+    n + 2 + L + SMC_SCORE_DEPTH; the new maximum is registered in the next cycle, alpha's table read the next,
+    alpha registered the next; the weights pass reads the buffer from P0 on: the high digit of weight i is
+    written in cycle P0 + 3 + i, the low digit in P0 + n + 4 + i, then M', S' and alpha in P0 + 2n + 4 .. + 6."""
+    first_pass = n + 2 + vector_read_latency(config) + SMC_SCORE_DEPTH + 4
+    return first_pass, first_pass + 2 * n + 6
+
+
+def smc_busy(n, config):
+    """SMC's busy time: ``3 n + L + SMC_SCORE_DEPTH + 12`` (``smc_phases``)."""
+    return smc_phases(n, config)[1]
+
+
+def rsa_busy(n, config):
+    """RSA's busy time: alpha read in cycle 1, element j's three words in cycles 2 + 3j .. 4 + 3j, its sum in
+    the buffer RSA_DEPTH cycles after the last one's data; the buffer then read from the next cycle on, one word
+    written per cycle: ``4 n + L + RSA_DEPTH + 2``."""
+    return 4 * n + vector_read_latency(config) + RSA_DEPTH + 2
+
+
+def nrm_busy(n, config):
+    """NRM's busy time: S read in cycle 1, the partials in 2 .. n + 1, each int8 in the buffer NRM_DEPTH cycles
+    after its data; then written one per cycle: ``2 n + L + NRM_DEPTH + 2``."""
+    return 2 * n + vector_read_latency(config) + NRM_DEPTH + 2

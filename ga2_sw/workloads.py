@@ -38,8 +38,13 @@ def _batch(config, name, lengths, seed, machine):
     memory its earlier steps left behind."""
     w = dec.make_workload(config, len(lengths), max(lengths), seed)
     P = dec.rq_params(w)
-    return TableProgram(name, len(lengths), lengths, dec.program(config, list(range(len(lengths))), list(lengths), P),
-                        _prepared(config, w, P, lengths, machine))
+    seqs = list(range(len(lengths)))
+    if config.online_unit:          # the caches the earlier steps leave, written directly (thousands of steps)
+        from .online_decode import ext_image
+        ext = ext_image(w, P, seqs, list(lengths))
+    else:
+        ext = _prepared(config, w, P, lengths, machine)
+    return TableProgram(name, len(lengths), lengths, dec.program(config, seqs, list(lengths), P), ext)
 
 
 def decode_table_programs(config, seed=4242, batches=None, lengths=None):

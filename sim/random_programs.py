@@ -11,8 +11,8 @@ import random
 from ga2_sw import isa
 from ga2_sw.config import Config
 from ga2_sw.cycles import cycle_counts
-from ga2_sw.isa import FIELDS, INSTR_BITS, OPS, SLOTS, USED_BITS, Err, Instr, Op, encode, field_range
-from ga2_sw.numerics import MAX_SHIFT
+from ga2_sw.isa import FIELDS, INSTR_BITS, OPS, SLOTS, USED_BITS, Err, Instr, Op, enabled, encode, field_range
+from ga2_sw.numerics import MAX_SHIFT, NRM_MAX_SHIFT
 
 __all__ = ["random_valid_instr", "random_fault", "random_program", "random_words", "fuzz_job", "cycle_limit_for",
            "FAULT_KINDS", "FAULT_ERRORS", "FUZZ_CONFIG"]
@@ -35,6 +35,16 @@ _WEIGHT = {Op.MM: 2, Op.RQ: 2}
 VALID_OPS = tuple(op for op, spec in OPS.items() if spec.unit for _ in range(_WEIGHT.get(op, 1)))
 _OP_BITS = SLOTS["op"][1]
 ILLEGAL_OPCODES = tuple(code for code in range(1 << _OP_BITS) if code not in set(Op))
+
+
+def _valid_ops(config):
+    """VALID_OPS that chips of ``config`` have (the online ones only with config.online_unit)."""
+    return tuple(op for op in VALID_OPS if enabled(op, config))
+
+
+def _illegal_opcodes(config):
+    """Opcodes that fault ILLEGAL on ``config``: those that do not exist and those its chip is built without."""
+    return ILLEGAL_OPCODES + tuple(int(op) for op in Op if not enabled(op, config))
 LEN_OPS = tuple(op for op in Op if "len" in dict(FIELDS[op]))
 M_RANGE = field_range(Op.RQ, "m")
 S_MAX = field_range(Op.RQ, "s")[1]              # the s field holds more than MAX_SHIFT: SHAPE above it
@@ -89,7 +99,7 @@ def _adjacent(draw, src, n, sp):
 def random_valid_instr(draw, config):
     """One instruction that passes ``isa.check`` on ``config``."""
     sp, ext = config.sp_words, config.ext_words
-    op = _pick(draw, VALID_OPS)
+    op = _pick(draw, _valid_ops(config))
     spec = OPS[op]
     if spec.ext:                                 # a transfer: one scratchpad and one external range
         n = _length(draw, min(sp, ext, 96))
@@ -109,6 +119,8 @@ def random_valid_instr(draw, config):
         src = draw(0, sp - n)
         dst = _pick(draw, (lambda: draw(0, sp - n), lambda: _near(draw, src, 0, sp - n), lambda: src))()
         return isa.sm(dst, src, n)
+    if op in (Op.SMC, Op.RSA, Op.NRM):
+        return _online_instr(draw, config, op)
     # MM: shapes up to the array, strides incl. 0 (broadcast rows) and overlaps of C with A or B.
     M, N = draw(1, config.rows), draw(1, config.cols)
     K = _pick(draw, (lambda: draw(1, 8), lambda: draw(1, 24), lambda: draw(1, 64), lambda: draw(1, 8),
@@ -129,6 +141,28 @@ def random_valid_instr(draw, config):
     return isa.mm(dst, A, B, M, K, N, tb, lda, ldb, ldc)
 
 
+def _online_instr(draw, config, op):
+    """A valid SMC, RSA or NRM: ranges anywhere, often over each other (the unit reads all before it writes)."""
+    sp = config.sp_words
+    n = _length(draw, min(config.sm_max_len, max(1, (sp - 3) // 3), 64))
+    lo, hi = M_RANGE
+    m = _pick(draw, (lambda: draw(lo, hi), lambda: _pick(draw, (lo, hi, 0, 1, -1, (hi + 1) // 2))))()
+    src = draw(0, sp - n)
+    if op == Op.SMC:
+        ld = _pick(draw, (n, 0, draw(0, min(64, sp - n))))
+        dst = _pick(draw, (lambda: draw(0, sp - n - ld), lambda: _near(draw, src, 0, sp - n - ld)))()
+        st = _pick(draw, (lambda: draw(0, sp - 3), lambda: _near(draw, dst, 0, sp - 3)))()
+        return isa.smc(dst, src, n, m, draw(0, MAX_SHIFT), st, ld)
+    if op == Op.RSA:
+        ld = _pick(draw, (n, 0, draw(0, min(64, sp - n))))
+        src = draw(0, sp - n - ld)
+        dst = _pick(draw, (lambda: draw(0, sp - n), lambda: _near(draw, src, 0, sp - n)))()
+        return isa.rsa(dst, src, n, ld, draw(0, sp - 1))
+    dst = _pick(draw, (lambda: draw(0, sp - n), lambda: src))()
+    return isa.nrm(dst, src, n, m, _pick(draw, (lambda: draw(0, NRM_MAX_SHIFT), lambda: draw(10, 20)))(),
+                   draw(0, sp - 2))
+
+
 def _stray_bit(draw, op):
     free = [b for b in range(INSTR_BITS) if not (USED_BITS[op] >> b) & 1]
     return 1 << _pick(draw, free)
@@ -139,7 +173,7 @@ def random_fault(draw, config, kind):
     fall_off and pc_overflow, which are program shapes)."""
     sp, ext = config.sp_words, config.ext_words
     if kind == "illegal_opcode":
-        opcode = _pick(draw, ILLEGAL_OPCODES)
+        opcode = _pick(draw, _illegal_opcodes(config))
         body = _pick(draw, (lambda: 0, lambda: draw(0, (1 << 62) - 1) << _pick(draw, (4, 40, 66))))()
         return ((body << _OP_BITS) & ((1 << INSTR_BITS) - 1)) | opcode, Err.ILLEGAL
     if kind == "stray_bits":
@@ -148,9 +182,17 @@ def random_fault(draw, config, kind):
     if kind == "halt_stray":
         return encode(isa.halt()) | _stray_bit(draw, Op.HALT), Err.ILLEGAL
     if kind == "shape":
-        variant = draw(0, 7)
+        variant = draw(0, 8 if config.online_unit else 7)
         if variant == 0:
-            return Instr(_pick(draw, LEN_OPS), dst=draw(0, 100), src=draw(0, 100), len=0), Err.SHAPE
+            return Instr(_pick(draw, tuple(o for o in LEN_OPS if enabled(o, config))), dst=draw(0, 100),
+                         src=draw(0, 100), len=0), Err.SHAPE
+        if variant == 8:                         # the online instructions' len and shift limits
+            op = _pick(draw, (Op.SMC, Op.RSA, Op.NRM))
+            n = draw(config.sm_max_len + 1, min(_hi(op, "len"), config.sm_max_len + 40))
+            if op == Op.RSA or draw(0, 1):
+                return Instr(op, len=n), Err.SHAPE
+            limit = MAX_SHIFT if op == Op.SMC else NRM_MAX_SHIFT
+            return Instr(op, len=draw(1, 8), s=draw(limit + 1, S_MAX), st=_FAR), Err.SHAPE
         if variant == 1:
             return isa.mm(0, 0, 0, _pick(draw, (0, config.rows + 1, _hi(Op.MM, "M"))), 1, 1), Err.SHAPE
         if variant == 2:

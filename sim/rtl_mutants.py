@@ -49,6 +49,7 @@ UNIT_TESTS = {
     "divider": "tests/test_hdl_divider.py",
     "scoreboard": "tests/test_hdl_scoreboard.py",
     "scratchpad": "tests/test_banking.py",
+    "online_unit": "tests/test_online_unit.py",
 }
 
 # The fixed test selection, in its default order (see the module docstring).
@@ -61,6 +62,7 @@ SELECTION = (
     "tests/test_hdl_divider.py",
     "tests/test_banking.py",
     "tests/test_rtl_mutant_kills.py",
+    "tests/test_online_unit.py",
     "tests/test_chip_pysim.py",
     "tests/test_fault.py",
     "tests/test_differential.py",
@@ -247,9 +249,11 @@ RTL_MUTANTS = (
                     "its depth could tell: the original's ranking is the safe one"),
     # -- instruction checker ---------------------------------------------------------------------------------
     _m("chk: SM len > sm_max_len not flagged", "checker",
-       "((op == Op.SM) & (w.len > cfg.sm_max_len))", "0", file="ga2_hdl/check_operands.py"),
+       "Cat(*(op == o for o in LEN_LIMITED)).any() & (w.len > cfg.sm_max_len)", "0",
+       file="ga2_hdl/check_operands.py"),
     _m("chk: RQ shift > MAX_SHIFT not flagged", "checker",
-       "((op == Op.RQ) & (w.s > MAX_SHIFT))", "0", file="ga2_hdl/check_operands.py"),
+       "Cat(*((op == o) & (w.s > limit) for o, limit in MAX_SHIFTS.items())).any()", "0",
+       file="ga2_hdl/check_operands.py"),
     _m("chk: external range not checked", "checker",
        "ext_out = ends.ext_over", "ext_out = 0"),
     _m("chk: LD's external range ignores the address's high half (xhi)", "checker",
@@ -294,7 +298,7 @@ RTL_MUTANTS = (
     _m("chk: a faulting word's unit is ready (decoupled, started while the fault waits for idle lanes)",
        "checker", "self.units.eq(Mux(err == Err.NONE, ends.tag.units, 0))", "self.units.eq(ends.tag.units)"),
     _m("chk: an RQ/SM destination is not marked as written (decoupled)", "checker",
-       "b.wr.eq(op.matches(Op.RQ, Op.SM))", "b.wr.eq(0)", file="ga2_hdl/check_operands.py"),
+       "b.wr.eq(op.matches(Op.RQ, Op.SM, *online))", "b.wr.eq(0)", file="ga2_hdl/check_operands.py"),
     # -- decoupled mode: scoreboard, issue, streaming matrix unit --------------------------------------------
     _m("sb: write-after-read not detected", "scoreboard",
        "kinds = (xp.wr & (yq.rd | yq.wr)) | (xp.rd & yq.wr)", "kinds = (xp.wr & yq.wr) | (xp.rd & yq.wr)"),
@@ -453,6 +457,30 @@ RTL_MUTANTS = (
     _m("lanes: the matrix unit is never told the banks the vector lane announces", "scratchpad",
        "m.d.comb += self.first_banks_next.eq(or_all(self._announced))",
        "m.d.comb += self.first_banks_next.eq(0 if True else or_all(self._announced))", file="ga2_hdl/banked_scratchpad.py"),
+    # -- the online unit (SMC, RSA, NRM; chips with online_unit = 1) -----------------------------------------
+    _m("online: SMC's score wraps to 16 bits instead of clamping", "online_unit",
+       "score.eq(saturate(shifted, 16))", "score.eq(shifted[:16].as_signed())"),
+    _m("online: SMC's running sum not rescaled by alpha", "online_unit",
+       "m.d.sync += scaled_sum.eq((product + (1 << 15)) >> 16)", "m.d.sync += scaled_sum.eq(state_sum)"),
+    _m("online: SMC's weights rounded down", "online_unit",
+       "weight.eq(((exp << 12) - exp + (1 << 15)) >> 16)", "weight.eq(((exp << 12) - exp) >> 16)"),
+    _m("online: SMC reads the exp table past its end", "online_unit",
+       "exp = Mux(far_d, 0, rom_rd.data)", "exp = rom_rd.data"),
+    _m("online: SMC's low digits written a cycle late", "online_unit",
+       "lows_at.eq(2 * length + first_pass + 2)", "lows_at.eq(2 * length + first_pass + 3)"),
+    _m("online: RSA's digit rows swapped", "online_unit",
+       "digits = delayed(m, (high << DIGIT_BITS) + low, 3, \"rsa_digits\")",
+       "digits = delayed(m, (low << DIGIT_BITS) + high, 3, \"rsa_digits\")"),
+    _m("online: RSA's rescaling truncates", "online_unit",
+       "rescaled.eq(((product + (1 << 15)) >> 16) + digits)", "rescaled.eq((product >> 16) + digits)"),
+    _m("online: RSA reads the high row where the low one is", "online_unit",
+       "m.d.sync += [rd_addr.eq(lo_ptr), phase.eq(1)]", "m.d.sync += [rd_addr.eq(hi_ptr), phase.eq(1)]"),
+    _m("online: NRM saturates high at 126", "online_unit",
+       "Mux(flags[0], 127, Mux(flags[1], -128, quotient - 128))", "Mux(flags[0], 126, Mux(flags[1], -128, quotient - 128))"),
+    _m("online: NRM divides by a sum that is not positive", "online_unit",
+       "out8.eq(Mux(flags[2], 0, ", "out8.eq(Mux(0, 0, "),
+    _m("online: NRM's quotient one restoring step short", "online_unit",
+       "for k in reversed(range(QUOTIENT_BITS)):", "for k in reversed(range(1, QUOTIENT_BITS)):"),
 )
 
 

@@ -94,7 +94,7 @@ def test_load_mem_readmemh_style(tmp_path):
     ("LD dst:3 src=0 len=1", r"^prog\.s:3: LD: malformed token 'dst:3': expected name=value"),
     ("LD dst= src=0 len=1", r"^prog\.s:3: LD: malformed token 'dst='"),
     ("LD =3 src=0 len=1", r"^prog\.s:3: LD: malformed token '=3'"),
-    ("LDX dst=0", r"^prog\.s:3: unknown opcode 'LDX' \(known: LD ST MM RQ SM HALT\)$"),
+    ("LDX dst=0", r"^prog\.s:3: unknown opcode 'LDX' \(known: LD ST MM RQ SM HALT SMC RSA NRM\)$"),
     ("LD dst=1 src=2", r"^prog\.s:3: LD: missing field 'len'$"),
     ("MM dst=0 A=0 B=0 M=1 K=1 N=1", r"^prog\.s:3: MM: missing field 'tb' \(also missing: lda ldb ldc\)$"),
     ("LD dst=1 src=2 len=3 foo=1", r"^prog\.s:3: LD: unknown field 'foo' \(fields: dst src len\)$"),

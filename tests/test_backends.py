@@ -113,5 +113,5 @@ def test_compare_results_names_every_difference():
 
 
 def test_format_program_shows_raw_words():
-    text = format_program([isa.ld(0, 0, 1), 7])
+    text = format_program([isa.ld(0, 0, 1), 10])
     assert "LD dst=0 src=0 len=1" in text and "ILLEGAL" in text

@@ -36,6 +36,9 @@ FUZZ_DECOUPLED = FUZZ_CONFIG.replace(mode="decoupled")
 # checks must hold at 320 and 288, not at the next power of two), a short softmax buffer.
 ODD_CONFIG = Config(rows=2, cols=3, sp_words=320, ext_words=288, imem_words=24, ext_latency=1, sm_max_len=20)
 ODD_DECOUPLED = ODD_CONFIG.replace(mode="decoupled")
+# The chips with the long-context instructions (SMC, RSA, NRM: Config.online_unit = 1), in both modes.
+FUZZ_ONLINE = FUZZ_CONFIG.replace(online_unit=1)
+ONLINE_DECOUPLED = FUZZ_DECOUPLED.replace(online_unit=1)
 
 BATCH = 10
 SETTINGS = dict(derandomize=True, deadline=None, database=None, print_blob=True,
@@ -115,6 +118,20 @@ def test_decoupled_programs_on_an_odd_chip(sims, batch):
     check_batch(sims(ODD_DECOUPLED), ODD_DECOUPLED, batch)
 
 
+@settings(max_examples=10, **SETTINGS)
+@given(st.lists(cases(FUZZ_ONLINE, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
+def test_programs_with_the_online_instructions(sims, batch):
+    check_batch(sims(FUZZ_ONLINE), FUZZ_ONLINE, batch)
+
+
+@settings(max_examples=15, **SETTINGS)
+@given(st.lists(cases(ONLINE_DECOUPLED, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
+def test_decoupled_programs_with_the_online_instructions(sims, batch):
+    """SMC, RSA and NRM beside MMs that give way to their port-B requests (cycles.online_requests), and
+    beside loads and stores on their words."""
+    check_batch(sims(ONLINE_DECOUPLED), ONLINE_DECOUPLED, batch)
+
+
 def test_decoupled_fuzz_really_overlaps_and_hazards():
     """The generator's strength in decoupled mode, measured on the model: most programs run a load or
     store beside compute, many instructions wait on the scoreboard for a conflicting one in flight, many
@@ -145,7 +162,8 @@ def test_decoupled_fuzz_really_overlaps_and_hazards():
     assert tiled > 0.15 * programs, (tiled, programs)    # an MM read while the last one's results drain
 
 
-@pytest.mark.parametrize("config", [FUZZ_CONFIG, ODD_CONFIG, FUZZ_DECOUPLED], ids=["4x4", "2x3", "4x4-decoupled"])
+@pytest.mark.parametrize("config", [FUZZ_CONFIG, ODD_CONFIG, FUZZ_DECOUPLED, ONLINE_DECOUPLED],
+                         ids=["4x4", "2x3", "4x4-decoupled", "4x4-decoupled-online"])
 def test_every_fault_kind(sims, config):
     """Each fault kind, several times: the reference machine raises the intended error, and the RTL agrees."""
     batch, expected = [], []
@@ -160,7 +178,8 @@ def test_every_fault_kind(sims, config):
     assert {r.error for r in results} == set(Err) - {Err.NONE}      # every code is reached
 
 
-@pytest.mark.parametrize("config", [FUZZ_CONFIG, FUZZ_DECOUPLED], ids=["inorder", "decoupled"])
+@pytest.mark.parametrize("config", [FUZZ_CONFIG, FUZZ_DECOUPLED, FUZZ_ONLINE, ONLINE_DECOUPLED],
+                         ids=["inorder", "decoupled", "inorder-online", "decoupled-online"])
 def test_seeded_fuzz(capsys, config):
     """The `ga2 fuzz` loop itself: 300 seeded programs, fast path (no Hypothesis)."""
     done, seconds, failure = fuzz(config, 300, seed=2024, progress=False)

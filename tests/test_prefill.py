@@ -144,7 +144,7 @@ def test_command_json_and_refusals(tmp_path, capsys):
     assert row["macs_per_cycle"] == pytest.approx(row["macs"] / row["cycles"], abs=1e-3)
     assert row["config"]["max_ctx"] == 6 and row["config"]["sp_words"] >= 32
     capsys.readouterr()
-    for argv, words in ((["--sp-words", "64"], "--sp-words is 64"), (["--sm-max-len", "4"], "sm_max_len"),
+    for argv, words in ((["--sp-words", "64"], "--sp-words is 64"), (["--sm-max-len", "4"], "--sm-max-len is 4"),
                         (["--imem-words", "8"], "--imem-words is 8"), (["--max-ctx", "3"], "--max-ctx is 3")):
         assert main(["prefill", "--rows", "2", "--cols", "2", "--tokens", "6", "--d", "4", "--d-model", "8",
                      "--sp-banks", "4", "--mode", "inorder", *argv]) == 2

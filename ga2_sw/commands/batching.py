@@ -33,7 +33,9 @@ def _fitting_lengths(lengths, config):
 
 
 def _check_batching_args(args):
+    from ..check import require_chapter_path
     config = config_from_args(args)
+    require_chapter_path(config, "check-batching")
     Layout(config)
     from sim.backends import get_backend
     get_backend(args.sim).require()              # a simulator that cannot run here: exit status 4, now
@@ -74,6 +76,8 @@ def _source_tree(text):
 
 def _check_mutants(args):
     if not args.rtl:
+        from ..check import require_chapter_path
+        require_chapter_path(config_from_args(args), "mutants")
         Layout(config_from_args(args))          # a configuration the decode layout cannot hold: fail now
         given = [o for o, v in (("--only", args.only), ("--timeout", args.timeout), ("--no-baseline", args.no_baseline),
                                 ("--source", args.source)) if v]

@@ -154,9 +154,8 @@ def draw_lanes(ax, program, config):
 
 
 def _run(args):
-    from ..cli import config_from_args
     from sim.backends import get_backend
-    config = config_from_args(args)
+    config = table_config(args)
     sim = args.sim
     reason = get_backend(sim).unavailable_reason()
     if sim == "verilator" and reason and not args.no_fallback:
@@ -201,16 +200,49 @@ def register(sub):
                    help="one batch of sequences at these context lengths instead of the five programs: each "
                         "1..--max-ctx, one to --rows of them")
     add_config_arguments(p, mode=False)
-    p.set_defaults(func=_run, check=_check)
+    # The memories: Config's defaults for the chapter's path; sized to the steps on a chip with the online unit
+    # (table_config), unless given.
+    p.set_defaults(func=_run, check=_check, **{f"cfg_{name}": None for name in SIZED})
+    for action in p._actions:
+        if action.dest[4:] in SIZED:
+            action.help = action.help.replace("default %(default)s", "default: Config's, or sized to the "
+                                              "long-context steps with the online unit")
+
+
+# The memory fields decode-table sizes to the long-context steps unless they are given.
+SIZED = ("sp_words", "ext_words", "imem_words")
+
+
+def table_config(args):
+    """The command line's chip. With the online unit, the memories not given are sized to the steps: the
+    smallest powers of two that hold the layout, ``rows`` sequences and the longest program."""
+    from ..cli import config_from_args
+    from ..online_decode import OnlineDecodeLayout
+    config = config_from_args(args)
+    if not config.online_unit:
+        return config
+    given = {name: getattr(args, f"cfg_{name}") for name in SIZED}
+    roomy = config.replace(sp_words=Config.field_range("sp_words")[1], ext_words=Config.field_range("ext_words")[1],
+                           imem_words=Config.field_range("imem_words")[1])
+    lay = OnlineDecodeLayout(roomy)
+    lengths = args.lengths or [config.max_ctx] * config.rows
+    from ..online_decode import program
+    length = len(program(roomy, list(range(len(lengths))), list(lengths), {k: (1, 0) for k in
+                                                                           ("q", "k", "v", "scores", "out")}))
+    power = lambda n, least: max(least, 1 << (n - 1).bit_length())
+    sized = {"sp_words": power(lay.sp_needed, config.sp_banks * 8),
+             "ext_words": power(lay.ex_seqs_base + config.rows * lay.ex_seq_words, 64),
+             "imem_words": power(length, 2)}
+    return config.replace(**{name: given[name] if given[name] is not None else sized[name] for name in SIZED})
 
 
 def _check(args):
     """A simulator that cannot run here is refused now (exit status 4), unless Verilator may fall back."""
     from sim.backends import get_backend
-    from ..cli import config_from_args
     from ..layout import Layout
-    config = config_from_args(args)
-    Layout(config)                               # the decode programs must fit the memories
+    from ..online_decode import OnlineDecodeLayout
+    config = table_config(args)
+    (OnlineDecodeLayout if config.online_unit else Layout)(config)      # the steps must fit the memories
     if args.lengths is not None:
         if len(args.lengths) > config.rows:
             raise ValueError(f"--lengths: at most {config.rows} lengths (config field 'rows', one sequence per "

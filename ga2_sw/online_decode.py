@@ -1,0 +1,295 @@
+"""Decode steps over long contexts (docs/LONG_CONTEXT.md): the batched step of ``ga2_sw.decode`` with the K and V
+caches in external memory, streamed through the scratchpad in chunks and attended with the online unit's
+instructions (SMC, RSA, NRM). Chips built with ``Config.online_unit = 1`` decode this way at every length;
+the chapter's path (``ga2_sw.decode``, caches in the scratchpad, one SM over the whole context) is what
+chips without the unit run, and its programs and figures are unchanged.
+
+One step for ``B`` sequences at their own lengths: the B new tokens' hidden states are loaded, the three weight
+matrices stream through two tile buffers (``cols`` output channels a tile, each weight loaded once for the
+batch), the projections are requantised to int8 (RQ), each sequence's new K and V rows are stored at the end
+of its caches, then each sequence attends over its whole cache, ``chunk`` tokens at a time: its K and V chunks
+load into two buffers each, the next chunk's loads issued before this chunk's compute, so the DMA streams the
+cache while the matrix and vector lanes work (in program order: no reordering pass over thousands of
+instructions). Scores are one MM per ``cols`` keys, SMC turns them into weight digits, both digit rows' ``P V``
+are one MM per ``cols`` value columns, RSA adds them into the running outputs, NRM divides once at the end.
+
+The numerics are the long-context ones: 1/64-logit scores (``m / 2**s = s_q s_k / sqrt(d) * 64``), 12-bit
+weights, int32 running outputs, the output scaled by ``s_v / s_o``. :func:`int_reference` computes a step's
+outputs from the workload with plain-Python projections and ``ga2_sw.llm.vector_numerics.online_attention``,
+sharing nothing with the program."""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import isa
+from .numerics import ONLINE_START, mantissa_shift, quantize, requant, s8, u32
+
+__all__ = ["OnlineDecodeLayout", "rq_params", "program", "ext_image", "outputs", "int_reference", "CHUNK"]
+
+CHUNK = 64          # tokens per chunk: the online unit buffers sm_max_len words (chunks are min(CHUNK, sm_max_len))
+
+
+@dataclass(frozen=True)
+class OnlineDecodeLayout:
+    """Addresses of a long-context decode step. External memory: the weights (each matrix transposed, ``d``
+    rows of ``d_model``), the state's two starting words, then per sequence its new token's hidden state
+    (``d_model``), its K and V caches (``max_ctx`` rows of ``d``, row-major) and its output (``d``)."""
+    config: object
+
+    def __post_init__(self):
+        c = self.config
+        if not c.online_unit:
+            raise ValueError("Long-context decode steps need the online unit (Config field 'online_unit' = 1)")
+        if c.rows < 2:
+            raise ValueError("P V multiplies both weight digit rows at once: the array needs 2 rows or more")
+        if c.d > c.sm_max_len:
+            raise ValueError(f"d = {c.d} must be at most sm_max_len ({c.sm_max_len}): RSA and NRM buffer d words")
+        if c.sp_words < self.sp_needed:
+            raise ValueError(f"Config field 'sp_words' is {c.sp_words}, but the long-context decode layout for "
+                             f"a batch of {c.rows} with d_model={c.d_model}, d={c.d}, chunks of {self.chunk} "
+                             f"needs {self.sp_needed} words")
+        if self.ext_seqs < 1:
+            raise ValueError(f"Config field 'ext_words' is {c.ext_words}, but the weights and one sequence of "
+                             f"max_ctx={c.max_ctx} need {self.ex_seqs_base + self.ex_seq_words} words")
+
+    @property
+    def chunk(self):
+        return min(CHUNK, self.config.sm_max_len)
+
+    @property
+    def digit_stride(self):
+        """Words between SMC's two digit rows (the ``P V`` product's A rows): at least a chunk, and decoupled a
+        distance at which the two rows never share a bank (``banking``: ``v = e + e // Nb`` neither 0 nor
+        ``Nb - 1`` modulo Nb), so each slice of the product reads its two weights on two banks."""
+        e = self.chunk
+        if self.config.decoupled:
+            nb, b = self.config.sp_banks, self.config.sp_banks.bit_length() - 1
+            while (e + (e >> b)) % nb in (0, nb - 1):
+                e += 1
+        return e
+
+    @property
+    def lx(self):
+        """Row stride of the new tokens and of a weight tile's rows. Decoupled, the projections' operand rows are
+        placed as prefill's (``ga2_sw.prefill.PrefillLayout``): rows an odd multiple of ``2 Nb`` apart, the
+        tokens (A) on even ``a >> b``, the weights (B) on odd, so a slice's operands sit on distinct banks
+        (``d_model`` words apart, every token and weight row would share one bank)."""
+        c = self.config
+        if not c.decoupled:
+            return c.d_model
+        unit = 2 * c.sp_banks
+        n = -(-c.d_model // unit)
+        return unit * (n if n % 2 else n + 1)
+
+    # scratchpad
+    @property
+    def X(self):                    # rows x lx: the batch's new tokens
+        return 0
+
+    def W(self, k):                 # weight tile buffer k % 2: cols rows (W's columns) of lx
+        c = self.config
+        first = self.X + c.rows * self.lx + (c.sp_banks if c.decoupled else 0)       # odd a >> b
+        return first + (k % 2) * c.cols * self.lx
+
+    def A(self, n):                 # projection n (Q, K, V): rows x d, int32 then int8 in place
+        c = self.config
+        return self.W(1) + c.cols * self.lx + n * c.rows * c.d
+
+    def KB(self, k):                # K chunk buffer k % 2
+        c = self.config
+        return self.A(3) + (k % 2) * self.chunk * c.d
+
+    def VB(self, k):
+        c = self.config
+        return self.A(3) + (2 + k % 2) * self.chunk * c.d
+
+    @property
+    def S(self):
+        return self.A(3) + 4 * self.chunk * self.config.d
+
+    @property
+    def D(self):                    # weight digits: chunk high, chunk low
+        return self.S + self.chunk
+
+    @property
+    def PR(self):                   # the two products: d high, d low
+        return self.D + self.digit_stride + self.chunk
+
+    def PARTIAL(self, j):           # per sequence parity: running outputs, state, output
+        return self.PR + 2 * self.config.d + (j % 2) * (2 * self.config.d + 3)
+
+    def STATE(self, j):
+        return self.PARTIAL(j) + self.config.d
+
+    def OUT(self, j):
+        return self.STATE(j) + 3
+
+    @property
+    def sp_needed(self):
+        return self.PARTIAL(2)
+
+    # external memory
+    @property
+    def ex_w(self):
+        return 0
+
+    @property
+    def ex_state(self):
+        return 3 * self.config.d_model * self.config.d
+
+    @property
+    def ex_seqs_base(self):
+        return self.ex_state + 2
+
+    @property
+    def ex_seq_words(self):
+        c = self.config
+        return c.d_model + 2 * c.max_ctx * c.d + c.d
+
+    @property
+    def ext_seqs(self):
+        return (self.config.ext_words - self.ex_seqs_base) // self.ex_seq_words
+
+    def ex_x(self, b):
+        if not 0 <= b < self.ext_seqs:
+            raise ValueError(f"Sequence {b} is outside the external layout, which holds sequences 0..{self.ext_seqs - 1}")
+        return self.ex_seqs_base + b * self.ex_seq_words
+
+    def ex_k(self, b):
+        return self.ex_x(b) + self.config.d_model
+
+    def ex_v(self, b):
+        return self.ex_k(b) + self.config.max_ctx * self.config.d
+
+    def ex_out(self, b):
+        return self.ex_v(b) + self.config.max_ctx * self.config.d
+
+
+def rq_params(w):
+    """(m, s) of the step's requantisations: the projections as the chapter's, the scores in 1/64 logits, the
+    output as ``s_v / s_o`` (NRM divides by the weights' sum)."""
+    s, d = w.scales, w.config.d
+    ms = mantissa_shift
+    return {"q": ms(s["x"] * s["wq"] / s["q"]), "k": ms(s["x"] * s["wk"] / s["k"]),
+            "v": ms(s["x"] * s["wv"] / s["v"]), "scores": ms(s["q"] * s["k"] / math.sqrt(d) * 64),
+            "out": ms(s["v"] / s["o"])}
+
+
+def program(config, seqs, ts, P):
+    """One decode step for sequences ``seqs`` at ``ts[j]`` tokens each (the new one included)."""
+    lay = OnlineDecodeLayout(config)
+    c, n_seq = config, len(seqs)
+    DM, D, C, n = c.d_model, c.d, c.cols, lay.chunk
+    if not 1 <= n_seq <= c.rows:
+        raise ValueError(f"Batch of {n_seq} sequences: must be 1..{c.rows} (config field 'rows')")
+    if len(ts) != n_seq or any(not 1 <= t <= c.max_ctx for t in ts):
+        raise ValueError(f"Token positions {list(ts)} must be one per sequence, each in 1..{c.max_ctx}")
+    lx = lay.lx
+    prog = [isa.ld(dst=lay.X + j * lx, src=lay.ex_x(b), len=DM) for j, b in enumerate(seqs)]
+    tiles = [(wi, c0) for wi in range(3) for c0 in range(0, D, C)]
+    for k, (wi, c0) in enumerate(tiles):
+        cols = min(C, D - c0)
+        src = lay.ex_w + (wi * D + c0) * DM
+        prog += ([isa.ld(dst=lay.W(k), src=src, len=cols * DM)] if lx == DM else
+                 [isa.ld(dst=lay.W(k) + r * lx, src=src + r * DM, len=DM) for r in range(cols)])
+        prog.append(isa.mm(dst=lay.A(wi) + c0, A=lay.X, B=lay.W(k), M=n_seq, K=DM, N=cols, tb=1, lda=lx, ldb=lx,
+                           ldc=D))
+    # The chunks of every sequence in order, the loads of chunk k + 1 issued before chunk k's compute. The
+    # DMA is what bounds the step, so the first chunk's loads follow the last weight tile's at once, and a
+    # sequence's new K and V rows are stored just before its last chunk (the one holding them) is loaded.
+    chunks = [(j, b, c0, min(n, ts[j] - c0)) for j, b in enumerate(seqs) for c0 in range(0, ts[j], n)]
+    projected = [isa.rq(dst=lay.A(wi), src=lay.A(wi), len=n_seq * D, m=P[key][0], s=P[key][1])
+                 for wi, key in enumerate(("q", "k", "v"))]
+
+    def loads(k):
+        j, b, c0, size = chunks[k]
+        new_rows = []
+        if c0 + size == ts[j]:              # the sequence's last chunk holds its new row: store it first
+            new_rows = [isa.st(src=lay.A(1) + j * D, dst=lay.ex_k(b) + (ts[j] - 1) * D, len=D),
+                        isa.st(src=lay.A(2) + j * D, dst=lay.ex_v(b) + (ts[j] - 1) * D, len=D)]
+        return new_rows + [isa.ld(dst=lay.KB(k), src=lay.ex_k(b) + c0 * D, len=size * D),
+                           isa.ld(dst=lay.VB(k), src=lay.ex_v(b) + c0 * D, len=size * D)]
+    first = loads(0)
+    prog += (projected + first) if first[0].op == isa.Op.ST else (first + projected)
+    for k, (j, b, c0, size) in enumerate(chunks):
+        if c0 == 0:                          # a sequence starts: its state, its running outputs at zero
+            prog += [isa.ld(dst=lay.STATE(j), src=lay.ex_state, len=2),
+                     isa.rq(dst=lay.PARTIAL(j), src=lay.PARTIAL(j), len=D, m=0, s=0)]
+        if k + 1 < len(chunks):
+            prog += loads(k + 1)
+        prog += [isa.mm(dst=lay.S + k0, A=lay.A(0) + j * D, B=lay.KB(k) + k0 * D, M=1, K=D, N=min(C, size - k0),
+                        tb=1, lda=D, ldb=D, ldc=C) for k0 in range(0, size, C)]
+        ld = lay.digit_stride
+        prog.append(isa.smc(dst=lay.D, src=lay.S, len=size, m=P["scores"][0], s=P["scores"][1], st=lay.STATE(j),
+                            ld=ld))
+        prog += [isa.mm(dst=lay.PR + k0, A=lay.D, B=lay.VB(k) + k0, M=2, K=size, N=min(C, D - k0), tb=0,
+                        lda=ld, ldb=D, ldc=D) for k0 in range(0, D, C)]
+        prog.append(isa.rsa(dst=lay.PARTIAL(j), src=lay.PR, len=D, ld=D, a=lay.STATE(j) + 2))
+        if c0 + size == ts[j]:               # the sequence's last chunk
+            prog += [isa.nrm(dst=lay.OUT(j), src=lay.PARTIAL(j), len=D, m=P["out"][0], s=P["out"][1],
+                             st=lay.STATE(j)),
+                     isa.st(src=lay.OUT(j), dst=lay.ex_out(b), len=D)]
+    prog.append(isa.halt())
+    return prog
+
+
+def _quantised(w):
+    """The workload's int8 weights and hidden states (numpy)."""
+    s = w.scales
+    q = np.vectorize(lambda v, scale: quantize(float(v), scale), otypes=[np.int64])
+    W = [q(w.W[n], s[name]) for n, name in enumerate(("wq", "wk", "wv"))]
+    X = [q(x, s["x"]) for x in w.X]
+    return W, X
+
+
+def _project(x8, W8, mn):
+    """int8 rows of one projection: requant of the int32 sums (numpy integers)."""
+    v = (x8 @ W8).astype(np.int64) * mn[0]
+    if mn[1] > 0:
+        v = (v + (1 << (mn[1] - 1))) >> mn[1]
+    return np.clip(v, -128, 127)
+
+
+def ext_image(w, P, seqs, ts):
+    """External memory before the step of sequences ``seqs`` at ``ts``: the weights, the state's start, each
+    sequence's new token and its caches as the earlier steps left them (tokens 0 .. t-2, their int8 K and V
+    from the same projections and requantisations; computed here directly, not by running thousands of steps)."""
+    lay = OnlineDecodeLayout(w.config)
+    c = w.config
+    DM, D = c.d_model, c.d
+    W8, X8 = _quantised(w)
+    img = np.zeros(c.ext_words, dtype=np.uint32)
+    for n in range(3):
+        img[lay.ex_w + n * DM * D:lay.ex_w + (n + 1) * DM * D] = (W8[n].T.reshape(-1) & 0xFFFFFFFF).astype(np.uint32)
+    img[lay.ex_state:lay.ex_state + 2] = [u32(v) for v in ONLINE_START]
+    for b, t in zip(seqs, ts):
+        x8 = X8[b]
+        img[lay.ex_x(b):lay.ex_x(b) + DM] = (x8[t - 1] & 0xFFFFFFFF).astype(np.uint32)
+        if t > 1:
+            for key, base, n in (("k", lay.ex_k(b), 1), ("v", lay.ex_v(b), 2)):
+                rows = _project(x8[:t - 1], W8[n], P[key])
+                img[base:base + (t - 1) * D] = (rows.reshape(-1) & 0xFFFFFFFF).astype(np.uint32)
+    return [int(v) for v in img]
+
+
+def outputs(config, ext, b):
+    """Sequence b's int8 output of its latest step."""
+    base = OnlineDecodeLayout(config).ex_out(b)
+    return [s8(ext[base + i]) for i in range(config.d)]
+
+
+def int_reference(w, P, b, t):
+    """Sequence b's int8 output at token t: plain-Python projections of the new token, the caches' rows from the
+    same integer projections (numpy), and ``vector_numerics.online_attention`` over them."""
+    from .llm.vector_numerics import online_attention
+    c = w.config
+    W8, X8 = _quantised(w)
+    x = [int(v) for v in X8[b][t - 1]]
+    q = [requant(sum(x[i] * int(W8[0][i, col]) for i in range(c.d_model)), *P["q"]) for col in range(c.d)]
+    K8, V8 = _project(X8[b][:t], W8[1], P["k"]), _project(X8[b][:t], W8[2], P["v"])
+    chunk = OnlineDecodeLayout(c).chunk
+    out = online_attention(np.array([q]), K8[None], V8[None], [P["scores"][0]], [P["scores"][1]],
+                           [P["out"][0]], [P["out"][1]], chunk)
+    return [int(v) for v in out[0]]

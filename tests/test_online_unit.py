@@ -1,0 +1,234 @@
+"""The long-context instructions SMC, RSA and NRM (docs/ISA.md; the online unit, ga2_hdl/online_unit.py).
+
+The reference machine's words are held to a plain-Python rendering of docs/ISA.md's formulas written here
+(exact rationals for every rounding, its own exp table); the chunk-loop program (ga2_sw.online_program) to
+``ga2_sw.llm.vector_numerics.online_attention``, which computes the same attention with numpy over whole
+arrays; the RTL to the reference machine on every simulator (here, and crowded random programs in
+tests/test_differential.py)."""
+
+import math
+import random
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ga2_sw import isa
+from ga2_sw.config import Config
+from ga2_sw.cycles import cycle_counts, online_requests
+from ga2_sw.isa import Err, Op
+from ga2_sw.llm.vector_numerics import online_attention
+from ga2_sw.machine import Machine
+from ga2_sw.numerics import mantissa_shift, nrm_word, rsa_word, smc_words
+from ga2_sw.online_program import OnlineLayout, attention_program, ext_image, output
+from sim.backends import get_backend
+from sim.compare import compare_results
+
+ONLINE = Config(online_unit=1, sp_words=512, ext_words=512, imem_words=64)      # tests/test_differential's chip
+WORDS = st.integers(0, 2**32 - 1)
+
+
+def s32(w):
+    return w - (1 << 32) if w >> 31 else w
+
+
+def floor_half_up(x):
+    """floor(x + 1/2) of a Fraction."""
+    return math.floor(x + Fraction(1, 2))
+
+
+def exp_q16(distance):
+    """round(65536 * exp(-d / 64)) from the document, 0 from the end of the table (1,024 entries) on."""
+    return 0 if distance >= 1024 else math.floor(65536 * math.exp(-distance / 64) + 0.5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(WORDS, min_size=1, max_size=20), WORDS, WORDS, st.integers(-2**15, 2**15 - 1), st.integers(0, 47))
+def test_smc_words_follow_the_document(scores, max_word, sum_word, m, s):
+    x = [max(-2**15, min(2**15 - 1, floor_half_up(Fraction(s32(a) * m, 2**s)))) for a in scores]
+    old = s32(max_word)
+    new = max([old] + x)
+    w = [floor_half_up(Fraction(exp_q16(new - v) * 4095, 65536)) for v in x]
+    alpha = exp_q16(new - old)
+    total = floor_half_up(Fraction(s32(sum_word) * alpha, 65536)) + sum(w)
+    assert smc_words(scores, max_word, sum_word, m, s) == ([v // 128 for v in w], [v % 128 for v in w],
+                                                           new % 2**32, total % 2**32, alpha)
+
+
+@settings(max_examples=300, deadline=None)
+@given(WORDS, WORDS, WORDS, WORDS)
+def test_rsa_word_follows_the_document(partial, alpha_word, high, low):
+    alpha = alpha_word % 2**17
+    want = floor_half_up(Fraction(s32(partial) * alpha, 65536)) + 128 * s32(high) + s32(low)
+    assert rsa_word(partial, alpha_word, high, low) == want % 2**32
+
+
+@settings(max_examples=300, deadline=None)
+@given(WORDS, st.one_of(WORDS, st.integers(1, 5000)), st.integers(-2**15, 2**15 - 1), st.integers(0, 31))
+def test_nrm_word_follows_the_document(partial, sum_word, m, s):
+    total = s32(sum_word)
+    want = 0 if total < 1 else max(-128, min(127, floor_half_up(Fraction(s32(partial) * m, total * 2**s))))
+    assert nrm_word(partial, sum_word, m, s) == want % 2**32
+
+
+def test_online_opcodes_are_illegal_without_the_unit():
+    for instr in (isa.smc(0, 0, 1, 1, 0, 10), isa.rsa(0, 0, 1, 0, 10), isa.nrm(0, 0, 1, 1, 0, 10)):
+        assert isa.check(instr, Config()) == Err.ILLEGAL
+        assert isa.check(instr, Config(online_unit=1)) == Err.NONE
+        assert Machine(Config()).run([instr, isa.halt()]).error == Err.ILLEGAL
+    assert isa.check(isa.smc(0, 0, 65, 1, 0, 10), ONLINE) == Err.SHAPE        # len > sm_max_len
+    assert isa.check(isa.nrm(0, 0, 4, 1, 32, 10), ONLINE) == Err.SHAPE        # s > 31
+    assert isa.check(isa.smc(0, 0, 4, 1, 47, 509), ONLINE) == Err.NONE
+    assert isa.check(isa.smc(0, 0, 4, 1, 47, 100, 509), ONLINE) == Err.SP_RANGE    # the low digits past the end
+    assert isa.check(isa.smc(0, 0, 4, 1, 47, 510), ONLINE) == Err.SP_RANGE    # the state's three words
+
+
+@pytest.mark.parametrize("mode", ["inorder", "decoupled"])
+def test_requests_are_all_reads_then_writes_one_per_cycle(mode):
+    """The schedule the cycle model charges for and the decoupled MMs give way to: one access per cycle, every
+    read before every write, the last write in the last busy cycle."""
+    config = ONLINE.replace(mode=mode)
+    for instr in (isa.smc(0, 100, 7, 3, 4, 300, 11), isa.rsa(10, 100, 9, 20, 300), isa.nrm(0, 100, 5, 3, 4, 300)):
+        reqs = online_requests(instr, config)
+        cycles = [c for c, _, _ in reqs]
+        assert len(set(cycles)) == len(cycles)
+        assert max(c for c, _, k in reqs if k == "r") < min(c for c, _, k in reqs if k == "w")
+        footprint = {a for lo, hi in isa.footprints(instr)[0] for a in range(lo, hi + 1)}
+        assert {a for _, a, _ in reqs} <= footprint
+
+
+def head(L, d, seed, peaked=False):
+    rng = np.random.default_rng(seed)
+    q8 = rng.integers(-127, 128, d) if not peaked else rng.choice([-127, 127], d)
+    return q8, rng.integers(-127, 128, (L, d)), rng.integers(-127, 128, (L, d))
+
+
+def run_head(config, L, d, chunk, seed, sim="model", peaked=False):
+    lay = OnlineLayout(config, L, d, chunk)
+    q8, K8, V8 = head(L, d, seed, peaked)
+    score = mantissa_shift(64 * 40 / (127 * 127 * math.sqrt(d)))       # logits over tens of units
+    out = mantissa_shift(1.0)
+    prog = attention_program(lay, score, out)
+    ext = ext_image(lay, q8, K8, V8)
+    want = list(online_attention(q8[None], K8[None], V8[None], [score[0]], [score[1]], [out[0]], [out[1]],
+                                 chunk)[0])
+    return lay, prog, ext, want
+
+
+@pytest.mark.parametrize("mode", ["inorder", "decoupled"])
+@pytest.mark.parametrize("L,d,chunk", [(1, 16, 64), (63, 16, 64), (64, 16, 64), (65, 16, 64), (200, 16, 64),
+                                       (130, 8, 16), (300, 64, 64)])
+def test_chunk_loop_program_is_online_attention(mode, L, d, chunk):
+    config = Config(online_unit=1, mode=mode, sp_words=32768, ext_words=65536, imem_words=1024)
+    for seed, peaked in ((L, False), (L + 1, True)):
+        lay, prog, ext, want = run_head(config, L, d, chunk, seed, peaked=peaked)
+        r = Machine(config).run(prog, ext)
+        assert r.ok, r.error
+        assert output(lay, r.ext) == want
+        assert r.counters == cycle_counts(prog, config)[0]
+
+
+def test_a_long_context_step_is_bound_by_its_cache():
+    """Decoupled, the chunk loop runs beside the cache's loads: L = 1,000, d = 64 within 1.05 x its words."""
+    config = Config(online_unit=1, mode="decoupled", sp_words=32768, ext_words=262144, imem_words=1024)
+    lay, prog, ext, want = run_head(config, 1000, 64, 64, 7)
+    counters = cycle_counts(prog, config)[0]
+    words = sum(i.len for i in prog if i.op in (Op.LD, Op.ST))
+    assert words == 2 * 1000 * 64 + 64 + 2 + 64
+    assert counters.cycles <= 1.05 * words, (counters.cycles, words)
+
+
+@pytest.mark.parametrize("mode", ["inorder", "decoupled"])
+def test_chunk_loop_on_pysim(mode):
+    config = ONLINE.replace(mode=mode)
+    lay, prog, ext, want = run_head(config, 11, 4, 4, 3)
+    (got,) = get_backend("pysim").run_many(config, [(prog, ext)])
+    assert not compare_results(Machine(config).run(prog, ext), got)
+    assert output(lay, got.ext) == want
+
+
+@pytest.mark.parametrize("mode", ["inorder", "decoupled"])
+def test_chunk_loop_on_verilator(mode):
+    backend = get_backend("verilator")
+    if backend.unavailable_reason():
+        pytest.skip(backend.unavailable_reason())
+    config = ONLINE.replace(mode=mode)
+    jobs = [run_head(config, L, d, chunk, seed) for L, d, chunk, seed in
+            ((15, 8, 4, 1), (9, 4, 8, 2), (20, 4, 6, 3))]
+    results = backend.run_many(config, [(prog, ext) for _, prog, ext, _ in jobs])
+    for (lay, prog, ext, want), got in zip(jobs, results):
+        assert not compare_results(Machine(config).run(prog, ext), got)
+        assert output(lay, got.ext) == want
+
+
+def test_random_online_instructions_on_pysim():
+    """Single SMC, RSA and NRM on random words (pysim, both modes), each beside an MM on the decoupled chip;
+    NRM also with a running sum of 0 and below (its outputs are 0 then)."""
+    rng = random.Random(5)
+    for mode in ("inorder", "decoupled"):
+        config = ONLINE.replace(mode=mode)
+        jobs = []
+        for op, total in ((isa.smc(100, 0, 9, rng.randrange(-2**15, 2**15), 12, 300, 20), 77),
+                          (isa.rsa(200, 40, 7, 13, 303), 1), (isa.nrm(250, 200, 7, 20000, 14, 300), 700),
+                          (isa.nrm(250, 200, 7, 20000, 14, 300), 0), (isa.nrm(250, 200, 7, 9, 0, 300), -3)):
+            ext = [rng.getrandbits(32) if k < 400 else 0 for k in range(512)]
+            ext[300:304] = [rng.randrange(-40000, 40000) % 2**32, total % 2**32, 0, rng.getrandbits(32)]
+            jobs.append(([isa.ld(0, 0, 400), op, isa.mm(420, 0, 40, 4, 8, 4, 1, 8, 8, 4), isa.st(0, 0, 460),
+                          isa.halt()], ext))
+        results = get_backend("pysim").run_many(config, jobs)
+        for (prog, ext), got in zip(jobs, results):
+            assert not compare_results(Machine(config).run(prog, ext), got), prog[1]
+
+
+# -- decode steps over long contexts (ga2_sw.online_decode) ------------------------------------------------------
+
+def online_step(config, lengths, seed=9):
+    from ga2_sw import decode, online_decode
+    w = decode.make_workload(config, len(lengths), max(lengths), seed)
+    P = decode.rq_params(w)
+    seqs = list(range(len(lengths)))
+    return w, P, decode.program(config, seqs, list(lengths), P), online_decode.ext_image(w, P, seqs, list(lengths))
+
+
+@pytest.mark.parametrize("mode", ["inorder", "decoupled"])
+@pytest.mark.parametrize("lengths", [(300, 17, 100, 1), (64, 65), (1,), (130, 130, 130, 130)])
+def test_long_context_step_equals_the_reference(mode, lengths):
+    """Each sequence's output equals a reference built from plain-Python projections and numpy online
+    attention over caches from the same integer projections (online_decode.int_reference)."""
+    from ga2_sw import online_decode
+    config = Config(online_unit=1, mode=mode, max_ctx=300, sp_words=16384, ext_words=65536, imem_words=2048)
+    w, P, prog, ext = online_step(config, lengths)
+    r = Machine(config).run(prog, ext)
+    assert r.ok, r.error
+    for j, t in enumerate(lengths):
+        assert online_decode.outputs(config, r.ext, j) == online_decode.int_reference(w, P, j, t), (j, t)
+    assert r.counters == cycle_counts(prog, config)[0]
+
+
+def test_long_context_steps_on_the_simulators():
+    """A ragged step on pysim and Verilator, both modes: the machine's memories and counters."""
+    for mode in ("inorder", "decoupled"):
+        config = Config(online_unit=1, mode=mode, rows=2, cols=2, d=4, d_model=6, max_ctx=40, sp_words=2048,
+                        ext_words=1024, imem_words=128, sp_banks=4)
+        _, _, prog, ext = online_step(config, (23, 5))
+        want = Machine(config).run(prog, ext)
+        for sim in ("pysim", "verilator"):
+            backend = get_backend(sim)
+            if backend.unavailable_reason():
+                continue
+            (got,) = backend.run_many(config, [(prog, ext)])
+            assert not compare_results(want, got), (mode, sim)
+
+
+@pytest.mark.parametrize("lengths", [(1024, 1024, 1024, 1024), (1024, 17, 1000, 1)])
+def test_long_context_step_is_bound_by_its_caches(lengths):
+    """Decoupled 4x4 on 16 banks, d = 64, d_model = 256: within 1.05 x the words the step moves (issue 16 asks
+    1.15 x at 4,096 tokens; `ga2 decode-table ... --max-ctx 4096` measures that, docs/LONG_CONTEXT.md)."""
+    config = Config(online_unit=1, mode="decoupled", d=64, d_model=256, max_ctx=1024, sp_banks=16,
+                    sp_words=32768, ext_words=1 << 20, imem_words=4096)
+    _, _, prog, _ = online_step(config, lengths)
+    counters, err, _ = cycle_counts(prog, config)
+    words = sum(i.len for i in prog if i.op in (Op.LD, Op.ST))
+    assert err == Err.NONE
+    assert counters.cycles <= 1.05 * words, (counters.cycles, words)
