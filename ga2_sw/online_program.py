@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from . import isa
 from .numerics import ONLINE_START, u32
 
-__all__ = ["OnlineLayout", "attention_program", "ext_image", "output"]
+__all__ = ["OnlineLayout", "attention_program", "ext_image", "output", "Group", "GroupedLayout", "grouped_program",
+           "grouped_ext_image", "grouped_outputs"]
 
 
 @dataclass(frozen=True)
@@ -141,3 +142,157 @@ def output(lay, ext):
     """The int8 outputs the program stored."""
     from .numerics import s8
     return [s8(w) for w in ext[lay.ex_out:lay.ex_out + lay.d]]
+
+
+# -- several heads and sequences in one program: grouped-query attention -----------------------------------------
+
+@dataclass(frozen=True)
+class Group:
+    """One key/value head of one sequence: its context length and the query heads that share its caches (each
+    with its SMC score scaling and NRM output scaling, (m, s) pairs)."""
+    length: int
+    scores: tuple           # per query head: (m, s) of SMC
+    outs: tuple             # per query head: (m, s) of NRM
+
+
+@dataclass(frozen=True)
+class GroupedLayout:
+    """Addresses of a grouped attention program: the chunk buffers, scores, digits and products are shared;
+    each query head of the largest group has its query, running outputs, state and output. External memory:
+    per group its queries, caches and outputs, one after the other, then the state's start."""
+    config: object
+    groups: tuple
+    d: int
+    chunk: int
+
+    def __post_init__(self):
+        c = self.config
+        if not c.online_unit:
+            raise ValueError("Grouped attention needs the online unit (Config field 'online_unit' = 1)")
+        if not (1 <= self.chunk <= c.sm_max_len and 1 <= self.d <= c.sm_max_len and c.rows >= 2):
+            raise ValueError("chunk and d must be in 1..sm_max_len, and the array must have 2 rows or more")
+        if self.sp_needed > c.sp_words or self.ext_needed > c.ext_words:
+            raise ValueError(f"The grouped layout needs {self.sp_needed} scratchpad and {self.ext_needed} external "
+                             f"words (Config fields 'sp_words', 'ext_words')")
+
+    @property
+    def heads(self):
+        return max(len(g.scores) for g in self.groups)
+
+    def K(self, k):
+        return (k % 2) * self.chunk * self.d
+
+    def V(self, k):
+        return (2 + k % 2) * self.chunk * self.d
+
+    @property
+    def S(self):
+        return 4 * self.chunk * self.d
+
+    @property
+    def D(self):
+        return self.S + self.chunk
+
+    @property
+    def PR(self):
+        return self.D + 2 * self.chunk
+
+    def Q(self, h):                 # query head h of the group being attended: q, partial, state, out
+        return self.PR + 2 * self.d + h * (3 * self.d + 3)
+
+    def PARTIAL(self, h):
+        return self.Q(h) + self.d
+
+    def STATE(self, h):
+        return self.PARTIAL(h) + self.d
+
+    def OUT(self, h):
+        return self.STATE(h) + 3
+
+    @property
+    def sp_needed(self):
+        return self.Q(self.heads)
+
+    # external memory
+    def ex_group(self, g):
+        return sum(self.group_words(k) for k in range(g))
+
+    def group_words(self, g):
+        heads, L = len(self.groups[g].scores), self.groups[g].length
+        return 2 * heads * self.d + 2 * L * self.d
+
+    def ex_q(self, g, h):
+        return self.ex_group(g) + h * self.d
+
+    def ex_k(self, g):
+        return self.ex_group(g) + len(self.groups[g].scores) * self.d
+
+    def ex_v(self, g):
+        return self.ex_k(g) + self.groups[g].length * self.d
+
+    def ex_out(self, g, h):
+        return self.ex_v(g) + self.groups[g].length * self.d + h * self.d
+
+    @property
+    def ex_state(self):
+        return self.ex_group(len(self.groups))
+
+    @property
+    def ext_needed(self):
+        return self.ex_state + 2
+
+
+def grouped_program(lay):
+    """Each group (a key/value head of a sequence) in turn: its caches stream through the chunk buffers once,
+    and every query head sharing them runs its own scores, SMC, P V and RSA on each chunk; NRM and the store per
+    query head at the end. The loads of the next chunk (of this group or the next) go before this chunk's
+    compute."""
+    c, d, n, C = lay.config, lay.d, lay.chunk, lay.config.cols
+    chunks = [(g, c0, min(n, grp.length - c0)) for g, grp in enumerate(lay.groups) for c0 in range(0, grp.length, n)]
+
+    def loads(k):
+        g, c0, size = chunks[k]
+        return [isa.ld(dst=lay.K(k), src=lay.ex_k(g) + c0 * d, len=size * d),
+                isa.ld(dst=lay.V(k), src=lay.ex_v(g) + c0 * d, len=size * d)]
+    prog = loads(0)
+    for k, (g, c0, size) in enumerate(chunks):
+        grp = lay.groups[g]
+        if c0 == 0:
+            for h in range(len(grp.scores)):
+                prog += [isa.ld(dst=lay.Q(h), src=lay.ex_q(g, h), len=d),
+                         isa.ld(dst=lay.STATE(h), src=lay.ex_state, len=2),
+                         isa.rq(dst=lay.PARTIAL(h), src=lay.PARTIAL(h), len=d, m=0, s=0)]
+        if k + 1 < len(chunks):
+            prog += loads(k + 1)
+        for h, (score, _) in enumerate(zip(grp.scores, grp.outs)):
+            prog += [isa.mm(dst=lay.S + j0, A=lay.Q(h), B=lay.K(k) + j0 * d, M=1, K=d, N=min(C, size - j0), tb=1,
+                            lda=d, ldb=d, ldc=C) for j0 in range(0, size, C)]
+            prog.append(isa.smc(dst=lay.D, src=lay.S, len=size, m=score[0], s=score[1], st=lay.STATE(h), ld=n))
+            prog += [isa.mm(dst=lay.PR + j0, A=lay.D, B=lay.V(k) + j0, M=2, K=size, N=min(C, d - j0), tb=0,
+                            lda=n, ldb=d, ldc=d) for j0 in range(0, d, C)]
+            prog.append(isa.rsa(dst=lay.PARTIAL(h), src=lay.PR, len=d, ld=d, a=lay.STATE(h) + 2))
+        if c0 + size == grp.length:
+            for h, out in enumerate(grp.outs):
+                prog += [isa.nrm(dst=lay.OUT(h), src=lay.PARTIAL(h), len=d, m=out[0], s=out[1], st=lay.STATE(h)),
+                         isa.st(src=lay.OUT(h), dst=lay.ex_out(g, h), len=d)]
+    return prog + [isa.halt()]
+
+
+def grouped_ext_image(lay, data):
+    """External memory of a grouped program: ``data[g] = (q8 (heads, d), K8 (L, d), V8 (L, d))``."""
+    img = [0] * lay.config.ext_words
+    for g, (q8, K8, V8) in enumerate(data):
+        for h, q in enumerate(q8):
+            img[lay.ex_q(g, h):lay.ex_q(g, h) + lay.d] = [u32(int(v)) for v in q]
+        L = lay.groups[g].length
+        img[lay.ex_k(g):lay.ex_k(g) + L * lay.d] = [u32(int(v)) for v in K8.reshape(-1)]
+        img[lay.ex_v(g):lay.ex_v(g) + L * lay.d] = [u32(int(v)) for v in V8.reshape(-1)]
+    img[lay.ex_state:lay.ex_state + 2] = [u32(v) for v in ONLINE_START]
+    return img
+
+
+def grouped_outputs(lay, ext):
+    """The int8 outputs, ``[group][head] -> list of d``."""
+    from .numerics import s8
+    return [[[s8(w) for w in ext[lay.ex_out(g, h):lay.ex_out(g, h) + lay.d]] for h in range(len(grp.scores))]
+            for g, grp in enumerate(lay.groups)]

@@ -269,6 +269,30 @@ def test_latency_schema_and_model(tmp_path):
     assert latency.compute_binds_from(latency.ASSUMED) is None
 
 
+def test_latency_measured_on_the_long_context_steps(tmp_path):
+    """`ga2 latency --measured`: each point is the cycle model's count of the program the chip runs, never
+    below the words it moves; the terms are the traffic formula's; the crossings follow from them."""
+    from ga2_sw.analyses.traffic import sequence_words, weight_words
+    data = run_json(tmp_path, "latency", "--measured", "--chips", "2,4", "--modes", "inorder,decoupled",
+                    "--contexts", "16,64,256", "--batch-context", "64", "--d", "32", "--d-model", "64",
+                    "--no-progress")
+    assert [(p["rows"], p["mode"]) for p in data["panels"]] == [(2, "inorder"), (2, "decoupled"), (4, "inorder"),
+                                                                (4, "decoupled")]
+    for p in data["panels"]:
+        cfg = latency.study_config(Config(d=32, d_model=64), p["rows"], p["mode"], [16, 64, 256])
+        assert [r["batch"] for r in p["vs_batch"]] == list(range(1, p["rows"] + 1))
+        assert [r["context"] for r in p["vs_context"]] == [16, 64, 256]
+        for r in p["vs_batch"] + p["vs_context"]:
+            assert r["weights"] == weight_words(cfg) == 3 * 64 * 32
+            assert r["words"] == r["weights"] + r["kv"]          # the formula is the program's traffic
+            assert r["cycles"] >= r["words"]
+        c = p["crossings"]
+        L = c["context_analytic"]
+        assert p["rows"] * sequence_words(cfg, L) >= c["weights_words"] > p["rows"] * sequence_words(cfg, L - 1)
+    fast = data["panels"][3]["vs_context"][-1]
+    assert fast["cycles"] <= 1.10 * fast["bound"]               # decoupled, memory-bound at 256 tokens
+
+
 # -- plots ----------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("command", ["traffic", "roofline", "model7b", "planner", "serving", "latency"])

@@ -199,3 +199,18 @@ def test_eval_command_tracks_the_float_model(model_file, monkeypatch, tmp_path, 
     assert r["generation"][0]["ga2"].startswith(" Paris")
     text = capsys.readouterr().out
     assert "top-1 agreement" in text and "perplexity" in text
+
+
+def test_attention_steps_as_chip_programs(ga2):
+    """Issue 15: sampled steps of the GA-2 path (blocks 0 and 17, two sequences in one program, grouped-query
+    heads) run as chip programs: the simulator's memory and counters are the reference machine's and the cycle
+    model's, its outputs the path's (`ga2 llm steps` runs 20 on Verilator)."""
+    from ga2_sw.llm.chip_steps import capture, run_steps
+    from sim.backends import get_backend
+    steps = capture(ga2, 2, tokens=8, blocks=(0, 17))
+    assert len(steps) == 2 and {s.prompt for s in steps} == {0, 1}
+    assert all(s.K8.shape[0] == 3 and s.q8.shape[0] == 9 for s in steps)
+    sim = "model" if get_backend("verilator").unavailable_reason() else "verilator"
+    rows = run_steps(steps, sim)
+    assert len(rows) == 1 and rows[0]["heads"] == 18
+    assert rows[0]["matches_model"] and rows[0]["matches_path"]

@@ -28,9 +28,10 @@ JSON units: seconds for the assumed chip, cycles for GA-2.
 """
 
 from .. import cycles, decode
+from ..config import Config
 from ..cli import add_config_arguments, config_from_args
 from ..isa import Err
-from ..options import Float, Int
+from ..options import Float, Int, IntList, Names
 from .common import add_output_arguments, emit, finish_plot, table
 from .traffic import sequence_words, weight_words
 
@@ -107,6 +108,134 @@ def ga2_curves(config, seed=1):
     L, R = config.max_ctx, config.rows
     return {"vs_batch": [{"batch": b, **point([L] * b)} for b in range(1, R + 1)],
             "vs_context": [{"context": c, **point([c] * R)} for c in range(1, L + 1)]}
+
+
+# -- measured: the long-context steps of the chips with the online unit (issue 16) ------------------------------
+
+MEASURED_CONTEXTS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+MEASURED_CHIPS = (4, 8)
+MEASURED_MODES = ("inorder", "decoupled")
+MEASURED_BATCH_CONTEXT = 256      # the against-batch graph's context: a real head's KV passes its weights there
+
+
+def study_config(config, size, mode, contexts):
+    """The chip of one panel of the measured study: ``size`` x ``size``, ``mode``, the online unit, the
+    context's memories (the cycle model needs no image; the sizes only have to hold the steps)."""
+    # Four banks per array column: a slice's keys are a cache row (d words) apart and must sit on distinct
+    # banks (docs/LONG_CONTEXT.md: on 8 banks the 4 x 4's step is 1.39 x its bound, on 16 1.01 x).
+    return config.replace(rows=size, cols=size, mode=mode, online_unit=1, max_ctx=max(contexts), sp_banks=4 * size,
+                          sp_words=Config.field_range("sp_words")[1], ext_words=Config.field_range("ext_words")[1],
+                          imem_words=Config.field_range("imem_words")[1])
+
+
+def _step(config, lengths):
+    """(program, cycle-model counters) of a decode step of sequences at ``lengths`` (the timing does not
+    depend on the data: the requantisation parameters are placeholders)."""
+    P = {key: (1, 0) for key in ("q", "k", "v", "scores", "out")}
+    prog = decode.program(config, list(range(len(lengths))), list(lengths), P)
+    counters, err, pc = cycles.cycle_counts(prog, config)
+    if err != Err.NONE:
+        raise RuntimeError(f"decode step {list(lengths)} faults with {err.name} at pc {pc}")
+    return prog, counters
+
+
+def _point(config, lengths):
+    prog, counters = _step(config, lengths)
+    macs, words = decode.traffic(prog)
+    compute = macs / (config.rows * config.cols)
+    weights = weight_words(config)
+    kv = sum(sequence_words(config, L) for L in lengths)
+    return {"cycles": counters.cycles, "compute": compute, "weights": weights, "kv": kv, "words": words,
+            "bound": max(compute, weights + kv)}
+
+
+def crossings(config, panel, batch_context):
+    """Where the KV term overtakes the weights term, at batch ``rows`` against context and at ``batch_context``
+    against batch. Analytic: the traffic formula, ``B x sequence_words(L) >= weight_words``. Measured: the step
+    times themselves, fitted as ``a + b x`` (least squares over the points; the KV part grows linearly with the
+    context and with the batch, the rest does not): the part that grows overtakes the part that does not at
+    ``x = a / b``. On a chip that runs at its bound the two agree; one that runs its weights or its caches slower
+    than the bound moves the measured point."""
+    import numpy as np
+    W = weight_words(config)
+
+    def fitted(points, key):
+        x = np.array([p[key] for p in points], dtype=float)
+        y = np.array([p["cycles"] for p in points], dtype=float)
+        if len(x) < 2:
+            return None
+        slope, intercept = np.polyfit(x, y, 1)
+        return round(float(intercept / slope), 1) if slope > 0 and intercept > 0 else None
+    return {"weights_words": W,
+            "context_analytic": next((L for L in range(1, 1 << 20) if config.rows * sequence_words(config, L) >= W),
+                                     None),
+            "context_measured": fitted(panel["vs_context"], "context"),
+            "batch_analytic": next((B for B in range(1, config.rows + 1)
+                                    if B * sequence_words(config, batch_context) >= W), None),
+            "batch_measured": fitted(panel["vs_batch"], "batch")}
+
+
+def measured_study(config, chips=MEASURED_CHIPS, modes=MEASURED_MODES, contexts=MEASURED_CONTEXTS,
+                   batch_context=MEASURED_BATCH_CONTEXT, progress=None):
+    """``{"panels": [{"rows", "cols", "mode", "vs_batch", "vs_context", "crossings"}]}``: for each chip and mode,
+    the cycle model's cycles of the long-context decode step for B = 1..rows at ``batch_context`` and for each
+    context at B = rows, beside the analytic terms (GA-2 units: cycles at one word and rows x cols MACs a cycle)."""
+    tick = progress or (lambda: None)
+    panels = []
+    for size in chips:
+        for mode in modes:
+            cfg = study_config(config, size, mode, list(contexts) + [batch_context])
+            vs_batch = []
+            for b in range(1, size + 1):
+                vs_batch.append({"batch": b, **_point(cfg, [batch_context] * b)})
+                tick()
+            vs_context = []
+            for L in contexts:
+                vs_context.append({"context": L, **_point(cfg, [L] * size)})
+                tick()
+            panel = {"rows": size, "cols": size, "mode": mode, "d": cfg.d, "d_model": cfg.d_model,
+                     "sp_banks": cfg.sp_banks, "vs_batch": vs_batch, "vs_context": vs_context}
+            panel["crossings"] = crossings(cfg, panel, batch_context)
+            panels.append(panel)
+    return {"contexts": list(contexts), "batch_context": batch_context, "panels": panels}
+
+
+def verilator_samples(config, study, per_panel, seed=1, sim="verilator"):
+    """Run ``per_panel`` points of each panel (the shortest context, the longest, then between) on ``sim``:
+    each must leave the reference machine's memories and the cycle model's counters. Returns the checked
+    points ``[{"rows", "mode", "lengths", "cycles", "matches"}]``."""
+    from sim.backends import get_backend
+    from sim.compare import compare_results
+    from .. import online_decode
+    from ..machine import Machine
+    out = []
+    for panel in study["panels"]:
+        cfg = study_config(config, panel["rows"], panel["mode"], study["contexts"] + [study["batch_context"]])
+        contexts = study["contexts"]
+        order = [contexts[0], contexts[-1]] + [L for L in contexts[1:-1]]
+        for L in order[:per_panel]:
+            lengths = [L] * panel["rows"]
+            w = decode.make_workload(cfg.replace(max_ctx=L), len(lengths), L, seed)
+            P = decode.rq_params(w)
+            seqs = list(range(len(lengths)))
+            prog = decode.program(cfg, seqs, lengths, P)
+            lay = online_decode.OnlineDecodeLayout(cfg)
+            small = cfg.replace(max_ctx=L, ext_words=1 << (lay.ex_seqs_base + len(seqs) * (cfg.d_model + 2 * L * cfg.d
+                                                                                          + cfg.d) - 1).bit_length())
+            # The same program on a chip whose memories fit this step (the harness holds the whole image).
+            small = small.replace(sp_words=1 << (online_decode.OnlineDecodeLayout(small).sp_needed - 1).bit_length(),
+                                  imem_words=1 << (len(prog) - 1).bit_length())
+            w = decode.make_workload(small, len(lengths), L, seed)
+            P = decode.rq_params(w)
+            prog = decode.program(small, seqs, lengths, P)
+            ext = online_decode.ext_image(w, P, seqs, lengths)
+            model = cycles.cycle_counts(prog, small)[0]
+            (got,) = get_backend(sim).run_many(small, [(prog, ext)], cycle_limit=model.cycles + 10_000)
+            want = Machine(small).run(prog, ext)
+            out.append({"rows": panel["rows"], "mode": panel["mode"], "lengths": lengths, "cycles": got.counters.cycles,
+                        "model_cycles": model.cycles,
+                        "matches": not compare_results(want, got) and got.counters == model})
+    return out
 
 
 def analyse(config, assumed=None):
@@ -210,6 +339,98 @@ def plot(config, p, result, path):
     finish_plot(fig, path)
 
 
+def format_measured(study, samples):
+    out = []
+    for p in study["panels"]:
+        out += ["", f"GA-2 {p['rows']}x{p['cols']} {p['mode']} ({p['sp_banks']} banks, online unit), one head d = {p['d']}, "
+                    f"d_model = {p['d_model']}: cycles of the decode step (cycle_counts) against "
+                    f"max(compute, weights + KV), in cycles"]
+        for name, key, label, title in (("vs_batch", "batch", "batch", f"against batch, all at token "
+                                         f"{study['batch_context']:,}"),
+                                        ("vs_context", "context", "context", f"against context, batch {p['rows']}")):
+            rows = [[f"{r[key]:,}", f"{r['cycles']:,}", f"{r['compute']:,.0f}", f"{r['weights']:,}", f"{r['kv']:,}",
+                     f"{r['bound']:,.0f}", f"{r['cycles'] / r['bound']:.3f}x"] for r in p[name]]
+            out += [title, table([label, "cycles", "compute", "weights", "KV", "bound", "cycles/bound"], rows,
+                                 [">"] * 7)]
+        c = p["crossings"]
+        fmt = lambda v: "never" if v is None else f"{v:,}"
+        out.append(f"KV overtakes the weights ({c['weights_words']:,} words): at batch {p['rows']} from context "
+                   f"{fmt(c['context_analytic'])} (formula) / {fmt(c['context_measured'])} (measured, a + b L); at context "
+                   f"{study['batch_context']:,} from batch {fmt(c['batch_analytic'])} / {fmt(c['batch_measured'])}")
+    if samples:
+        ok = sum(s["matches"] for s in samples)
+        out += ["", f"verilator: {ok} of {len(samples)} sampled steps leave the reference machine's memories and "
+                    f"the cycle model's counters"]
+        out.append(table(["chip", "mode", "lengths", "cycles", "= model"],
+                         [[f"{s['rows']}x{s['rows']}", s["mode"], f"{s['lengths'][0]:,} x {len(s['lengths'])}",
+                           f"{s['cycles']:,}", "yes" if s["matches"] else "NO"] for s in samples], ["<", "<", ">", ">", "<"]))
+    return "\n".join(out)
+
+
+def plot_measured(study, path):
+    """One row per chip: against batch, against context; both modes measured, the analytic terms."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+    chips = sorted({p["rows"] for p in study["panels"]})
+    fig, axes = plt.subplots(len(chips), 2, figsize=(12, 4.3 * len(chips)), squeeze=False)
+    styles = {"inorder": ("s--", "tab:red"), "decoupled": ("o-", "tab:green")}
+    for row, size in enumerate(chips):
+        panels = [p for p in study["panels"] if p["rows"] == size]
+        for col, (name, key, xlabel) in enumerate((("vs_batch", "batch", "batch size B"),
+                                                    ("vs_context", "context", "context length (tokens)"))):
+            ax = axes[row][col]
+            ref = panels[0][name]
+            x = [r[key] for r in ref]
+            ax.plot(x, [r["weights"] for r in ref], "-.", color="tab:blue", label="weights term")
+            ax.plot(x, [r["kv"] for r in ref], "--", color="tab:orange", label="KV term (B x caches)")
+            ax.plot(x, [r["compute"] for r in ref], ":", color="0.4", label="compute term")
+            ax.plot(x, [r["bound"] for r in ref], "-", color="black", linewidth=2.5, alpha=0.5,
+                    label="max(compute, weights + KV)")
+            for p in panels:
+                fmt, colour = styles.get(p["mode"], ("x-", "tab:purple"))
+                ax.plot([r[key] for r in p[name]], [r["cycles"] for r in p[name]], fmt, color=colour, markersize=4,
+                        label=f"GA-2 {p['mode']} (measured)")
+            at_bound = next((p for p in panels if p["mode"] == "decoupled"), panels[0])      # runs at its bound
+            c = at_bound["crossings"]
+            cross = c["batch_measured"] if name == "vs_batch" else c["context_measured"]
+            if cross is not None:
+                ax.axvline(cross, color="tab:orange", linewidth=0.8, alpha=0.6)
+            if name == "vs_context":
+                ax.set_xscale("log", base=2)
+                ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:,.0f}"))
+            ax.set_yscale("log")
+            if name == "vs_batch":
+                ax.set_xticks(x)
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:,.0f}"))
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel("cycles per decode step")
+            ax.set_title(f"GA-2 {size}x{size}, d = {panels[0]['d']}, d_model = {panels[0]['d_model']}: "
+                         + (f"against batch (context {study['batch_context']:,})" if name == "vs_batch"
+                            else f"against context (batch {size})"), fontsize=10)
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle("Time per decode step, measured on GA-2's long-context programs: the KV term overtakes the "
+                 "weights (the orange line: where, fitted to the decoupled chip's times)", fontsize=11)
+    finish_plot(fig, path)
+
+
+def _run_measured(args):
+    from .common import progress_bar
+    config = config_from_args(args)
+    chips, modes, contexts = args.chips, args.modes, args.contexts
+    total = sum(size + len(contexts) for size in chips) * len(modes)
+    bar = progress_bar(total, args.no_progress, "step")
+    study = measured_study(config, chips, modes, contexts, args.batch_context, progress=lambda: bar.update(1))
+    bar.close()
+    samples = verilator_samples(config, study, args.verilator, sim=args.sim) if args.verilator else []
+    print(format_measured(study, samples))
+    result = {**study, "samples": samples}
+    emit(args, result, lambda path: plot_measured(study, path))
+    return 0 if all(s["matches"] for s in samples) else 1
+
+
 def _assumed_from_args(args):
     p = dict(ASSUMED)
     for key in ("params", "bytes_per_weight", "kv_bytes_per_token", "kv_bytes_per_element", "context",
@@ -226,6 +447,8 @@ def _assumed_from_args(args):
 
 
 def _run(args):
+    if args.measured:
+        return _run_measured(args)
     config = config_from_args(args)
     p = _assumed_from_args(args)
     result = analyse(config, p)
@@ -251,6 +474,26 @@ def register(sub):
             ("--flops", "FLOPS", "compute peak as FLOP/s (2 per MAC), instead of --macs-per-s")):
         v = LIMITS[option]
         a.add_argument(option, type=v, metavar=metavar, help=f"{text}; {v.describe()}")
+    m = p.add_argument_group("measured (issue 16): the long-context decode steps of chips with the online unit")
+    m.add_argument("--measured", action="store_true",
+                   help="instead of the two models: the cycle model's step times on each chip and mode, contexts up "
+                        "to 4,096, batches up to rows, against max(compute, weights + KV), and where KV overtakes "
+                        "the weights (use --d 64 --d-model 256 for a real head)")
+    m.add_argument("--chips", metavar="N,N", type=IntList(2, 16), default=list(MEASURED_CHIPS),
+                   help="array sizes N (N x N; 2..16), default 4,8")
+    m.add_argument("--modes", metavar="M,M", type=Names(lambda: MEASURED_MODES, many=True, what="mode"),
+                   default=MEASURED_MODES,
+                   help="inorder, decoupled or both (default both)")
+    m.add_argument("--contexts", metavar="L,L,...", type=IntList(1, Config.field_range("max_ctx")[1]),
+                   default=list(MEASURED_CONTEXTS), help="contexts of the against-context graph, the longest also "
+                                                         "the against-batch graph's (default 16,32,...,4096)")
+    m.add_argument("--batch-context", metavar="L", type=Int(1, Config.field_range("max_ctx")[1]),
+                   default=MEASURED_BATCH_CONTEXT, help="context of the against-batch graph (default %(default)s)")
+    m.add_argument("--verilator", metavar="N", type=Int(0, 5), default=0,
+                   help="run N steps of each chip and mode on --sim too (0..5; default 0)")
+    m.add_argument("--sim", choices=("verilator", "pysim", "icarus"), default="verilator",
+                   help="the simulator of --verilator's samples (default verilator)")
+    m.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_config_arguments(p)
     add_output_arguments(p)
     p.set_defaults(func=_run, check=_check)
@@ -267,3 +510,12 @@ LIMITS = {
 
 def _check(args):
     _assumed_from_args(args)
+    if args.measured:
+        if args.verilator:
+            from sim.backends import get_backend
+            get_backend(args.sim).require()
+        if sorted(set(args.contexts)) != list(args.contexts):
+            raise ValueError("--contexts: distinct lengths in increasing order")
+    elif (args.verilator or list(args.chips) != list(MEASURED_CHIPS) or list(args.contexts) != list(MEASURED_CONTEXTS)
+          or args.batch_context != MEASURED_BATCH_CONTEXT):
+        raise ValueError("--chips, --contexts, --batch-context and --verilator go with --measured")

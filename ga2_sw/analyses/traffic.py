@@ -40,7 +40,11 @@ def weight_words(config):
 
 def sequence_words(config, L):
     """Words one sequence at token L adds to a step: its hidden state (d_model), its K and V caches of
-    L - 1 earlier rows (2 (L-1) d), the new k and v rows stored back (2 d) and its output (d)."""
+    L - 1 earlier rows (2 (L-1) d), the new k and v rows stored back (2 d) and its output (d). With the online
+    unit the caches stream from external memory with the new rows in them (2 L d) and the state's two starting
+    words are loaded (``ga2_sw.online_decode``)."""
+    if config.online_unit:
+        return config.d_model + 2 * L * config.d + 3 * config.d + 2
     return config.d_model + 2 * (L - 1) * config.d + 3 * config.d
 
 

@@ -34,7 +34,11 @@ def decode_table(config, sim="model", seed=4242, lengths=None):
     from sim.compare import compare_results
     programs = decode_table_programs(config, seed, lengths=lengths)
     t0 = time.perf_counter()
-    results = get_backend(sim).run_many(config, [(p.program, p.ext) for p in programs])
+    from ..cycles import cycle_counts
+    from sim.backends import DEFAULT_CYCLE_LIMIT
+    # Long-context steps run for millions of cycles: the limit is the cycle model's count with a margin.
+    limit = max([DEFAULT_CYCLE_LIMIT] + [cycle_counts(p.program, config)[0].cycles + 10_000 for p in programs])
+    results = get_backend(sim).run_many(config, [(p.program, p.ext) for p in programs], cycle_limit=limit)
     seconds = time.perf_counter() - t0
     ref = Machine(config)
     rows = []

