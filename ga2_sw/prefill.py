@@ -325,16 +325,6 @@ def bank_conflict_cycles(prog, config):
     return sum(mm_extra_cycles(i, config) for i in prog if i.op == isa.Op.MM) if config.decoupled else 0
 
 
-def needed_config(config, tokens):
-    """``(sp_words, ext_words, instructions)`` a prefill of ``tokens`` tokens needs on ``config``'s shape (the
-    scratchpad rounded up to a whole number of rows of every bank; the instructions with HALT)."""
-    lay = PrefillLayout(config, tokens)
-    step = config.sp_banks
-    # The program's length depends neither on the data nor on the order (reorder keeps every instruction).
-    length = len(_body(config, tokens, {key: (1, 0) for key in ("q", "k", "v", "scores", "weights", "out")}, lay))
-    return -(-lay.sp_needed // step) * step, lay.ext_needed, length
-
-
 # -- images, results and the independent reference ------------------------------------------------------------
 
 def needed_config(config, tokens):

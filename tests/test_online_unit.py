@@ -21,7 +21,7 @@ from ga2_sw.isa import Err, Op
 from ga2_sw.llm.vector_numerics import online_attention
 from ga2_sw.machine import Machine
 from ga2_sw.numerics import mantissa_shift, nrm_word, rsa_word, smc_words
-from ga2_sw.online_program import OnlineLayout, attention_program, ext_image, output
+from ga2_sw.online_program import Group, GroupedLayout, grouped_ext_image, grouped_outputs, grouped_program
 from sim.backends import get_backend
 from sim.compare import compare_results
 
@@ -105,15 +105,20 @@ def head(L, d, seed, peaked=False):
 
 
 def run_head(config, L, d, chunk, seed, sim="model", peaked=False):
-    lay = OnlineLayout(config, L, d, chunk)
+    """One head's attention as a program (a group of one query head): (layout, program, image, expected)."""
     q8, K8, V8 = head(L, d, seed, peaked)
     score = mantissa_shift(64 * 40 / (127 * 127 * math.sqrt(d)))       # logits over tens of units
     out = mantissa_shift(1.0)
-    prog = attention_program(lay, score, out)
-    ext = ext_image(lay, q8, K8, V8)
+    lay = GroupedLayout(config, (Group(L, (score,), (out,)),), d, chunk)
+    prog = grouped_program(lay)
+    ext = grouped_ext_image(lay, [(q8[None], K8, V8)])
     want = list(online_attention(q8[None], K8[None], V8[None], [score[0]], [score[1]], [out[0]], [out[1]],
                                  chunk)[0])
     return lay, prog, ext, want
+
+
+def output(lay, ext):
+    return grouped_outputs(lay, ext)[0][0]
 
 
 @pytest.mark.parametrize("mode", ["inorder", "decoupled"])
@@ -131,7 +136,7 @@ def test_chunk_loop_program_is_online_attention(mode, L, d, chunk):
 
 def test_a_long_context_step_is_bound_by_its_cache():
     """Decoupled, the chunk loop runs beside the cache's loads: L = 1,000, d = 64 within 1.05 x its words."""
-    config = Config(online_unit=1, mode="decoupled", sp_words=32768, ext_words=262144, imem_words=1024)
+    config = Config(online_unit=1, mode="decoupled", sp_words=32768, ext_words=262144, imem_words=1024, sp_banks=16)
     lay, prog, ext, want = run_head(config, 1000, 64, 64, 7)
     counters = cycle_counts(prog, config)[0]
     words = sum(i.len for i in prog if i.op in (Op.LD, Op.ST))
@@ -232,3 +237,30 @@ def test_long_context_step_is_bound_by_its_caches(lengths):
     words = sum(i.len for i in prog if i.op in (Op.LD, Op.ST))
     assert err == Err.NONE
     assert counters.cycles <= 1.05 * words, (counters.cycles, words)
+
+
+@pytest.mark.parametrize("mode", ["inorder", "decoupled"])
+def test_grouped_query_program_is_online_attention_per_head(mode):
+    """Several key/value heads of several sequences in one program, each streamed once for the query heads that
+    share it (ga2_sw.online_program.grouped_program): every query head's output is online_attention's."""
+    rng = np.random.default_rng(4)
+    config = Config(online_unit=1, mode=mode, sp_words=8192, ext_words=16384, imem_words=1024, sp_banks=16)
+    groups, data = [], []
+    for L, heads in ((70, 3), (9, 1), (33, 2)):
+        scores = tuple(mantissa_shift(float(rng.uniform(0.2, 4)) * 64 / 127 / 127 / 4) for _ in range(heads))
+        outs = tuple(mantissa_shift(float(rng.uniform(0.5, 2))) for _ in range(heads))
+        groups.append(Group(L, scores, outs))
+        data.append((rng.integers(-127, 128, (heads, 16)), rng.integers(-127, 128, (L, 16)),
+                     rng.integers(-127, 128, (L, 16))))
+    lay = GroupedLayout(config, tuple(groups), 16, 32)
+    prog = grouped_program(lay)
+    ext = grouped_ext_image(lay, data)
+    r = Machine(config).run(prog, ext)
+    assert r.ok and r.counters == cycle_counts(prog, config)[0]
+    got = grouped_outputs(lay, r.ext)
+    for g, ((q8, K8, V8), grp) in enumerate(zip(data, groups)):
+        heads = len(q8)
+        want = online_attention(q8, np.broadcast_to(K8, (heads,) + K8.shape), np.broadcast_to(V8, (heads,) + V8.shape),
+                                [s[0] for s in grp.scores], [s[1] for s in grp.scores], [o[0] for o in grp.outs],
+                                [o[1] for o in grp.outs], 32)
+        assert got[g] == [list(map(int, row)) for row in want], g
