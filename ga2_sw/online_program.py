@@ -60,19 +60,31 @@ class GroupedLayout:
         return (2 + k % 2) * self.chunk * self.d
 
     @property
-    def S(self):
+    def S(self):                    # the scores: one row of a chunk per query head (ldc = chunk)
         return 4 * self.chunk * self.d
 
     @property
     def D(self):
-        return self.S + self.chunk
+        return self.S + self.heads * self.chunk
 
     @property
     def PR(self):
         return self.D + 2 * self.chunk
 
+    @property
+    def head_stride(self):
+        """Words between two query heads' blocks (q, partial, state, out): their queries are the rows of ONE
+        score MM (``lda``), so decoupled the stride is one at which no two of a group's rows share a bank
+        (``banking``: ``v = e + e // Nb`` neither 0 nor ``Nb - 1`` modulo Nb for every multiple of it)."""
+        e = 3 * self.d + 3
+        if self.config.decoupled:
+            nb, b = self.config.sp_banks, self.config.sp_banks.bit_length() - 1
+            while any(((k * e) + ((k * e) >> b)) % nb in (0, nb - 1) for k in range(1, self.heads)):
+                e += 1
+        return e
+
     def Q(self, h):                 # query head h of the group being attended: q, partial, state, out
-        return self.PR + 2 * self.d + h * (3 * self.d + 3)
+        return self.PR + 2 * self.d + h * self.head_stride
 
     def PARTIAL(self, h):
         return self.Q(h) + self.d
@@ -138,10 +150,14 @@ def grouped_program(lay):
                          isa.rq(dst=lay.PARTIAL(h), src=lay.PARTIAL(h), len=d, m=0, s=0)]
         if k + 1 < len(chunks):
             prog += loads(k + 1)
-        for h, (score, _) in enumerate(zip(grp.scores, grp.outs)):
-            prog += [isa.mm(dst=lay.S + j0, A=lay.Q(h), B=lay.K(k) + j0 * d, M=1, K=d, N=min(C, size - j0), tb=1,
-                            lda=d, ldb=d, ldc=C) for j0 in range(0, size, C)]
-            prog.append(isa.smc(dst=lay.D, src=lay.S, len=size, m=score[0], s=score[1], st=lay.STATE(h), ld=n))
+        # The group's scores: its query heads are the rows of one MM per cols keys (rows at a time).
+        heads = len(grp.scores)
+        prog += [isa.mm(dst=lay.S + h0 * n + j0, A=lay.Q(h0), B=lay.K(k) + j0 * d, M=min(c.rows, heads - h0), K=d,
+                        N=min(C, size - j0), tb=1, lda=lay.head_stride, ldb=d, ldc=n)
+                 for h0 in range(0, heads, c.rows) for j0 in range(0, size, C)]
+        for h, score in enumerate(grp.scores):
+            prog.append(isa.smc(dst=lay.D, src=lay.S + h * n, len=size, m=score[0], s=score[1], st=lay.STATE(h),
+                                ld=n))
             prog += [isa.mm(dst=lay.PR + j0, A=lay.D, B=lay.V(k) + j0, M=2, K=size, N=min(C, d - j0), tb=0,
                             lda=n, ldb=d, ldc=d) for j0 in range(0, d, C)]
             prog.append(isa.rsa(dst=lay.PARTIAL(h), src=lay.PR, len=d, ld=d, a=lay.STATE(h) + 2))
