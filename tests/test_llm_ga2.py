@@ -214,3 +214,28 @@ def test_attention_steps_as_chip_programs(ga2):
     rows = run_steps(steps, sim)
     assert len(rows) == 1 and rows[0]["heads"] == 18
     assert rows[0]["matches_model"] and rows[0]["matches_path"]
+
+
+def test_block_cycle_programs():
+    """`ga2 llm cycles`: the projection program computes the block's q, k sums and v int8 (machine, against
+    numpy); each row's cycles are the cycle model's of the two programs, never below the words they move."""
+    import numpy as np
+    from ga2_sw.llm.step_cycles import _chip, block_cycles, projection_program
+    from ga2_sw.machine import Machine
+    from ga2_sw.numerics import s32, u32
+    cfg = _chip(4).replace(sp_words=8192, ext_words=16384, imem_words=512)
+    rng = np.random.default_rng(0)
+    B, dm, q_rows, kv_rows = 3, 40, 8, 4
+    rows = q_rows + 2 * kv_rows
+    W, X = rng.integers(-127, 128, (rows, dm)), rng.integers(-127, 128, (B, dm))
+    ext = [u32(int(v)) for v in W.reshape(-1)] + [u32(int(v)) for v in X.reshape(-1)]
+    r = Machine(cfg).run(projection_program(cfg, B, dm, q_rows, kv_rows, v_mn=(3, 2)), ext)
+    assert r.ok
+    base = rows * dm + B * dm
+    out = np.array([s32(w) for w in r.ext[base:base + B * rows]]).reshape(B, rows)
+    sums = X @ W.T
+    assert np.array_equal(out[:, :q_rows + kv_rows], sums[:, :q_rows + kv_rows])
+    assert np.array_equal(out[:, q_rows + kv_rows:], np.clip((sums[:, q_rows + kv_rows:] * 3 + 2) >> 2, -128, 127))
+    small = block_cycles(4, 2, 70)
+    assert small["projection"] >= small["weights"] and small["attention"] >= small["kv"]
+    assert small["weights"] == 15 * 64 * 576 and small["kv"] == 2 * 3 * 2 * 70 * 64

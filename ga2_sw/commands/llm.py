@@ -10,7 +10,7 @@ import time
 
 from ..analyses.common import json_option, plot_option, progress_bar, write_json
 from ..llm.ga2_path import KEY_SCALES, SMOOTHING, WEIGHT_SCALES
-from ..options import Int, Text
+from ..options import Int, IntList, Text
 
 __all__ = ["register"]
 
@@ -162,6 +162,31 @@ def _steps(args):
     return 0 if ok else 1
 
 
+def _cycles(args):
+    from ..analyses.common import table
+    from ..llm.step_cycles import SMOLLM2, table as cycle_table
+    bar = progress_bar(sum(len([b for b in args.batches if b <= size]) * len(args.contexts) for size in args.chips),
+                       args.no_progress, "point")
+    rows = cycle_table(args.chips, args.batches, args.contexts, progress=lambda: bar.update(1))
+    bar.close()
+    sh = SMOLLM2
+    print(f"SmolLM2-135M's attention blocks on GA-2 (decoupled, online unit, 4 banks per column): cycles per "
+          f"generated token = {sh['blocks']} blocks x (projection program + attention program) / batch; the "
+          f"output projection, MLP and LM head stay on the host and are not counted")
+    body = [[r["chip"], r["batch"], f"{r['context']:,}", f"{r['projection']:,}", f"{r['attention']:,}",
+             f"{r['weights']:,}", f"{r['kv']:,}", "KV" if r["attention"] > r["projection"] else "weights",
+             f"{r['cycles_per_token']:,}", f"{100e6 / r['cycles_per_token']:,.1f}"] for r in rows]
+    print(table(["chip", "batch", "context", "projection", "attention", "weights", "KV", "larger",
+                 "cycles/token", "tokens/s at 100 MHz"], body, ["<", ">", ">", ">", ">", ">", ">", "<", ">", ">"]))
+    print(f"KV overtakes the weights where B x {sh['kv_heads']} x 2 x L x {sh['d']} reaches the "
+          f"{rows[0]['weights']:,} weight words of a block: B x L >= "
+          f"{rows[0]['weights'] / (sh['kv_heads'] * 2 * sh['d']):,.0f} (the 'larger' column is the measured one: "
+          f"which program takes longer)")
+    if args.json:
+        write_json(args.json, {"shape": sh, "rows": rows})
+    return 0
+
+
 def register(sub):
     p = sub.add_parser("llm", help="SmolLM2-135M: fetch the model file, generate text (GA-2 path or float "
                                    "reference), evaluate the GA-2 path, measure its attention logits")
@@ -208,6 +233,16 @@ def register(sub):
                    help="simulator (default %(default)s; falls back to pysim without Verilator)")
     t.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
     t.set_defaults(func=_steps, check=_check_model)
+    y = llm.add_parser("cycles", help="cycles per generated token of SmolLM2's attention blocks on GA-2, against "
+                                      "batch and context (the cycle model of the chip's programs)")
+    y.add_argument("--chips", metavar="N,N", type=IntList(2, 16), default=[4, 8], help="array sizes (default 4,8)")
+    y.add_argument("--batches", metavar="B,B", type=IntList(1, 16), default=[1, 2, 4, 8],
+                   help="batch sizes, each at most the array's rows (default 1,2,4,8)")
+    y.add_argument("--contexts", metavar="L,L", type=IntList(1, 4096), default=[64, 256, 1024],
+                   help="context lengths (default 64,256,1024)")
+    y.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
+    y.add_argument("--no-progress", action="store_true", help="no progress bar")
+    y.set_defaults(func=_cycles)
     c = llm.add_parser("scores", help="how large real attention logits get, per block, against GA-2's score ranges")
     c.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
     c.set_defaults(func=_scores, check=_check_model)

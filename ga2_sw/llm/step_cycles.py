@@ -1,0 +1,83 @@
+"""What SmolLM2's attention blocks cost on GA-2, per generated token, against batch and context (issue 15): the
+cycle model's count of the programs the chip runs for one block, times the model's blocks.
+
+Per block and decode step of ``B`` sequences at ``L`` tokens, two programs run back to back on a chip with the
+online unit (no overlap between them is counted, so the figures are an upper bound of the overlapped step):
+
+* the projections (:func:`projection_program`): the B new tokens' int8 inputs, then the q, k and v weights of
+  every head (``(heads + 2 kv_heads) d`` rows of ``d_model``) streamed through two tile buffers, ``cols`` rows a
+  tile, one MM of ``B`` rows per tile (each weight loaded once for the batch); v requantised to the value
+  cache's int8 (RQ); the int32 q and k sums and the int8 v rows stored for the host (RoPE, the key cache);
+* the attention (``ga2_sw.online_program.grouped_program``): each sequence's key/value heads, each streamed once
+  for the query heads that share it, in chunks of 64 tokens.
+
+The rest of the block (the output projection, the MLP, the norms) and the LM head stay on the host in the GA-2
+path, and are not counted. The terms beside the measured cycles: weights = the block's q, k, v weights (one word
+each), KV = the B sequences' caches read by the attention (``2 L d`` words per key/value head and sequence)."""
+
+from ..config import Config
+from ..cycles import cycle_counts
+from ..isa import halt, ld, mm, rq, st
+from ..online_program import Group, GroupedLayout, grouped_program
+
+__all__ = ["SMOLLM2", "projection_program", "block_cycles", "table"]
+
+# SmolLM2-135M's attention shape (docs/LLM.md): 30 blocks, d_model 576, 9 query heads over 3 key/value heads of 64.
+SMOLLM2 = {"blocks": 30, "d_model": 576, "heads": 9, "kv_heads": 3, "d": 64}
+
+
+def _chip(size):
+    """The chip of the table: size x size, decoupled, the online unit, four banks per column."""
+    return Config(rows=size, cols=size, mode="decoupled", online_unit=1, sp_banks=4 * size, d=64,
+                  sp_words=65536, ext_words=1 << 24, imem_words=65536)
+
+
+def projection_program(config, batch, d_model, q_rows, kv_rows, v_mn=(1, 0)):
+    """The block's q, k, v projections for ``batch`` tokens: ``q_rows`` + 2 ``kv_rows`` weight rows of ``d_model``
+    (W transposed, row-major in external memory from 0), the tokens after them, the outputs after those."""
+    C, B = config.cols, batch
+    rows = q_rows + 2 * kv_rows
+    X, W = 0, B * d_model
+    OUT = W + 2 * C * d_model
+    ex_w, ex_x = 0, rows * d_model
+    ex_out = ex_x + B * d_model
+    prog = [ld(dst=X, src=ex_x, len=B * d_model)]
+    for k, r0 in enumerate(range(0, rows, C)):
+        n = min(C, rows - r0)
+        tile = W + (k % 2) * C * d_model
+        prog += [ld(dst=tile, src=ex_w + r0 * d_model, len=n * d_model),
+                 mm(dst=OUT + r0, A=X, B=tile, M=B, K=d_model, N=n, tb=1, lda=d_model, ldb=d_model, ldc=rows)]
+    # v to the value cache's int8 (one RQ per token row), then every row to the host
+    prog += [rq(dst=OUT + b * rows + q_rows + kv_rows, src=OUT + b * rows + q_rows + kv_rows, len=kv_rows,
+                m=v_mn[0], s=v_mn[1]) for b in range(B)]
+    prog += [st(src=OUT, dst=ex_out, len=B * rows), halt()]
+    return prog
+
+
+def block_cycles(size, batch, context, shape=SMOLLM2):
+    """``{"projection", "attention", "cycles", "weights", "kv"}`` of one block's decode step on the size x size
+    chip: the two programs' cycle-model counts and their traffic terms."""
+    config = _chip(size)
+    d, G = shape["d"], shape["heads"] // shape["kv_heads"]
+    proj = projection_program(config, batch, shape["d_model"], shape["heads"] * d, shape["kv_heads"] * d)
+    groups = tuple(Group(context, ((1, 0),) * G, ((1, 0),) * G) for _ in range(batch * shape["kv_heads"]))
+    attn = grouped_program(GroupedLayout(config, groups, d, 64))
+    p, a = cycle_counts(proj, config)[0].cycles, cycle_counts(attn, config)[0].cycles
+    return {"projection": p, "attention": a, "cycles": p + a,
+            "weights": (shape["heads"] + 2 * shape["kv_heads"]) * d * shape["d_model"],
+            "kv": batch * shape["kv_heads"] * 2 * context * d}
+
+
+def table(sizes=(4, 8), batches=(1, 2, 4, 8), contexts=(64, 256, 1024), shape=SMOLLM2, progress=None):
+    """Rows ``{"chip", "batch", "context", "cycles_per_token", ...}``: the blocks' cycles per generated token
+    (``blocks x block cycles / batch``), batches up to the array's rows."""
+    rows = []
+    for size in sizes:
+        for B in (b for b in batches if b <= size):
+            for L in contexts:
+                r = block_cycles(size, B, L, shape)
+                rows.append({"chip": f"{size}x{size}", "batch": B, "context": L, **r,
+                             "cycles_per_token": round(shape["blocks"] * r["cycles"] / B)})
+                if progress:
+                    progress()
+    return rows
