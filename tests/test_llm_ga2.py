@@ -199,6 +199,11 @@ def test_eval_command_tracks_the_float_model(model_file, monkeypatch, tmp_path, 
     assert r["generation"][0]["ga2"].startswith(" Paris")
     text = capsys.readouterr().out
     assert "top-1 agreement" in text and "perplexity" in text
+    # the chip's cost per token beside the accuracy (`ga2 llm cycles`): 4x4 and 8x8, batch 1 and full
+    cycles = r["cycles_per_token"]
+    assert {(c["chip"], c["batch"], c["context"]) for c in cycles} == {
+        (chip, b, L) for chip, bs in (("4x4", (1, 4)), ("8x8", (1, 4, 8))) for b in bs for L in (64, 1024)}
+    assert "cycles/token" in text
 
 
 def test_attention_steps_as_chip_programs(ga2):

@@ -98,6 +98,11 @@ def _eval(args):
         print(f"\n{g['prompt']!r}, {g['tokens']} greedy tokens, the first {g['common_prefix']} the same:")
         print(f"  float32:   {g['float']!r}")
         print(f"  GA-2 path: {g['ga2']!r}")
+    if not args.no_cycles:
+        from ..llm.step_cycles import table as cycle_table
+        print()
+        r["cycles_per_token"] = cycle_table(sizes=(4, 8), batches=(1, 4, 8), contexts=(64, 1024))
+        print_cycles(r["cycles_per_token"])
     print(f"({r['seconds']:.0f} s)")
     if args.json:
         write_json(args.json, r)
@@ -163,12 +168,21 @@ def _steps(args):
 
 
 def _cycles(args):
-    from ..analyses.common import table
     from ..llm.step_cycles import SMOLLM2, table as cycle_table
     bar = progress_bar(sum(len([b for b in args.batches if b <= size]) * len(args.contexts) for size in args.chips),
                        args.no_progress, "point")
     rows = cycle_table(args.chips, args.batches, args.contexts, progress=lambda: bar.update(1))
     bar.close()
+    print_cycles(rows)
+    if args.json:
+        write_json(args.json, {"shape": SMOLLM2, "rows": rows})
+    return 0
+
+
+def print_cycles(rows):
+    """The cycles-per-token table of ``ga2_sw.llm.step_cycles.table`` (``ga2 llm cycles`` and ``ga2 llm eval``)."""
+    from ..analyses.common import table
+    from ..llm.step_cycles import SMOLLM2
     sh = SMOLLM2
     print(f"SmolLM2-135M's attention blocks on GA-2 (decoupled, online unit, 4 banks per column): cycles per "
           f"generated token = {sh['blocks']} blocks x (projection program + attention program) / batch; the "
@@ -182,9 +196,6 @@ def _cycles(args):
           f"{rows[0]['weights']:,} weight words of a block: B x L >= "
           f"{rows[0]['weights'] / (sh['kv_heads'] * 2 * sh['d']):,.0f} (the 'larger' column is the measured one: "
           f"which program takes longer)")
-    if args.json:
-        write_json(args.json, {"shape": sh, "rows": rows})
-    return 0
 
 
 def register(sub):
@@ -223,6 +234,8 @@ def register(sub):
                    help="write the summary, each token's log-likelihoods and the generations as JSON")
     e.add_argument("--plot", metavar="FILE.png", type=plot_option(),
                    help="draw each token's log-likelihood on both paths and the running agreement (.png, .pdf, .svg)")
+    e.add_argument("--no-cycles", action="store_true",
+                   help="leave out the cycles-per-token table of the chip's attention programs (`ga2 llm cycles`)")
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     e.set_defaults(func=_eval, check=_check_model)
     t = llm.add_parser("steps", help="sampled attention steps of the GA-2 path run as chip programs on a simulator "
