@@ -25,15 +25,15 @@ step's at ``t`` (``decode.int_reference``), which the tests check, and the refer
 numpy on integers) is written from docs/ISA.md's formulas, not from this builder.
 
 Decoupled, the operand streams of every MM must sit on distinct banks for a slice to be read in one cycle
-(``ga2_sw.banking``): the scratchpad rows of ``X``, the weight buffers, ``Q``, ``K``, ``V`` and the weights are
-padded (``PrefillLayout.pads``, searched by :func:`bank_pads`), and the external memory keeps plain rows (an
-LD or ST per padded row)."""
+(``ga2_sw.banking``): the scratchpad rows of ``X``, the weight tiles, ``Q``, ``K``, V transposed and the weights
+are placed by a rule (``PrefillLayout``: strides an odd multiple of ``2 Nb``, A and B operands on the two
+parities of ``a >> b``), and the external memory keeps plain rows (an LD or ST per padded row)."""
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import decode, isa
+from . import isa
 from .banking import mm_extra_cycles
 from .numerics import EXP_TABLE, Q16_ONE, quantize, s8, u32
 

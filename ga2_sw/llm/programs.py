@@ -1,7 +1,7 @@
 """Chip programs of the GA-2 path's steps, so that the numpy path (``ga2_path``) can be held to the reference
 machine and the simulators on real data: for now one head's projection (MM over weight tiles streamed from
-external memory, then RQ), the step whose integer result the model keeps (the value cache). The attention
-itself runs the online softmax of docs/LONG_CONTEXT.md, whose instructions are issue 16's next step."""
+external memory, then RQ), the step whose integer result the model keeps (the value cache). The attention's
+programs (the online softmax of docs/LONG_CONTEXT.md on the online unit) are ``ga2_sw.llm.chip_steps``'s."""
 
 from dataclasses import replace
 
