@@ -23,7 +23,7 @@ from functools import lru_cache
 from .timing import BANKED_DATA_DELAY, BANKED_SELECT_DELAY, PORT_B_ANNOUNCE, RQ_DEPTH, SP_WRITE_DELAY
 
 __all__ = ["bank_bits", "bank_of", "row_of", "slice_addresses", "slice_rounds", "most_on_one_bank", "mm_extra_cycles",
-           "rq_write_skew", "RQ_MAX_SKEW", "RQ_READ_TO_WRITE"]
+           "rq_write_skew", "RQ_MAX_SKEW", "RQ_READ_TO_WRITE", "may_collide", "spread_stride", "operand_stride"]
 
 # Cycles from a decoupled RQ element's read in the memory to its write reaching the memory, without skew: the
 # bank's data and select registers, the RQ_DEPTH stages from the word register on, and the write's announce and
@@ -85,11 +85,29 @@ def mm_extra_cycles(instr, config):
     return _mm_extra(instr, config.sp_banks)
 
 
-def _may_collide(e, config):
+def may_collide(e, config):
     """Whether words ``x`` and ``x + e`` can share a bank for some ``x``. ``bank(x + e) - bank(x)`` is
     ``e + (x + e) // Nb - x // Nb``, which is ``v = e + e // Nb`` or ``v + 1`` (mod Nb)."""
     nb = config.sp_banks
     return (e + (e >> bank_bits(config))) % nb in (0, nb - 1)
+
+
+def spread_stride(e, config, rows=2):
+    """The smallest stride ``>= e`` at which ``rows`` rows, each stepping one word per MM slice, never put two of
+    them on one bank (no multiple ``k * stride``, ``0 < k < rows``, ``may_collide``)."""
+    while any(may_collide(k * e, config) for k in range(1, rows)):
+        e += 1
+    return e
+
+
+def operand_stride(words, config):
+    """The row stride of an MM operand of ``words`` words a row placed for the banks (``ga2_sw.prefill``,
+    ``ga2_sw.online_decode``): the smallest odd multiple of ``2 Nb`` that holds it. Rows starting at multiples of
+    ``Nb`` cross a bank row together, so their banks differ by their ``a >> b``, which an odd multiple of ``2 Nb``
+    steps by ``2 x odd``: ``Nb / 2`` rows of one operand on distinct banks of one parity."""
+    unit = 2 * config.sp_banks
+    n = -(-words // unit)
+    return unit * (n if n % 2 else n + 1)
 
 
 def rq_write_skew(instr, config):
@@ -103,6 +121,6 @@ def rq_write_skew(instr, config):
     so no read can see one of its writes, however late they come."""
     e = instr.src - instr.dst + RQ_READ_TO_WRITE
     for skew in range(RQ_MAX_SKEW + 1):
-        if not _may_collide(e + skew, config):
+        if not may_collide(e + skew, config):
             return skew
     raise AssertionError("unreachable: see the docstring")

@@ -4,7 +4,7 @@ from dataclasses import dataclass, fields, asdict, replace
 import enum
 import json
 
-__all__ = ["Config", "DEFAULT", "Mode", "MODES", "COMMAND_MODE"]
+__all__ = ["Config", "DEFAULT", "Mode", "MODES", "COMMAND_MODE", "memory_words"]
 
 
 class Mode(enum.Enum):
@@ -117,6 +117,11 @@ class Config:
     def replace(self, **changes):
         return replace(self, **changes)
 
+    def with_largest_memories(self):
+        """This chip with the largest scratchpad, external and instruction memories any chip has: what a
+        program is built on before the memories are sized to it (``memory_words``)."""
+        return replace(self, **{name: _RANGES[name][1] for name in ("sp_words", "ext_words", "imem_words")})
+
     def to_dict(self):
         return {**asdict(self), "mode": self.mode.value}
 
@@ -146,3 +151,8 @@ class Config:
 
 
 DEFAULT = Config()
+
+
+def memory_words(needed, least=1):
+    """The smallest power of two that holds ``needed`` words, at least ``least``: a memory sized to a program."""
+    return max(least, 1 << (needed - 1).bit_length())

@@ -56,16 +56,18 @@ def make_workload(config, nseq, L, seed):
 
 
 def rq_params(w):
-    """(m, s) of every requantisation of the step, from the batch's scales (on a chip with the online unit,
-    the long-context step's: ``online_decode.rq_params``)."""
-    if w.config.online_unit:
-        from .online_decode import rq_params as online
-        return online(w)
+    """(m, s) of every requantisation of the step, from the batch's scales. On a chip with the online unit
+    (``online_decode``) the scores are in 1/64 logits and NRM divides by the weights' sum, so the output's
+    multiplier is ``s_v / s_o``; on the chapter's path the scores are in 1/16 logits, the Q16 probabilities
+    become 7-bit weights and the output is scaled by ``s_v / (127 s_o)``."""
     s, d = w.scales, w.config.d
     ms = mantissa_shift
-    return {"q": ms(s["x"] * s["wq"] / s["q"]), "k": ms(s["x"] * s["wk"] / s["k"]),
-            "v": ms(s["x"] * s["wv"] / s["v"]), "scores": ms(s["q"] * s["k"] / math.sqrt(d) * 16),
-            "weights": ms(127 / 65536), "out": ms(s["v"] / (127 * s["o"]))}
+    projections = {"q": ms(s["x"] * s["wq"] / s["q"]), "k": ms(s["x"] * s["wk"] / s["k"]),
+                   "v": ms(s["x"] * s["wv"] / s["v"])}
+    if w.config.online_unit:
+        return {**projections, "scores": ms(s["q"] * s["k"] / math.sqrt(d) * 64), "out": ms(s["v"] / s["o"])}
+    return {**projections, "scores": ms(s["q"] * s["k"] / math.sqrt(d) * 16), "weights": ms(127 / 65536),
+            "out": ms(s["v"] / (127 * s["o"]))}
 
 
 def ext_image(w):

@@ -18,15 +18,16 @@ weights, int32 running outputs, the output scaled by ``s_v / s_o``. :func:`int_r
 outputs from the workload with plain-Python projections and ``ga2_sw.llm.vector_numerics.online_attention``,
 sharing nothing with the program."""
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import isa
-from .numerics import ONLINE_START, mantissa_shift, quantize, requant, s8, u32
+from .banking import operand_stride, spread_stride
+from .config import memory_words
+from .numerics import ONLINE_START, quantize, requant, s8, u32
 
-__all__ = ["OnlineDecodeLayout", "rq_params", "program", "ext_image", "outputs", "int_reference", "CHUNK"]
+__all__ = ["OnlineDecodeLayout", "program", "sized_config", "TIMING_PARAMS", "ext_image", "outputs", "int_reference", "CHUNK"]
 
 CHUNK = 64          # tokens per chunk: the online unit buffers sm_max_len words (chunks are min(CHUNK, sm_max_len))
 
@@ -63,12 +64,7 @@ class OnlineDecodeLayout:
         """Words between SMC's two digit rows (the ``P V`` product's A rows): at least a chunk, and decoupled a
         distance at which the two rows never share a bank (``banking``: ``v = e + e // Nb`` neither 0 nor
         ``Nb - 1`` modulo Nb), so each slice of the product reads its two weights on two banks."""
-        e = self.chunk
-        if self.config.decoupled:
-            nb, b = self.config.sp_banks, self.config.sp_banks.bit_length() - 1
-            while (e + (e >> b)) % nb in (0, nb - 1):
-                e += 1
-        return e
+        return spread_stride(self.chunk, self.config) if self.config.decoupled else self.chunk
 
     @property
     def lx(self):
@@ -77,11 +73,7 @@ class OnlineDecodeLayout:
         tokens (A) on even ``a >> b``, the weights (B) on odd, so a slice's operands sit on distinct banks
         (``d_model`` words apart, every token and weight row would share one bank)."""
         c = self.config
-        if not c.decoupled:
-            return c.d_model
-        unit = 2 * c.sp_banks
-        n = -(-c.d_model // unit)
-        return unit * (n if n % 2 else n + 1)
+        return operand_stride(c.d_model, c) if c.decoupled else c.d_model
 
     # scratchpad
     @property
@@ -167,14 +159,20 @@ class OnlineDecodeLayout:
         return self.ex_v(b) + self.config.max_ctx * self.config.d
 
 
-def rq_params(w):
-    """(m, s) of the step's requantisations: the projections as the chapter's, the scores in 1/64 logits, the
-    output as ``s_v / s_o`` (NRM divides by the weights' sum)."""
-    s, d = w.scales, w.config.d
-    ms = mantissa_shift
-    return {"q": ms(s["x"] * s["wq"] / s["q"]), "k": ms(s["x"] * s["wk"] / s["k"]),
-            "v": ms(s["x"] * s["wv"] / s["v"]), "scores": ms(s["q"] * s["k"] / math.sqrt(d) * 64),
-            "out": ms(s["v"] / s["o"])}
+# Requantisation parameters for programs built only to be timed or counted: no instruction's length, address or
+# busy time depends on them.
+TIMING_PARAMS = {key: (1, 0) for key in ("q", "k", "v", "scores", "out")}
+
+
+def sized_config(config, lengths, sequences=None):
+    """``config`` with its memories the smallest powers of two that hold the step of sequences at ``lengths``:
+    the layout, ``sequences`` sequences' external blocks (default one per length) and the program."""
+    roomy = config.with_largest_memories()
+    lay = OnlineDecodeLayout(roomy)
+    length = len(program(roomy, list(range(len(lengths))), list(lengths), TIMING_PARAMS))
+    return config.replace(sp_words=memory_words(lay.sp_needed, config.sp_banks * 8),
+                          ext_words=memory_words(lay.ex_seqs_base + (sequences or len(lengths)) * lay.ex_seq_words, 64),
+                          imem_words=memory_words(length, 2))
 
 
 def program(config, seqs, ts, P):

@@ -15,6 +15,7 @@ the tests' reference."""
 from dataclasses import dataclass
 
 from . import isa
+from .banking import spread_stride
 from .numerics import ONLINE_START, u32
 
 __all__ = ["Group", "GroupedLayout", "grouped_program", "grouped_ext_image", "grouped_outputs"]
@@ -77,11 +78,7 @@ class GroupedLayout:
         score MM (``lda``), so decoupled the stride is one at which no two of a group's rows share a bank
         (``banking``: ``v = e + e // Nb`` neither 0 nor ``Nb - 1`` modulo Nb for every multiple of it)."""
         e = 3 * self.d + 3
-        if self.config.decoupled:
-            nb, b = self.config.sp_banks, self.config.sp_banks.bit_length() - 1
-            while any(((k * e) + ((k * e) >> b)) % nb in (0, nb - 1) for k in range(1, self.heads)):
-                e += 1
-        return e
+        return spread_stride(e, self.config, self.heads) if self.config.decoupled else e
 
     def Q(self, h):                 # query head h of the group being attended: q, partial, state, out
         return self.PR + 2 * self.d + h * self.head_stride

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import isa
-from .banking import mm_extra_cycles
+from .banking import mm_extra_cycles, operand_stride
 from .numerics import EXP_TABLE, Q16_ONE, quantize, s8, u32
 
 __all__ = ["PrefillLayout", "PrefillError", "ext_image", "program", "reference", "results", "needed_config",
@@ -78,13 +78,9 @@ class PrefillLayout:
                                    f"strides' 12 bits (4095): d_model, d or tokens must be smaller")
 
     def _stride(self, words):
-        """The row stride of an operand of ``words`` words a row: packed in order; decoupled, the smallest odd
-        multiple of ``2 Nb`` that holds it."""
-        if not self.config.decoupled:
-            return words
-        unit = 2 * self.config.sp_banks
-        n = -(-words // unit)
-        return unit * (n if n % 2 else n + 1)
+        """The row stride of an operand of ``words`` words a row: packed in order; decoupled,
+        ``banking.operand_stride``."""
+        return operand_stride(words, self.config) if self.config.decoupled else words
 
     def _at(self, addr, side):
         """The first word at or after ``addr`` where an operand of ``side`` ("A": even ``a >> b``, "B": odd)

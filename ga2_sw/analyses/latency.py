@@ -123,16 +123,15 @@ def study_config(config, size, mode, contexts):
     context's memories (the cycle model needs no image; the sizes only have to hold the steps)."""
     # Four banks per array column: a slice's keys are a cache row (d words) apart and must sit on distinct
     # banks (docs/LONG_CONTEXT.md: on 8 banks the 4 x 4's step is 1.39 x its bound, on 16 1.01 x).
-    return config.replace(rows=size, cols=size, mode=mode, online_unit=1, max_ctx=max(contexts), sp_banks=4 * size,
-                          sp_words=Config.field_range("sp_words")[1], ext_words=Config.field_range("ext_words")[1],
-                          imem_words=Config.field_range("imem_words")[1])
+    return config.replace(rows=size, cols=size, mode=mode, online_unit=1, max_ctx=max(contexts),
+                          sp_banks=4 * size).with_largest_memories()
 
 
 def _step(config, lengths):
     """(program, cycle-model counters) of a decode step of sequences at ``lengths`` (the timing does not
     depend on the data: the requantisation parameters are placeholders)."""
-    P = {key: (1, 0) for key in ("q", "k", "v", "scores", "out")}
-    prog = decode.program(config, list(range(len(lengths))), list(lengths), P)
+    from ..online_decode import TIMING_PARAMS
+    prog = decode.program(config, list(range(len(lengths))), list(lengths), TIMING_PARAMS)
     counters, err, pc = cycles.cycle_counts(prog, config)
     if err != Err.NONE:
         raise RuntimeError(f"decode step {list(lengths)} faults with {err.name} at pc {pc}")
@@ -215,16 +214,9 @@ def verilator_samples(config, study, per_panel, seed=1, sim="verilator"):
         order = [contexts[0], contexts[-1]] + [L for L in contexts[1:-1]]
         for L in order[:per_panel]:
             lengths = [L] * panel["rows"]
-            w = decode.make_workload(cfg.replace(max_ctx=L), len(lengths), L, seed)
-            P = decode.rq_params(w)
             seqs = list(range(len(lengths)))
-            prog = decode.program(cfg, seqs, lengths, P)
-            lay = online_decode.OnlineDecodeLayout(cfg)
-            small = cfg.replace(max_ctx=L, ext_words=1 << (lay.ex_seqs_base + len(seqs) * (cfg.d_model + 2 * L * cfg.d
-                                                                                          + cfg.d) - 1).bit_length())
-            # The same program on a chip whose memories fit this step (the harness holds the whole image).
-            small = small.replace(sp_words=1 << (online_decode.OnlineDecodeLayout(small).sp_needed - 1).bit_length(),
-                                  imem_words=1 << (len(prog) - 1).bit_length())
+            # The step on a chip whose memories fit it (the harness holds the whole image).
+            small = online_decode.sized_config(cfg.replace(max_ctx=L), lengths)
             w = decode.make_workload(small, len(lengths), L, seed)
             P = decode.rq_params(w)
             prog = decode.program(small, seqs, lengths, P)

@@ -32,20 +32,20 @@ def decode_table(config, sim="model", seed=4242, lengths=None):
     of those lengths instead of the five programs."""
     from sim.backends import get_backend
     from sim.compare import compare_results
-    programs = decode_table_programs(config, seed, lengths=lengths)
-    t0 = time.perf_counter()
-    from ..cycles import cycle_counts
     from sim.backends import DEFAULT_CYCLE_LIMIT
-    # Long-context steps run for millions of cycles: the limit is the cycle model's count with a margin.
-    limit = max([DEFAULT_CYCLE_LIMIT] + [cycle_counts(p.program, config)[0].cycles + 10_000 for p in programs])
+    programs = decode_table_programs(config, seed, lengths=lengths)
+    machine = Machine(config)
+    refs = [machine.run(p.program, p.ext) for p in programs]
+    # Long-context steps run for millions of cycles: the limit is the reference's count with a margin.
+    limit = max([DEFAULT_CYCLE_LIMIT] + [r.counters.cycles + 10_000 for r in refs])
+    t0 = time.perf_counter()
     results = get_backend(sim).run_many(config, [(p.program, p.ext) for p in programs], cycle_limit=limit)
     seconds = time.perf_counter() - t0
-    ref = Machine(config)
     rows = []
-    for p, r in zip(programs, results):
+    for p, want, r in zip(programs, refs, results):
         if not r.ok:
             raise RuntimeError(f"{p.name}: {sim} faulted with {r.error.name} at pc {r.pc}")
-        match = not compare_results(ref.run(p.program, p.ext), r)
+        match = not compare_results(want, r)
         macs, words = traffic(p.program)
         c = r.counters
         rows.append({"name": p.name, "mode": config.mode.value, "batch": p.batch, "lengths": list(p.lengths), "cycles": c.cycles,
@@ -221,23 +221,14 @@ def table_config(args):
     """The command line's chip. With the online unit, the memories not given are sized to the steps: the
     smallest powers of two that hold the layout, ``rows`` sequences and the longest program."""
     from ..cli import config_from_args
-    from ..online_decode import OnlineDecodeLayout
+    from ..online_decode import sized_config
     config = config_from_args(args)
     if not config.online_unit:
         return config
     given = {name: getattr(args, f"cfg_{name}") for name in SIZED}
-    roomy = config.replace(sp_words=Config.field_range("sp_words")[1], ext_words=Config.field_range("ext_words")[1],
-                           imem_words=Config.field_range("imem_words")[1])
-    lay = OnlineDecodeLayout(roomy)
-    lengths = args.lengths or [config.max_ctx] * config.rows
-    from ..online_decode import program
-    length = len(program(roomy, list(range(len(lengths))), list(lengths), {k: (1, 0) for k in
-                                                                           ("q", "k", "v", "scores", "out")}))
-    power = lambda n, least: max(least, 1 << (n - 1).bit_length())
-    sized = {"sp_words": power(lay.sp_needed, config.sp_banks * 8),
-             "ext_words": power(lay.ex_seqs_base + config.rows * lay.ex_seq_words, 64),
-             "imem_words": power(length, 2)}
-    return config.replace(**{name: given[name] if given[name] is not None else sized[name] for name in SIZED})
+    sized = sized_config(config, args.lengths or [config.max_ctx] * config.rows, sequences=config.rows)
+    return config.replace(**{name: given[name] if given[name] is not None else getattr(sized, name)
+                             for name in SIZED})
 
 
 def _check(args):

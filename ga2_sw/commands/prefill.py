@@ -5,17 +5,13 @@ import sys
 import time
 
 from ..analyses.common import finish_plot, json_option, plot_option, table, write_json
-from ..config import Config
+from ..config import Config, memory_words
 from ..options import SEED, Int
 
 __all__ = ["register", "prefill_config", "run_prefill"]
 
 # The fields the command sizes to the prefill unless they are given: the memories and the context.
 SIZED = ("sp_words", "ext_words", "imem_words", "max_ctx", "sm_max_len")
-
-
-def _power_of_two(n, least):
-    return max(least, 1 << (n - 1).bit_length())
 
 
 def prefill_config(args):
@@ -34,11 +30,10 @@ def prefill_config(args):
     ctx = given["max_ctx"] or T
     if ctx < T:
         raise PrefillError(f"--max-ctx is {ctx}, but the prefill holds {T} tokens (give at least {T}, or leave it out)")
-    shape = base.replace(max_ctx=ctx, sm_max_len=sm, sp_words=Config.field_range("sp_words")[1],
-                         ext_words=Config.field_range("ext_words")[1], imem_words=Config.field_range("imem_words")[1])
+    shape = base.replace(max_ctx=ctx, sm_max_len=sm).with_largest_memories()
     sp, ext, length = needed_config(shape, T)
-    sizes = {"sp_words": (sp, _power_of_two(sp, base.sp_banks * 8)), "ext_words": (ext, _power_of_two(ext, 64)),
-             "imem_words": (length, _power_of_two(length, 2))}
+    sizes = {"sp_words": (sp, memory_words(sp, base.sp_banks * 8)), "ext_words": (ext, memory_words(ext, 64)),
+             "imem_words": (length, memory_words(length, 2))}
     fields = {}
     for name, (needed, sized) in sizes.items():
         value = given[name]

@@ -28,8 +28,8 @@ SMOLLM2 = {"blocks": 30, "d_model": 576, "heads": 9, "kv_heads": 3, "d": 64}
 
 def _chip(size):
     """The chip of the table: size x size, decoupled, the online unit, four banks per column."""
-    return Config(rows=size, cols=size, mode="decoupled", online_unit=1, sp_banks=4 * size, d=64,
-                  sp_words=65536, ext_words=1 << 24, imem_words=65536)
+    return Config(rows=size, cols=size, mode="decoupled", online_unit=1, sp_banks=4 * size,
+                  d=64).with_largest_memories()
 
 
 def projection_program(config, batch, d_model, q_rows, kv_rows, v_mn=(1, 0)):
