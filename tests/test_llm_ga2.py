@@ -244,3 +244,10 @@ def test_block_cycle_programs():
     small = block_cycles(4, 2, 70)
     assert small["projection"] >= small["weights"] and small["attention"] >= small["kv"]
     assert small["weights"] == 15 * 64 * 576 and small["kv"] == 2 * 3 * 2 * 70 * 64
+
+
+def test_cycles_command_refuses_a_chip_without_a_batch(capsys):
+    from ga2_sw.cli import main
+    assert main(["llm", "cycles", "--chips", "3", "--batches", "4,8"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--batches" in err and "3x3" in err and len(err.splitlines()) == 1

@@ -179,6 +179,14 @@ def _cycles(args):
     return 0
 
 
+def _check_cycles(args):
+    """Every chip gets at least one batch: a batch runs on a chip with at least as many array rows."""
+    for size in args.chips:
+        if not any(b <= size for b in args.batches):
+            raise ValueError(f"--batches: none of {', '.join(map(str, args.batches))} fits the {size}x{size} chip "
+                             f"(a batch is at most the array's {size} rows)")
+
+
 def print_cycles(rows):
     """The cycles-per-token table of ``ga2_sw.llm.step_cycles.table`` (``ga2 llm cycles`` and ``ga2 llm eval``)."""
     from ..analyses.common import table
@@ -255,7 +263,7 @@ def register(sub):
                    help="context lengths (default 64,256,1024)")
     y.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
     y.add_argument("--no-progress", action="store_true", help="no progress bar")
-    y.set_defaults(func=_cycles)
+    y.set_defaults(func=_cycles, check=_check_cycles)
     c = llm.add_parser("scores", help="how large real attention logits get, per block, against GA-2's score ranges")
     c.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
     c.set_defaults(func=_scores, check=_check_model)
