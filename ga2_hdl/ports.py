@@ -10,7 +10,7 @@ from ga2_sw.config import Config
 from ga2_sw.isa import EXT_ADDR_BITS, FIELDS, SLOTS, INSTR_BITS, WIDE, Err, units_of
 
 __all__ = ["InstrLayout", "ext_address", "access_layout", "issue_layout", "UnitSignature", "HostSignature", "DebugSignature", "SpReadSignature",
-           "SpWriteSignature", "ExtSignature", "Unit", "check_config", "sp_addr_width", "ext_addr_width", "imem_addr_width",
+           "SpWriteSignature", "ExtSignature", "ext_signature", "ext_beat_addr_width", "Unit", "check_config", "sp_addr_width", "ext_addr_width", "imem_addr_width",
            "pc_width", "WORD", "COUNTER_WIDTH", "COUNTERS", "ERR_WIDTH"]
 
 WORD = 32
@@ -80,6 +80,11 @@ def ext_addr_width(config):
     return max(1, ceil_log2(config.ext_words))
 
 
+def ext_beat_addr_width(config):
+    """Bits of a beat address: the element address's bits less the byte lane's (``ga2_sw.packing``)."""
+    return max(1, ceil_log2(config.ext_words // config.bus_bytes))
+
+
 class SpReadSignature(wiring.Signature):
     """A synchronous scratchpad read port, seen from the unit that reads: ``data`` is the word at the
     ``addr`` presented in the previous cycle with ``en`` high."""
@@ -97,10 +102,33 @@ class SpWriteSignature(wiring.Signature):
 class ExtSignature(wiring.Signature):
     """The external-memory port, seen from the chip. A read request (``re``) or a write (``we`` with
     ``wdata``) may be made every cycle. The data of a read made in cycle t arrives in cycle t + latency
-    with ``rvalid`` high; the memory (the simulation harness) has a fixed latency and never stalls."""
-    def __init__(self, addr_width):
-        super().__init__({"addr": Out(addr_width), "re": Out(1), "we": Out(1), "wdata": Out(WORD),
-                          "rdata": In(WORD), "rvalid": In(1)})
+    with ``rvalid`` high; the memory (the simulation harness) has a fixed latency and never stalls.
+
+    With ``bus_bytes`` = 1 a beat is one 32-bit word at word address ``addr``. With W = ``bus_bytes`` > 1 a beat
+    is W bytes, ``addr`` is the beat's address (element address // W), byte lane j of ``rdata``/``wdata`` is
+    element ``addr * W + j``, and a write stores only the lanes whose ``wstrb`` bit is set
+    (``ga2_sw.packing``)."""
+    def __init__(self, addr_width, bus_bytes=1):
+        self._bus_bytes = bus_bytes
+        width = WORD if bus_bytes == 1 else 8 * bus_bytes
+        strobe = {"wstrb": Out(bus_bytes)} if bus_bytes > 1 else {}
+        super().__init__({"addr": Out(addr_width), "re": Out(1), "we": Out(1), "wdata": Out(width), **strobe,
+                          "rdata": In(width), "rvalid": In(1)})
+
+    @property
+    def bus_bytes(self):
+        return self._bus_bytes
+
+    def __eq__(self, other):
+        return type(other) is ExtSignature and other.members == self.members
+
+    def __repr__(self):
+        return f"ExtSignature({len(self.members['addr'].shape)}, bus_bytes={self._bus_bytes})"
+
+
+def ext_signature(config):
+    """The external-memory port of ``config``'s chip: its width in beats (``bus_bytes``) and beat addresses."""
+    return ExtSignature(ext_beat_addr_width(config), config.bus_bytes)
 
 
 class UnitSignature(wiring.Signature):
@@ -206,3 +234,9 @@ class Unit(wiring.Component):
         """The unit's scratchpad read ports. A unit with one port shares its lane's memory port with the
         lane's other units (a lane runs one instruction at a time); several ports each get a memory port."""
         return [self.sp_rd]
+
+    @property
+    def write_ports(self):
+        """The unit's scratchpad write ports: one, shared with its lane's other units, unless a unit writes
+        several words a cycle (the packed DMA), when each gets a memory port."""
+        return [self.sp_wr]

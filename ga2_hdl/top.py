@@ -13,14 +13,15 @@ from .banked_scratchpad import BankedScratchpad
 from .dma import DMA
 from .matrix_unit import MatrixUnit
 from .online_unit import OnlineUnit
-from .ports import DebugSignature, ExtSignature, HostSignature, SpReadSignature, ext_addr_width, sp_addr_width
+from .packed_dma import PackedDMA
+from .ports import DebugSignature, HostSignature, SpReadSignature, ext_signature, sp_addr_width
 from .requantiser import Requantiser
 from .scratchpad import Scratchpad
 from .sequencer import Sequencer
 from .softmax import Softmax
 from .valid_chain import delayed
 
-__all__ = ["GA2", "UNIT_CLASSES"]
+__all__ = ["GA2", "UNIT_CLASSES", "unit_class"]
 
 # The execution unit of each name in ga2_sw.isa.UNITS: a class taking the Config.
 UNIT_CLASSES = {
@@ -31,6 +32,13 @@ UNIT_CLASSES = {
     "osm": OnlineUnit,
 }
 assert set(UNIT_CLASSES) == set(UNITS)
+
+
+def unit_class(name, config):
+    """The class of unit ``name`` on ``config``'s chip: UNIT_CLASSES's, but a packed external port
+    (``bus_bytes`` > 1) has the packed DMA, a scratchpad port per byte lane."""
+    return PackedDMA if name == "dma" and config.bus_bytes > 1 else UNIT_CLASSES[name]
+
 
 # The host's debug reads share a lane's read port (they happen only while no unit is busy): in order the chip's
 # only one; decoupled the DMA lane's, port A of the banks, whose data is not registered, so that the compute
@@ -57,24 +65,25 @@ class GA2(wiring.Component):
     def __init__(self, config):
         self._config = config
         super().__init__({"host": In(HostSignature(config)), "debug": In(DebugSignature(sp_addr_width(config))),
-                          "ext": Out(ExtSignature(ext_addr_width(config)))})
+                          "ext": Out(ext_signature(config))})
         # Built here, not in elaborate(), so that testbenches can peek at the memories.
         self.sequencer = Sequencer(config)
-        self.units = {name: UNIT_CLASSES[name](config) for name in units_of(config)}
+        self.units = {name: unit_class(name, config)(config) for name in units_of(config)}
         self._debug_rd = SpReadSignature(sp_addr_width(config)).create(path=("debug_rd",))
         self._reads, self._writes = self._port_groups()
         groups = dict(reads={g: len(p) for g, p in self._reads.items()},
                       writes={g: len(p) for g, p in self._writes.items()})
         # In order, one memory with one read and one write port; decoupled, banks whose port A is the DMA lane's.
-        self.scratchpad = (BankedScratchpad(config, **groups, port_a=("dma",), first=("vector",))
+        dma_groups = tuple(sorted(g for g in groups["reads"].keys() | groups["writes"].keys() if g.startswith("dma")))
+        self.scratchpad = (BankedScratchpad(config, **groups, port_a=dma_groups, first=("vector",))
                            if config.decoupled else Scratchpad(config, **groups))
         if config.decoupled:        # the units wait as long for their data as the banks take
             assert all(self.scratchpad.read_latency(g) == compute_read_latency(config)
-                       for g in self._reads if g not in ("dma", "vector")), \
+                       for g in self._reads if g not in dma_groups + ("vector",)), \
                 "port B's read latency (ga2_sw.timing.compute_read_latency) is the banked scratchpad's"
             assert self.scratchpad.read_latency("vector") == vector_read_latency(config), \
                 "the vector lane's read latency (ga2_sw.timing) is the banked scratchpad's"
-            assert self.scratchpad.read_latency("dma") == dma_read_latency(config), \
+            assert all(self.scratchpad.read_latency(g) == dma_read_latency(config) for g in dma_groups), \
                 "the DMA lane's read latency (ga2_sw.timing) is the banked scratchpad's"
         self._debug_extra = DEBUG_READ_LATENCY - self.scratchpad.read_latency(DEBUG_GROUP[config.decoupled])
         assert self._debug_extra >= 0, "the debug reads' latency covers the scratchpad's"
@@ -86,17 +95,20 @@ class GA2(wiring.Component):
     def _port_groups(self):
         """Which scratchpad port serves which unit port. A lane runs one instruction at a time, so the units
         of a lane share one memory port for reads and one for writes (in order, the whole chip is one lane);
-        a unit with several read ports (the streaming matrix unit) has a memory port for each. The host's
-        debug reads share a read port with a lane (DEBUG_GROUP; they happen only while no unit is busy)."""
+        a unit with several read ports (the streaming matrix unit) has a memory port for each. The packed DMA's
+        byte lanes each have a read and a write port: lane 0 in the DMA lane's groups, lane j in ``dma<j>``,
+        all on port A of the banks. The host's debug reads share a read port with a lane (DEBUG_GROUP; they
+        happen only while no unit is busy)."""
         decoupled = self._config.decoupled
         reads, writes = {DEBUG_GROUP[decoupled]: [self._debug_rd]}, {}
         for name, unit in self.units.items():
             lane = unit_lane(name) if decoupled else "shared"
-            if len(unit.read_ports) == 1:
-                reads.setdefault(lane, []).append(unit.read_ports[0])
-            else:
-                reads.update({f"{name}{n}": [port] for n, port in enumerate(unit.read_ports)})
-            writes.setdefault(lane, []).append(unit.sp_wr)
+            for ports, groups in ((unit.read_ports, reads), (unit.write_ports, writes)):
+                if len(ports) == 1 or name == "dma":
+                    groups.setdefault(lane, []).append(ports[0])
+                    groups.update({f"{lane}{n}": [port] for n, port in enumerate(ports) if n})
+                else:
+                    groups.update({f"{name}{n}": [port] for n, port in enumerate(ports)})
         return reads, writes
 
     def elaborate(self, platform):

@@ -56,6 +56,8 @@ def config_from_args(args):
     """The Config of a command's options. A field whose option defaults to None (a command that sizes it
     itself, as ``ga2 prefill`` sizes the memories) takes Config's default here."""
     fields = {k[4:]: v for k, v in vars(args).items() if k.startswith("cfg_") and v is not None}
+    if "mode" not in fields and getattr(args, "mode", None) in Config.field_range("mode"):
+        fields["mode"] = args.mode      # a command's own --mode (decode-table's), when it names one mode
     if "online_unit" not in fields:     # a context longer than one softmax holds streams through the online unit
         fields["online_unit"] = int(fields.get("max_ctx", Config.max_ctx) > fields.get("sm_max_len", Config.sm_max_len))
     return Config(**fields)

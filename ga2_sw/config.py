@@ -4,7 +4,7 @@ from dataclasses import dataclass, fields, asdict, replace
 import enum
 import json
 
-__all__ = ["Config", "DEFAULT", "Mode", "MODES", "COMMAND_MODE", "memory_words"]
+__all__ = ["Config", "DEFAULT", "Mode", "MODES", "BUS_BYTES", "COMMAND_MODE", "memory_words"]
 
 
 class Mode(enum.Enum):
@@ -17,6 +17,10 @@ class Mode(enum.Enum):
 
 
 MODES = tuple(mode.value for mode in Mode)     # the names the command line and JSON use
+
+# The external data widths the chip is built for, in int8 elements (bytes) per beat: 1 is the chapter's port,
+# one element per 32-bit word; the others pack bytes (docs/ISA.md, "Packed external memory").
+BUS_BYTES = (1, 4, 8, 16)
 
 # The chip the commands build when `--mode` is not given: decoupled, 2.45x in-order's tokens per second at each
 # chip's median Fmax on the 25F (README). `Config()` itself stays the chapter's in-order chip, the one its
@@ -40,13 +44,14 @@ _RANGES = {
     "max_ctx":     (1, 4096),
     "sp_banks":    (4, 64),
     "online_unit": (0, 1),
+    "bus_bytes":   (1, 16),
 }
 
 _HELP = {
     "rows": "rows R of the systolic array (also the largest batch)",
     "cols": "columns C of the systolic array",
     "sp_words": "scratchpad size in 32-bit words",
-    "ext_words": "external memory size in 32-bit words",
+    "ext_words": "external memory size in elements (32-bit words; bytes with bus_bytes > 1)",
     "imem_words": "instruction memory size in 128-bit instructions",
     "ext_latency": "cycles from an external read request to its data",
     "sm_max_len": "longest softmax (SM len) the softmax unit buffers",
@@ -55,6 +60,8 @@ _HELP = {
     "max_ctx": "longest context (tokens) the decode layouts hold (above sm_max_len: online_unit=1 streams it)",
     "sp_banks": "scratchpad banks of the decoupled chip (a power of two; docs/ARCHITECTURE.md)",
     "online_unit": "1: build the long-context instructions SMC, RSA, NRM (docs/LONG_CONTEXT.md)",
+    "bus_bytes": "int8 elements per external-memory beat: 1 is the chapter's one element per 32-bit word; 4, 8 "
+                 "or 16 pack bytes (decoupled mode; docs/ISA.md, \"Packed external memory\")",
     "mode": "execution mode: inorder (one instruction at a time) or decoupled (DMA beside compute)",
 }
 
@@ -79,6 +86,7 @@ class Config:
     max_ctx: int = 16
     sp_banks: int = 8
     online_unit: int = 0
+    bus_bytes: int = 1
     mode: Mode = Mode.INORDER
 
     def __post_init__(self):
@@ -100,6 +108,22 @@ class Config:
         if self.mode is Mode.DECOUPLED and self.sp_words % self.sp_banks:
             raise ValueError(f"Config field 'sp_banks' must divide sp_words ({self.sp_words}) in decoupled mode, "
                              f"not {self.sp_banks!r}")
+        if self.bus_bytes not in BUS_BYTES:
+            raise ValueError(f"Config field 'bus_bytes' must be one of {', '.join(map(str, BUS_BYTES))}, "
+                             f"not {self.bus_bytes!r}")
+        if self.bus_bytes > 1:
+            # A beat's elements are written to (read from) the scratchpad in one cycle, each through its own
+            # port-A requester: only the banked scratchpad has the ports, and consecutive addresses take
+            # distinct banks only while a beat spans fewer than sp_banks of them (ga2_sw.banking).
+            if self.mode is not Mode.DECOUPLED:
+                raise ValueError(f"Config field 'bus_bytes' must be 1 in inorder mode (packed beats need the "
+                                 f"decoupled chip's banked scratchpad), not {self.bus_bytes!r}")
+            if self.bus_bytes >= self.sp_banks:
+                raise ValueError(f"Config field 'bus_bytes' must be less than sp_banks ({self.sp_banks}), "
+                                 f"not {self.bus_bytes!r}")
+            if self.ext_words % self.bus_bytes:
+                raise ValueError(f"Config field 'ext_words' must be a multiple of bus_bytes ({self.bus_bytes}), "
+                                 f"not {self.ext_words!r}")
         if self.sm_max_len < self.max_ctx and not self.online_unit:
             # (with the online unit, attention streams the context in chunks of at most sm_max_len)
             raise ValueError(f"Config field 'sm_max_len' must be at least max_ctx ({self.max_ctx}) so attention "

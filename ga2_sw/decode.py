@@ -11,9 +11,10 @@ import numpy as np
 from . import isa
 from .layout import Layout
 from .schedule import reorder
+from .packing import beats
 from .numerics import quantize, scale_for, mantissa_shift, requant, softmax_q16, s8, u32
 
-__all__ = ["Workload", "make_workload", "rq_params", "ext_image", "program", "outputs", "int_reference",
+__all__ = ["Workload", "make_workload", "rq_params", "ext_image", "program", "outputs", "int_reference", "beats_moved",
            "float_reference", "traffic"]
 
 
@@ -201,6 +202,13 @@ def int_reference(w, b, t):
 def float_reference(w, b, t):
     """Sequence b's float attention output at token t (unquantised model)."""
     return w.out[b][t - 1]
+
+
+def beats_moved(prog, config):
+    """Beats the external port moves for a program's LD and ST (``ga2_sw.packing.beats``): its memory bound
+    in cycles, a beat per cycle; the words moved when a beat is one word."""
+    return sum(beats(i.src if i.op == isa.Op.LD else i.dst, i.len, config)
+               for i in prog if i.op in (isa.Op.LD, isa.Op.ST))
 
 
 def traffic(prog):

@@ -5,6 +5,7 @@ from enum import IntEnum
 
 from .banking import mm_extra_cycles, rq_write_skew
 from .numerics import MAX_SHIFT, NRM_MAX_SHIFT
+from .packing import beats
 from .timing import STREAM_MM_OVERHEAD, dma_read_latency, nrm_busy, rq_latency, rsa_busy, sm_overhead, smc_busy
 
 __all__ = ["Op", "Err", "Instr", "FIELDS", "SLOTS", "OPS", "OpSpec", "UNITS", "LANES", "unit_ops", "unit_lane", "encode",
@@ -103,9 +104,9 @@ def _mm_busy(i, config):
 
 OPS = {
     Op.LD:   OpSpec("dma", "dma", "dma", sp=(("dst", "w"),), ext=(("src", "r"),),
-                    busy=lambda i, config: i.len + config.ext_latency),
+                    busy=lambda i, config: beats(i.src, i.len, config) + config.ext_latency),
     Op.ST:   OpSpec("dma", "dma", "dma", sp=(("src", "r"),), ext=(("dst", "w"),),
-                    busy=lambda i, config: i.len + dma_read_latency(config)),
+                    busy=lambda i, config: beats(i.dst, i.len, config) + dma_read_latency(config)),
     Op.MM:   OpSpec("mm", "matrix", "mm", sp=(("A", "r"), ("B", "r"), ("dst", "w")), busy=_mm_busy),
     Op.RQ:   OpSpec("rq", "vector", "vec", sp=(("src", "r"), ("dst", "w")),
                     busy=lambda i, config: i.len + rq_latency(config)

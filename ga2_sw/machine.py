@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 from .cycles import Counters, run_program
 from .isa import Op, Err
+from .packing import held_image, load_element, store_element
 from .numerics import nrm_word, rsa_word, s8, s32, smc_words, u32, requant, softmax_q16
 
 __all__ = ["Machine", "Result", "run"]
@@ -40,19 +41,19 @@ class Machine:
 
     def run(self, program, ext=None, sp=None):
         cfg = self.config
-        ext = _image(ext, cfg.ext_words, "External memory")
+        ext = _image(held_image(ext, cfg), cfg.ext_words, "External memory")
         sp = _image(sp, cfg.sp_words, "Scratchpad")
         # Decoupled, the scoreboard never lets two instructions with overlapping ranges run together, so the
         # memories are those of program order; only the timing differs, and the mode's timer times it.
-        counters, err, pc = run_program(program, cfg, execute=lambda instr: _execute(instr, sp, ext))
+        counters, err, pc = run_program(program, cfg, execute=lambda instr: _execute(instr, sp, ext, cfg))
         return Result(ext, sp, counters, err, pc)
 
 
-def _execute(i, sp, ext):
-    if i.op == Op.LD:
-        sp[i.dst:i.dst + i.len] = ext[i.src:i.src + i.len]
+def _execute(i, sp, ext, config):
+    if i.op == Op.LD:       # packed, each byte sign-extended; ST keeps each word's low byte (ga2_sw.packing)
+        sp[i.dst:i.dst + i.len] = [load_element(e, config) for e in ext[i.src:i.src + i.len]]
     elif i.op == Op.ST:
-        ext[i.dst:i.dst + i.len] = sp[i.src:i.src + i.len]
+        ext[i.dst:i.dst + i.len] = [store_element(w, config) for w in sp[i.src:i.src + i.len]]
     elif i.op == Op.MM:
         a = [[s8(sp[i.A + r * i.lda + k]) for k in range(i.K)] for r in range(i.M)]
         if i.tb:

@@ -76,13 +76,15 @@ class IcarusSim(Session):
         return {"EXT_WORDS": c.ext_words, "SP_WORDS": c.sp_words, "SP_BANKS": c.sp_banks if c.decoupled else 0,
                 "DEBUG_LATENCY": DEBUG_READ_LATENCY,
                 "IMEM_WORDS": c.imem_words,
-                "EXT_LATENCY": c.ext_latency, "EXT_AW": max(1, ceil_log2(c.ext_words)),
+                "EXT_LATENCY": c.ext_latency,
                 "SP_AW": max(1, ceil_log2(c.sp_words)), "IMEM_AW": max(1, ceil_log2(c.imem_words)),
-                "PC_W": ceil_log2(c.imem_words + 1)}
+                "PC_W": ceil_log2(c.imem_words + 1), "BUS_BYTES": c.bus_bytes,
+                "EXT_AW": max(1, ceil_log2(c.ext_words // c.bus_bytes))}
 
     def _build(self, root):
         params = self._params()
-        args = ["-g2005", "-s", "ga2_tb"] + [f"-Pga2_tb.{k}={v}" for k, v in params.items()]
+        args = (["-g2005", "-s", "ga2_tb"] + [f"-Pga2_tb.{k}={v}" for k, v in params.items()]
+                + (["-DGA2_PACKED"] if self.config.bus_bytes > 1 else []))
         h = hashlib.sha256()
         access = sp_access(self.config)
         for part in (self.verilog, TB.read_text(), access, json.dumps(args), _version()):

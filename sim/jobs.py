@@ -18,6 +18,7 @@ from ga2_sw.cycles import Counters
 from ga2_sw.isa import Err, INSTR_BITS
 from ga2_sw.machine import Result
 from ga2_sw.options import ToolMissing
+from ga2_sw.packing import held_image
 
 __all__ = ["Session", "DEFAULT_CYCLE_LIMIT", "HangError", "SimulatorError", "SimulatorMissing", "Job", "as_job", "check_job", "hang_message",
            "write_header", "write_job", "write_jobs", "parse_result_block", "make_result", "parse_results",
@@ -130,7 +131,7 @@ def write_header(config):
 def write_job(index, job, config):
     """One job of a job file (docs/SIMULATORS.md)."""
     words = check_job(job, config)
-    ext, sp = _trim(job.ext), _trim(job.sp)
+    ext, sp = _trim(held_image(job.ext, config)), _trim(job.sp)
     dump = (1 if job.dump_ext else 0) | (2 if job.dump_sp else 0)
     parts = [f"job {index} limit {job.cycle_limit} reset {int(bool(job.reset))} dump {dump}\n",
              f"prog {len(words)}\n"]

@@ -50,6 +50,7 @@ UNIT_TESTS = {
     "scoreboard": "tests/test_hdl_scoreboard.py",
     "scratchpad": "tests/test_banking.py",
     "online_unit": "tests/test_online_unit.py",
+    "packed_dma": "tests/test_packed.py",
 }
 
 # The fixed test selection, in its default order (see the module docstring).
@@ -65,6 +66,7 @@ SELECTION = (
     "tests/test_online_unit.py",
     "tests/test_chip_pysim.py",
     "tests/test_fault.py",
+    "tests/test_packed.py",
     "tests/test_differential.py",
 )
 
@@ -481,6 +483,20 @@ RTL_MUTANTS = (
        "out8.eq(Mux(flags[2], 0, ", "out8.eq(Mux(0, 0, "),
     _m("online: NRM's quotient one restoring step short", "online_unit",
        "for k in reversed(range(QUOTIENT_BITS)):", "for k in reversed(range(1, QUOTIENT_BITS)):"),
+    # -- the packed DMA (bus_bytes > 1: a beat of bytes, a scratchpad port per byte lane) -------------------------
+    _m("packed: the first beat leaves out its first lane", "packed_dma", "(lo <= j)", "(lo < j)"),
+    _m("packed: the last beat leaves out its last lane", "packed_dma", "(j <= hi)", "(j < hi)"),
+    _m("packed: LD zero-extends its bytes", "packed_dma", "byte[7].replicate(WORD - 8)", "Const(0, WORD - 8)"),
+    _m("packed: ST writes whole beats (no strobes)", "packed_dma", "self.ext.wstrb.eq(st_lanes)",
+       "self.ext.wstrb.eq(Mux(writing, (1 << w) - 1, 0))"),
+    _m("packed: the beat count rounds down", "packed_dma", "+ instr.len + w - 1) >> lane_bits",
+       "+ instr.len) >> lane_bits"),
+    _m("packed: every beat's reads are masked as the first's", "packed_dma",
+       "issue_more.eq(issue_left != 1), issue_first.eq(0)]", "issue_more.eq(issue_left != 1)]"),
+    _m("packed: LD swaps neighbouring lanes' words", "packed_dma", "port.addr.eq(write_sp + j)",
+       "port.addr.eq(write_sp + (j ^ 1))"),
+    _m("packed: ST writes each beat to the next beat's address", "packed_dma", "write_beat.eq(beat)",
+       "write_beat.eq(beat + 1)"),
 )
 
 

@@ -209,7 +209,7 @@ class ChipBench(Elaboratable):
     def memories(self, ctx):
         """(scratchpad, external memory) contents, read directly."""
         sp = [ctx.get(self.chip.scratchpad.cell(i)) for i in range(self.config.sp_words)]
-        ext = [ctx.get(self.extmem.mem.data[i]) for i in range(self.config.ext_words)]
+        ext = self.extmem.elements(ctx)
         return sp, ext
 
     def result(self, ctx):

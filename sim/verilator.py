@@ -345,7 +345,8 @@ class VerilatorSim(Session):
 
     # -- building --
     def _flags(self):
-        flags = list(BUILD_FLAGS) + ["-CFLAGS", f"-DGA2_DEBUG_LATENCY={DEBUG_READ_LATENCY}"]
+        flags = list(BUILD_FLAGS) + ["-CFLAGS", f"-DGA2_DEBUG_LATENCY={DEBUG_READ_LATENCY}",
+                                     "-CFLAGS", f"-DGA2_BUS_BYTES={self.config.bus_bytes}"]
         if _cpu_signature():
             flags += ["-CFLAGS", "-march=native"]
         for mf in self.tool.make_flags:

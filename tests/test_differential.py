@@ -40,6 +40,10 @@ ODD_DECOUPLED = ODD_CONFIG.replace(mode="decoupled")
 FUZZ_ONLINE = FUZZ_CONFIG.replace(online_unit=1)
 ONLINE_DECOUPLED = FUZZ_DECOUPLED.replace(online_unit=1)
 
+# Packed external memory (bus_bytes > 1, decoupled only): 4 bytes a beat on the default 8 banks, 16 on 32.
+PACKED_4 = FUZZ_DECOUPLED.replace(bus_bytes=4)
+PACKED_16 = FUZZ_DECOUPLED.replace(bus_bytes=16, sp_banks=32)
+
 BATCH = 10
 SETTINGS = dict(derandomize=True, deadline=None, database=None, print_blob=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -132,6 +136,13 @@ def test_decoupled_programs_with_the_online_instructions(sims, batch):
     check_batch(sims(ONLINE_DECOUPLED), ONLINE_DECOUPLED, batch)
 
 
+@settings(max_examples=10, **SETTINGS)
+@given(st.lists(cases(PACKED_4, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
+def test_programs_on_a_packed_port(sims, batch):
+    """Loads and stores of whole and partial beats beside compute, on words the compute lanes use."""
+    check_batch(sims(PACKED_4), PACKED_4, batch)
+
+
 def test_decoupled_fuzz_really_overlaps_and_hazards():
     """The generator's strength in decoupled mode, measured on the model: most programs run a load or
     store beside compute, many instructions wait on the scoreboard for a conflicting one in flight, many
@@ -162,8 +173,8 @@ def test_decoupled_fuzz_really_overlaps_and_hazards():
     assert tiled > 0.15 * programs, (tiled, programs)    # an MM read while the last one's results drain
 
 
-@pytest.mark.parametrize("config", [FUZZ_CONFIG, ODD_CONFIG, FUZZ_DECOUPLED, ONLINE_DECOUPLED],
-                         ids=["4x4", "2x3", "4x4-decoupled", "4x4-decoupled-online"])
+@pytest.mark.parametrize("config", [FUZZ_CONFIG, ODD_CONFIG, FUZZ_DECOUPLED, ONLINE_DECOUPLED, PACKED_4],
+                         ids=["4x4", "2x3", "4x4-decoupled", "4x4-decoupled-online", "4x4-packed-4"])
 def test_every_fault_kind(sims, config):
     """Each fault kind, several times: the reference machine raises the intended error, and the RTL agrees."""
     batch, expected = [], []
@@ -178,8 +189,8 @@ def test_every_fault_kind(sims, config):
     assert {r.error for r in results} == set(Err) - {Err.NONE}      # every code is reached
 
 
-@pytest.mark.parametrize("config", [FUZZ_CONFIG, FUZZ_DECOUPLED, FUZZ_ONLINE, ONLINE_DECOUPLED],
-                         ids=["inorder", "decoupled", "inorder-online", "decoupled-online"])
+@pytest.mark.parametrize("config", [FUZZ_CONFIG, FUZZ_DECOUPLED, FUZZ_ONLINE, ONLINE_DECOUPLED, PACKED_4, PACKED_16],
+                         ids=["inorder", "decoupled", "inorder-online", "decoupled-online", "packed-4", "packed-16"])
 def test_seeded_fuzz(capsys, config):
     """The `ga2 fuzz` loop itself: 300 seeded programs, fast path (no Hypothesis)."""
     done, seconds, failure = fuzz(config, 300, seed=2024, progress=False)

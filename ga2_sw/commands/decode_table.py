@@ -6,11 +6,12 @@ import time
 
 from ..analyses.common import finish_plot, json_option, plot_option, table, write_json
 from ..cycles import DecoupledTimer, InorderTimer, lane_of
-from ..decode import traffic
+from ..decode import beats_moved, traffic
 from ..isa import LANES
 from ..machine import Machine
 from ..config import Config
 from ..options import SEED, Int, IntList
+from ..packing import element_bytes, packed
 from ..workloads import decode_table_programs
 
 __all__ = ["register", "decode_table", "CHAPTER_CYCLES"]
@@ -47,11 +48,13 @@ def decode_table(config, sim="model", seed=4242, lengths=None):
             raise RuntimeError(f"{p.name}: {sim} faulted with {r.error.name} at pc {r.pc}")
         match = not compare_results(want, r)
         macs, words = traffic(p.program)
+        moved = beats_moved(p.program, config)
         c = r.counters
         rows.append({"name": p.name, "mode": config.mode.value, "batch": p.batch, "lengths": list(p.lengths), "cycles": c.cycles,
                      "mm_cycles": c.mm, "dma_cycles": c.dma, "vec_cycles": c.vec, "instructions": c.instructions,
-                     "macs": macs, "words": words, "memory_bound": words,
-                     "of_memory_bound": round(words / c.cycles, 4), "matches_reference": match,
+                     "macs": macs, "words": words, "beats": moved, "bytes": words * element_bytes(config),
+                     "bus_bytes": config.bus_bytes, "memory_bound": moved,
+                     "of_memory_bound": round(moved / c.cycles, 4), "matches_reference": match,
                      "chapter_cycles": CHAPTER_CYCLES.get(_chapter_key(p)) if lengths is None and config.rows == 4
                      and config.cols == 4 and config.max_ctx == 16 and config.d == 16 and config.d_model == 16
                      else None})
@@ -62,30 +65,37 @@ def _print(rows, config, sim, seconds):
     peak = config.rows * config.cols
     body = []
     for r in rows:
-        intensity = r["macs"] / r["words"]
+        intensity = r["macs"] / r["beats"]
         achieved = r["macs"] / r["cycles"]
-        ceiling = min(peak, intensity)               # memory moves 1 word per cycle
+        ceiling = min(peak, intensity)               # memory moves 1 beat per cycle
         overlap = (f"{r['cycles'] / max(r['dma_cycles'], r['cycles'] - r['dma_cycles']):.2f}x"
                    if not config.decoupled else "--")
-        body.append([r["name"], r["cycles"], f"{r['cycles'] / r['batch']:,.0f}", r["macs"], r["words"],
+        body.append([r["name"], r["cycles"], f"{r['cycles'] / r['batch']:,.0f}", r["macs"],
+                     *([r["words"], r["beats"]] if packed(config) else [r["words"]]),
                      f"{intensity:.2f}", f"{achieved:.3f}", f"{ceiling:.2f}", f"{100 * achieved / ceiling:.1f}%",
-                     f"{100 * r['words'] / r['cycles']:.1f}%", overlap,
+                     f"{100 * r['beats'] / r['cycles']:.1f}%", overlap,
                      "--" if r["chapter_cycles"] is None else f"{r['chapter_cycles']:,}",
                      "yes" if r["matches_reference"] else "NO"])
+    unit = "beat" if packed(config) else "word"
+    port = f"{config.bus_bytes} bytes per beat" if packed(config) else "1 word"
     print(f"decode steps on {sim} ({config.rows}x{config.cols} array, peak {peak} MAC/cycle, "
-          f"memory 1 word/cycle, {config.mode.value} mode)")
-    print(table(["program", "cycles", "per token", "MACs", "words", "MAC/word", "achieved", "ceiling",
+          f"memory {port}/cycle, {config.mode.value} mode)")
+    moved = ["bytes", "beats"] if packed(config) else ["words"]
+    print(table(["program", "cycles", "per token", "MACs", *moved, f"MAC/{unit}", "achieved", "ceiling",
                  "of ceiling", "of mem bound", "if overlapped", "chapter", "= model"], body,
-                ["<"] + [">"] * 12))
+                ["<"] + [">"] * (11 + len(moved))))
     total = sum(r["cycles"] for r in rows)
     words = sum(r["words"] for r in rows)
+    beats = sum(r["beats"] for r in rows)
     chapter = [r["chapter_cycles"] for r in rows]
-    line = f"total {total:,} cycles for {words:,} words moved ({100 * words / total:.1f}% of the memory bound)"
+    line = (f"total {total:,} cycles for {words:,} words moved ({100 * words / total:.1f}% of the memory bound)"
+            if not packed(config) else f"total {total:,} cycles for {words:,} bytes in {beats:,} beats "
+            f"({100 * beats / total:.1f}% of the memory bound, a beat per cycle)")
     if all(chapter):
         line += f"; the chapter's chip: {sum(chapter):,} cycles ({sum(chapter) / total:.2f}x slower)"
     print(line)
-    print("('achieved' = MACs / cycles; 'ceiling' = min(peak, MAC/word x 1 word/cycle); 'of mem bound' = words / "
-          "cycles; 'if overlapped' = cycles / max(DMA, non-DMA): the gain if loads ran under compute)")
+    print(f"('achieved' = MACs / cycles; 'ceiling' = min(peak, MAC/{unit} x 1 {unit}/cycle); 'of mem bound' = "
+          f"{unit}s / cycles; 'if overlapped' = cycles / max(DMA, non-DMA): the gain if loads ran under compute)")
     cps = total / seconds if seconds > 0 else float("inf")
     print(f"{sim}: {total:,} cycles simulated in {seconds:.2f} s of wall time, building and loading included "
           f"({cps:,.0f} cycles/s; `ga2 bench-sim` measures the simulation alone)", file=sys.stderr)

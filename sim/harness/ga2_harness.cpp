@@ -50,6 +50,27 @@ typedef VerilatedVcdC TraceFile;
 #define EXT_PORT(name) ext___05F##name
 #define HOST_PORT(name) host___05F##name
 #define DEBUG_PORT(name) debug___05F##name
+// The external port's beat: GA2_BUS_BYTES = 1 is one 32-bit word per beat (the chapter's port); W > 1 is W
+// bytes per beat, the memory holding one byte per element (ga2_sw/packing.py): `addr` is a beat address, byte
+// lane j of rdata/wdata is element addr * W + j, and a write stores only the lanes of `wstrb`. Passed in by
+// sim/verilator.py, like the latency below; the port's width in the model is Verilator's to choose
+// (IData, QData or VlWide), so the lanes are read and written through the overloads below.
+#ifndef GA2_BUS_BYTES
+#define GA2_BUS_BYTES 1
+#endif
+template <typename T> static inline uint32_t lane_byte(const T& v, unsigned j) {
+    return static_cast<uint32_t>((v >> (8 * j)) & 0xFF);
+}
+template <std::size_t N> static inline uint32_t lane_byte(const VlWide<N>& v, unsigned j) {
+    return (v[j / 4] >> (8 * (j % 4))) & 0xFF;
+}
+template <typename T> static inline void set_lane_byte(T& v, unsigned j, uint32_t b) {
+    v = static_cast<T>((v & ~(static_cast<T>(0xFF) << (8 * j))) | (static_cast<T>(b & 0xFF) << (8 * j)));
+}
+template <std::size_t N> static inline void set_lane_byte(VlWide<N>& v, unsigned j, uint32_t b) {
+    v[j / 4] = (v[j / 4] & ~(0xFFu << (8 * (j % 4)))) | ((b & 0xFF) << (8 * (j % 4)));
+}
+
 #ifndef GA2_DEBUG_LATENCY   // cycles from a debug address to its data: ga2_sw.timing.DEBUG_READ_LATENCY, passed in
 #error "build with -DGA2_DEBUG_LATENCY=<ga2_sw.timing.DEBUG_READ_LATENCY> (sim/verilator.py does)"
 #endif
@@ -201,7 +222,9 @@ struct Job {
 class Bench {
 public:
     Bench(const Config& cfg, const char* trace_path) : cfg_(cfg), ext_(cfg.ext_words, 0),
-                                                      pipe_v_(cfg.ext_latency, 0), pipe_d_(cfg.ext_latency, 0) {
+                                                      pipe_v_(cfg.ext_latency, 0),
+                                                      pipe_d_(cfg.ext_latency * GA2_BUS_BYTES, 0) {
+        if (cfg.ext_words % GA2_BUS_BYTES) die("ext_words is not a multiple of the build's bus bytes");
         ctx_.reset(new VerilatedContext);
         top_.reset(new Vga2(ctx_.get(), "TOP"));
         // The scratchpad has no host write port: its memories are made public by the build (public_flat_rw in
@@ -364,7 +387,12 @@ private:
 
     inline void set_ext_inputs() {
         top_->EXT_PORT(rvalid) = pipe_v_[cfg_.ext_latency - 1];
+#if GA2_BUS_BYTES == 1
         top_->EXT_PORT(rdata) = pipe_d_[cfg_.ext_latency - 1];
+#else
+        const uint32_t* beat = &pipe_d_[(cfg_.ext_latency - 1) * GA2_BUS_BYTES];
+        for (unsigned j = 0; j < GA2_BUS_BYTES; ++j) set_lane_byte(top_->EXT_PORT(rdata), j, beat[j]);
+#endif
     }
 
     // One clock cycle: settle with clk low and the current inputs, sample the memory port, clock edge, then
@@ -374,7 +402,13 @@ private:
         GA2_EVAL(top_);
         const uint32_t addr = top_->EXT_PORT(addr);
         const bool re = top_->EXT_PORT(re), we = top_->EXT_PORT(we);
+#if GA2_BUS_BYTES == 1
         const uint32_t wdata = top_->EXT_PORT(wdata);
+#else
+        uint32_t wbytes[GA2_BUS_BYTES];
+        for (unsigned j = 0; j < GA2_BUS_BYTES; ++j) wbytes[j] = lane_byte(top_->EXT_PORT(wdata), j);
+        const uint32_t wstrb = top_->EXT_PORT(wstrb);
+#endif
 #if GA2_HAS_TRACE
         if (trace_) trace_->dump(static_cast<uint64_t>(2 * time_));
 #endif
@@ -385,15 +419,23 @@ private:
 #endif
         ++time_;
         const unsigned lat = cfg_.ext_latency;
+        const unsigned W = GA2_BUS_BYTES;
         for (unsigned k = lat - 1; k > 0; --k) {
             pipe_v_[k] = pipe_v_[k - 1];
-            pipe_d_[k] = pipe_d_[k - 1];
+            for (unsigned j = 0; j < W; ++j) pipe_d_[k * W + j] = pipe_d_[(k - 1) * W + j];
         }
-        const bool in_range = addr < cfg_.ext_words;
+        const bool in_range = addr < cfg_.ext_words / W;
         if ((re || we) && !in_range) ++oob_;
         pipe_v_[0] = re;
+#if GA2_BUS_BYTES == 1
         if (re) pipe_d_[0] = in_range ? ext_[addr] : 0;   // the old word: the write below lands after
         if (we && in_range) ext_[addr] = wdata;
+#else
+        if (re) for (unsigned j = 0; j < W; ++j) pipe_d_[j] = in_range ? ext_[addr * W + j] : 0;   // old bytes
+        if (we && in_range)
+            for (unsigned j = 0; j < W; ++j)
+                if ((wstrb >> j) & 1) ext_[addr * W + j] = wbytes[j];
+#endif
         set_ext_inputs();
     }
 
@@ -404,7 +446,7 @@ private:
     std::unique_ptr<TraceFile> trace_;
 #endif
     std::vector<uint32_t> ext_;
-    std::vector<uint32_t> pipe_v_, pipe_d_;   // stage 1 .. ext_latency of the read pipeline
+    std::vector<uint32_t> pipe_v_, pipe_d_;   // stage 1 .. ext_latency of the read pipeline (pipe_d_: W each)
     std::vector<uint32_t*> sp_mems_;          // the scratchpad's memory, or its banks
     unsigned bank_bits_ = 0;
     unsigned imem_dirty_ = 0;                 // instruction words that may be nonzero

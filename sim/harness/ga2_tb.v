@@ -23,6 +23,11 @@ module ga2_tb;
     parameter SP_AW = 12;
     parameter IMEM_AW = 10;
     parameter PC_W = 11;
+    // The external port's beat (ga2_sw/packing.py): BUS_BYTES = 1 is one 32-bit word, W > 1 is W bytes, the
+    // memory holding one byte per element, EXT_AW bits of beat address, byte lane j being element addr * W + j,
+    // writes storing only the lanes of wstrb (connected when sim/icarus.py defines GA2_PACKED).
+    parameter BUS_BYTES = 1;
+    localparam EXT_DW = BUS_BYTES == 1 ? 32 : 8 * BUS_BYTES;
 
     reg clk = 1'b0;
     reg rst = 1'b0;
@@ -38,8 +43,9 @@ module ga2_tb;
     wire [31:0] cycles, mm_cycles, dma_cycles, vec_cycles, instructions;
     wire [EXT_AW-1:0] ext_addr;
     wire ext_re, ext_we;
-    wire [31:0] ext_wdata;
-    reg [31:0] ext_rdata = 32'd0;
+    wire [EXT_DW-1:0] ext_wdata;
+    wire [BUS_BYTES-1:0] ext_wstrb;
+    reg [EXT_DW-1:0] ext_rdata = 0;
     reg ext_rvalid = 1'b0;
 
     ga2 dut (
@@ -50,18 +56,25 @@ module ga2_tb;
         .debug__addr(dbg_sp_addr), .debug__data(dbg_sp_data),
         .ext__addr(ext_addr), .ext__re(ext_re), .ext__we(ext_we), .ext__wdata(ext_wdata),
         .ext__rdata(ext_rdata), .ext__rvalid(ext_rvalid)
+`ifdef GA2_PACKED
+        , .ext__wstrb(ext_wstrb)
+`endif
     );
+`ifndef GA2_PACKED
+    assign ext_wstrb = 1'b1;
+`endif
 
     // -- the external memory and its read pipeline (stage 0 .. EXT_LATENCY-1) --
     reg [31:0] ext [0:EXT_WORDS-1];
     reg pv [0:EXT_LATENCY-1];
-    reg [31:0] pd [0:EXT_LATENCY-1];
+    reg [EXT_DW-1:0] pd [0:EXT_LATENCY-1];
     reg [63:0] oob;
 
     reg s_re, s_we;
     reg [EXT_AW-1:0] s_addr;
-    reg [31:0] s_wdata;
-    integer k;
+    reg [EXT_DW-1:0] s_wdata;
+    reg [BUS_BYTES-1:0] s_wstrb;
+    integer k, j;
 
     // One clock cycle: let the inputs settle, sample the memory port, clock edge, then the memory's edge.
     task tick;
@@ -71,16 +84,24 @@ module ga2_tb;
             s_we = ext_we;
             s_addr = ext_addr;
             s_wdata = ext_wdata;
+            s_wstrb = ext_wstrb;
             clk = 1'b1;
             #1;
             for (k = EXT_LATENCY - 1; k > 0; k = k - 1) begin
                 pv[k] = pv[k - 1];
                 pd[k] = pd[k - 1];
             end
-            if ((s_re || s_we) && s_addr >= EXT_WORDS) oob = oob + 1;
+            if ((s_re || s_we) && s_addr >= EXT_WORDS / BUS_BYTES) oob = oob + 1;
             pv[0] = s_re;
-            if (s_re) pd[0] = (s_addr < EXT_WORDS) ? ext[s_addr] : 32'd0;   // old word: the write lands after
-            if (s_we && s_addr < EXT_WORDS) ext[s_addr] = s_wdata;
+            if (BUS_BYTES == 1) begin
+                if (s_re) pd[0] = (s_addr < EXT_WORDS) ? ext[s_addr] : 32'd0;   // old word: the write lands after
+                if (s_we && s_addr < EXT_WORDS) ext[s_addr] = s_wdata;
+            end else begin
+                for (j = 0; j < BUS_BYTES; j = j + 1) begin
+                    if (s_re) pd[0][8 * j +: 8] = (s_addr < EXT_WORDS / BUS_BYTES) ? ext[s_addr * BUS_BYTES + j][7:0] : 8'd0;
+                    if (s_we && s_wstrb[j] && s_addr < EXT_WORDS / BUS_BYTES) ext[s_addr * BUS_BYTES + j] = {24'd0, s_wdata[8 * j +: 8]};
+                end
+            end
             ext_rvalid = pv[EXT_LATENCY - 1];
             ext_rdata = pd[EXT_LATENCY - 1];
             clk = 1'b0;
@@ -174,9 +195,9 @@ module ga2_tb;
             end
             // A fresh external memory and an empty read pipeline.
             for (i = 0; i < EXT_WORDS; i = i + 1) ext[i] = 32'd0;
-            for (i = 0; i < EXT_LATENCY; i = i + 1) begin pv[i] = 1'b0; pd[i] = 32'd0; end
+            for (i = 0; i < EXT_LATENCY; i = i + 1) begin pv[i] = 1'b0; pd[i] = 0; end
             ext_rvalid = 1'b0;
-            ext_rdata = 32'd0;
+            ext_rdata = 0;
             oob = 0;
             keyword("ext"); number; n = num;
             if (n > EXT_WORDS) fail("external image larger than the memory");

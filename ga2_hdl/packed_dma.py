@@ -1,0 +1,136 @@
+"""The packed DMA: LD and ST over an external port of W = ``bus_bytes`` int8 elements per beat."""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
+
+from ga2_sw.isa import Op
+from ga2_sw.timing import dma_read_latency
+
+from .ports import (SpReadSignature, SpWriteSignature, UnitSignature, WORD, check_config, ext_address,
+                    ext_signature, sp_addr_width)
+from .valid_chain import delayed
+
+__all__ = ["PackedDMA"]
+
+
+class PackedDMA(wiring.Component):
+    """Moves ``len`` elements between a packed external memory and the scratchpad, one beat of W bytes per
+    cycle (``ga2_sw.packing``).
+
+    An LD requests a beat every cycle and writes the beat's bytes, sign-extended, to W consecutive scratchpad
+    words in the cycle it arrives; an ST reads W consecutive words a cycle and writes their low bytes as one
+    beat when they arrive. Each byte lane has its own scratchpad port (lane j serves the elements at byte
+    lane j of their beat): consecutive words lie in distinct banks while W < ``sp_banks`` (``ga2_sw.banking``,
+    which ``Config`` requires), so the banks take a whole beat in one cycle. The first and last beats of an
+    instruction may be partial: only the lanes inside its range access the scratchpad, and an ST's strobes
+    keep the other bytes of the beat. Busy times: ``beats + ext_latency`` (LD), ``beats +
+    dma_read_latency`` (ST), as ``ga2_sw.isa.OPS`` says through ``ga2_sw.packing.beats``.
+
+    Members
+    -------
+    ctl : In(UnitSignature)
+    sp_rd : Out(SpReadSignature).array(W)
+        The lanes' read ports (ST).
+    sp_wr : Out(SpWriteSignature).array(W)
+        The lanes' write ports (LD).
+    ext : Out(ExtSignature)
+        The packed external-memory port (``ports.ext_signature``).
+    """
+
+    def __init__(self, config):
+        self._config = check_config(config)
+        if config.bus_bytes < 2:
+            raise ValueError("PackedDMA needs bus_bytes > 1; the chapter's port is ga2_hdl.dma.DMA")
+        aw, w = sp_addr_width(config), config.bus_bytes
+        super().__init__({"ctl": In(UnitSignature()), "sp_rd": Out(SpReadSignature(aw)).array(w),
+                          "sp_wr": Out(SpWriteSignature(aw)).array(w), "ext": Out(ext_signature(config))})
+
+    @property
+    def config(self):
+        return self._config
+
+    @property
+    def read_ports(self):
+        return list(self.sp_rd)
+
+    @property
+    def write_ports(self):
+        return list(self.sp_wr)
+
+    def elaborate(self, platform):
+        m = Module()
+        w, spw = self._config.bus_bytes, sp_addr_width(self._config)
+        lane_bits, beat_bits = exact_log2(w), len(self.ext.addr)
+        assert w < self._config.sp_banks, "a beat's words lie in distinct banks (Config requires it)"
+
+        # Registered from the sequencer's instruction register while idle, as in the chapter's DMA, so the
+        # start pulse drives only `busy`. The external address splits into its beat and the byte lane of its
+        # first element; the scratchpad address of lane 0 of the first beat is the range's start less that lane.
+        instr, ld = self.ctl.instr, self.ctl.instr.op == Op.LD
+        ext_addr = Mux(ld, ext_address(instr, Op.LD), ext_address(instr, Op.ST))
+        sp_addr = Mux(ld, instr.dst, instr.src)
+        first_lane, beat = ext_addr[:lane_bits], ext_addr[lane_bits:lane_bits + beat_bits]
+        last_lane = (ext_addr + instr.len - 1)[:lane_bits]
+        n_beats = (Cat(first_lane, Const(0, 1)) + instr.len + w - 1) >> lane_bits      # ga2_sw.packing.beats
+        lane0 = (sp_addr - first_lane)[:spw]
+
+        is_ld = Signal()
+        lo, hi = Signal(lane_bits), Signal(lane_bits)       # the first beat's first lane, the last beat's last
+        issue_sp, issue_beat = Signal(spw), Signal(beat_bits)
+        issue_left, issue_more, issue_first = Signal(17), Signal(), Signal()
+        write_sp, write_beat = Signal(spw), Signal(beat_bits)
+        write_left, write_first = Signal(17), Signal()
+        with m.If(~self.ctl.busy):
+            m.d.sync += [
+                is_ld.eq(ld), lo.eq(first_lane), hi.eq(last_lane),
+                issue_sp.eq(lane0), issue_beat.eq(beat), issue_left.eq(n_beats),
+                issue_more.eq(instr.len != 0), issue_first.eq(1),
+                write_sp.eq(lane0), write_beat.eq(beat), write_left.eq(n_beats), write_first.eq(1),
+            ]
+        with m.If(self.ctl.start):
+            m.d.sync += self.ctl.busy.eq(1)
+
+        def lanes(first, last):
+            """The lanes of a beat inside the range: from ``lo`` on the first beat, to ``hi`` on the last."""
+            return Cat(*((~first | (lo <= j)) & (~last | (j <= hi)) for j in range(w)))
+
+        issuing = self.ctl.busy & issue_more
+        issue_lanes = lanes(issue_first, issue_left == 1)
+        with m.If(issuing):
+            m.d.sync += [issue_sp.eq(issue_sp + w), issue_beat.eq(issue_beat + 1), issue_left.eq(issue_left - 1),
+                         issue_more.eq(issue_left != 1), issue_first.eq(0)]
+        # The lanes of an ST beat whose words are on sp_rd.data now (read dma_read_latency cycles ago).
+        st_lanes = delayed(m, Mux(issuing & ~is_ld, issue_lanes, 0), dma_read_latency(self._config), "st_lanes")
+
+        writing, write_lanes = Signal(), Signal(w)
+        with m.If(is_ld):
+            m.d.comb += [
+                self.ext.re.eq(issuing),
+                self.ext.addr.eq(issue_beat),
+                writing.eq(self.ctl.busy & self.ext.rvalid),
+                write_lanes.eq(Mux(writing, lanes(write_first, write_left == 1), 0)),
+            ]
+            for j, port in enumerate(self.sp_wr):
+                byte = self.ext.rdata[8 * j:8 * j + 8]
+                m.d.comb += [port.en.eq(write_lanes[j]), port.addr.eq(write_sp + j),
+                             port.data.eq(Cat(byte, byte[7].replicate(WORD - 8)))]
+        with m.Else():
+            m.d.comb += [
+                writing.eq(st_lanes.any()),
+                self.ext.we.eq(writing),
+                self.ext.wstrb.eq(st_lanes),
+                self.ext.addr.eq(write_beat),
+                self.ext.wdata.eq(Cat(*(port.data[:8] for port in self.sp_rd))),
+            ]
+            for j, port in enumerate(self.sp_rd):
+                m.d.comb += [port.en.eq(issuing & issue_lanes[j]), port.addr.eq(issue_sp + j)]
+        with m.If(writing):
+            m.d.sync += [write_sp.eq(write_sp + w), write_beat.eq(write_beat + 1), write_left.eq(write_left - 1),
+                         write_first.eq(0)]
+
+        m.d.comb += self.ctl.done.eq(writing & (write_left == 1))
+        with m.If(self.ctl.done):
+            m.d.sync += self.ctl.busy.eq(0)
+        return m

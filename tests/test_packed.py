@@ -1,0 +1,127 @@
+"""Packed external memory (``Config.bus_bytes`` > 1, ga2_sw/packing.py, docs/ISA.md "Packed external memory"):
+the reference machine against a numpy reading of the rules, the beat count against counting beats, the chip on
+pysim, Verilator and Icarus against the machine (memories and all five counters) at 4, 8 and 16 bytes per beat,
+and the decode steps' outputs through a packed port against the integer reference."""
+
+import random
+
+import numpy as np
+import pytest
+
+from ga2_sw.config import Config
+from ga2_sw.cycles import cycle_counts
+from ga2_sw.isa import Op, halt, ld, st
+from ga2_sw.machine import run
+from ga2_sw.packing import beats
+
+from sim.backends import get_backend
+from sim.compare import compare_results, format_program
+from sim.random_programs import FUZZ_CONFIG
+
+# The fuzz chip (sim.random_programs.FUZZ_CONFIG) decoupled, with twice as many banks as a beat has bytes (at
+# least the default 8): the builds are shared with the differential tests' packed chips.
+PACKED = {w: FUZZ_CONFIG.replace(mode="decoupled", bus_bytes=w, sp_banks=max(8, 2 * w)) for w in (4, 8, 16)}
+
+
+def numpy_dma(program, ext, sp):
+    """LD and ST of ``program`` on a byte memory, read from docs/ISA.md with numpy's int8/uint8 views (not
+    from ga2_sw.packing): a byte loads as its signed value in a 32-bit word; a word stores its low byte."""
+    ext = np.array(ext, dtype=np.uint32).astype(np.uint8)       # an image word is held as its low byte
+    sp = np.array(sp, dtype=np.uint32)
+    for i in program:
+        if i.op == Op.LD:
+            sp[i.dst:i.dst + i.len] = ext[i.src:i.src + i.len].view(np.int8).astype(np.int32).view(np.uint32)
+        elif i.op == Op.ST:
+            ext[i.dst:i.dst + i.len] = (sp[i.src:i.src + i.len] & 0xFF).astype(np.uint8)
+    return [int(x) for x in ext], [int(x) for x in sp]
+
+
+def random_dma_program(rng, config, n=12):
+    """LD and ST at any address and length, both memories' ends included, ranges overlapping each other."""
+    prog = []
+    for _ in range(n):
+        length = rng.choice((1, 2, 3, config.bus_bytes - 1, config.bus_bytes, config.bus_bytes + 1,
+                             rng.randint(1, 40)))
+        ext_addr = rng.choice((0, rng.randint(0, config.ext_words - length), config.ext_words - length))
+        sp_addr = rng.choice((0, rng.randint(0, config.sp_words - length), config.sp_words - length))
+        prog.append(ld(sp_addr, ext_addr, length) if rng.random() < 0.5 else st(sp_addr, ext_addr, length))
+    return prog + [halt()]
+
+
+def test_config_rules():
+    assert Config().bus_bytes == 1                       # the chapter's port stays the default
+    with pytest.raises(ValueError, match="must be 1 in inorder mode"):
+        Config(bus_bytes=4)
+    with pytest.raises(ValueError, match=r"less than sp_banks \(8\)"):
+        Config(mode="decoupled", bus_bytes=8)
+    with pytest.raises(ValueError, match="one of 1, 4, 8, 16"):
+        Config(mode="decoupled", bus_bytes=2)
+    with pytest.raises(ValueError, match="multiple of bus_bytes"):
+        Config(mode="decoupled", bus_bytes=4, ext_words=66)
+
+
+@pytest.mark.parametrize("w", [4, 8, 16])
+def test_beats_count_the_groups_a_range_touches(w):
+    config = PACKED[w]
+    for x in range(3 * w):
+        for n in range(1, 3 * w):
+            assert beats(x, n, config) == len({a // w for a in range(x, x + n)})
+    assert beats(5, 7, Config()) == 7                   # a word per beat on the chapter's port
+
+
+@pytest.mark.parametrize("w", [4, 8, 16])
+def test_machine_against_numpy(w):
+    config, rng = PACKED[w], random.Random(w)
+    for _ in range(40):
+        program = random_dma_program(rng, config)
+        ext = [rng.randrange(1 << 32) for _ in range(config.ext_words)]
+        sp = [rng.randrange(1 << 32) for _ in range(config.sp_words)]
+        r = run(program, config, ext, sp)
+        assert r.ok
+        assert (r.ext, r.sp) == numpy_dma(program, ext, sp), format_program(program)
+        busy = sum(beats(i.src if i.op == Op.LD else i.dst, i.len, config) for i in program[:-1])
+        assert r.counters.dma == busy + sum(config.ext_latency if i.op == Op.LD else 2 for i in program[:-1])
+
+
+def _differential(backend, config, jobs):
+    results = get_backend(backend).run_many(config, jobs)
+    for (program, ext, sp), got in zip(jobs, results):
+        ref = run(program, config, ext, sp)
+        diffs = compare_results(ref, got)
+        assert not diffs, f"{backend} differs on\n{format_program(program)}\n" + "\n".join(diffs)
+        assert cycle_counts(program, config) == (ref.counters, ref.error, ref.pc)
+
+
+def _jobs(config, n, seed):
+    rng = random.Random(seed)
+    return [(random_dma_program(rng, config), [rng.randrange(1 << 32) for _ in range(config.ext_words)],
+             [rng.randrange(1 << 32) for _ in range(config.sp_words)]) for _ in range(n)]
+
+
+@pytest.mark.parametrize("w", [4, 8, 16])
+def test_verilator_and_icarus_equal_the_machine(w):
+    """Partial first and last beats, one-beat ranges, both memories' ends, at every port width (16 bytes is a
+    128-bit port: Verilator's wide type in the harness)."""
+    config = PACKED[w]
+    for backend in ("verilator", "icarus"):
+        if not get_backend(backend).available():
+            continue
+        _differential(backend, config, _jobs(config, 30, seed=100 + w))
+
+
+def test_pysim_equals_the_machine():
+    _differential("pysim", PACKED[4], _jobs(PACKED[4], 2, seed=7))
+
+
+@pytest.mark.skipif(not get_backend("verilator").available(), reason="Verilator not installed")
+def test_decode_steps_through_a_packed_port():
+    """The chapter's five decode steps on a 4-byte port: Verilator equals the model (memories and counters), and
+    batch invariance holds with every sequence's output the plain-Python integer reference's."""
+    from ga2_sw.check import check_batching
+    from ga2_sw.commands.decode_table import decode_table
+    config = Config(mode="decoupled", bus_bytes=4, sp_banks=16)
+    rows, _ = decode_table(config, "verilator")
+    assert all(r["matches_reference"] for r in rows)
+    for r in rows:
+        assert r["bytes"] == r["words"] and r["beats"] < r["words"] / 3
+    assert check_batching(config, seeds=(1,)) == []
