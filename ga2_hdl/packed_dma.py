@@ -12,10 +12,27 @@ from .ports import (SpReadSignature, SpWriteSignature, UnitSignature, WORD, chec
                     ext_signature, sp_addr_width)
 from .valid_chain import delayed
 
-__all__ = ["PackedDMA"]
+__all__ = ["PackedDMA", "LanePorts"]
 
 
-class PackedDMA(wiring.Component):
+class LanePorts:
+    """What the DMAs with a scratchpad port per element of a beat share (``PackedDMA``, ``AxiDMA``): their
+    configuration and their port lists, which ``ga2_hdl.top`` puts in the DMA lane's groups on port A."""
+
+    @property
+    def config(self):
+        return self._config
+
+    @property
+    def read_ports(self):
+        return list(self.sp_rd)
+
+    @property
+    def write_ports(self):
+        return list(self.sp_wr)
+
+
+class PackedDMA(LanePorts, wiring.Component):
     """Moves ``len`` elements between a packed external memory and the scratchpad, one beat of W bytes per
     cycle (``ga2_sw.packing``).
 
@@ -46,18 +63,6 @@ class PackedDMA(wiring.Component):
         aw, w = sp_addr_width(config), config.bus_bytes
         super().__init__({"ctl": In(UnitSignature()), "sp_rd": Out(SpReadSignature(aw)).array(w),
                           "sp_wr": Out(SpWriteSignature(aw)).array(w), "ext": Out(ext_signature(config))})
-
-    @property
-    def config(self):
-        return self._config
-
-    @property
-    def read_ports(self):
-        return list(self.sp_rd)
-
-    @property
-    def write_ports(self):
-        return list(self.sp_wr)
 
     def elaborate(self, platform):
         m = Module()
@@ -94,7 +99,9 @@ class PackedDMA(wiring.Component):
 
         def lanes(first, last):
             """The lanes of a beat inside the range: from ``lo`` on the first beat, to ``hi`` on the last."""
-            return Cat(*((~first | (lo <= j)) & (~last | (j <= hi)) for j in range(w)))
+            # (the last lane is never below lo, nor lane 0 above hi: no comparison that is always true)
+            return Cat(*((~first | (lo <= j) if j < w - 1 else 1) & (~last | (j <= hi) if j else 1)
+                         for j in range(w)))
 
         issuing = self.ctl.busy & issue_more
         issue_lanes = lanes(issue_first, issue_left == 1)

@@ -7,10 +7,11 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from ga2_sw.config import Config
+from ga2_sw.packing import beat_bytes, element_bytes
 from ga2_sw.isa import EXT_ADDR_BITS, FIELDS, SLOTS, INSTR_BITS, WIDE, Err, units_of
 
 __all__ = ["InstrLayout", "ext_address", "access_layout", "issue_layout", "UnitSignature", "HostSignature", "DebugSignature", "SpReadSignature",
-           "SpWriteSignature", "ExtSignature", "ext_signature", "ext_beat_addr_width", "Unit", "check_config", "sp_addr_width", "ext_addr_width", "imem_addr_width",
+           "SpWriteSignature", "ExtSignature", "ext_signature", "ext_beat_addr_width", "ext_byte_addr_width", "Unit", "check_config", "sp_addr_width", "ext_addr_width", "imem_addr_width",
            "pc_width", "WORD", "COUNTER_WIDTH", "COUNTERS", "ERR_WIDTH"]
 
 WORD = 32
@@ -127,8 +128,17 @@ class ExtSignature(wiring.Signature):
 
 
 def ext_signature(config):
-    """The external-memory port of ``config``'s chip: its width in beats (``bus_bytes``) and beat addresses."""
+    """The external-memory port of ``config``'s chip: the bare port of ``ExtSignature`` (a beat of ``bus_bytes``
+    at a beat address), or with ``axi`` an AXI4 manager (``ga2_hdl.axi``) of byte addresses."""
+    if config.axi:
+        from .axi import AxiSignature
+        return AxiSignature(ext_byte_addr_width(config), 8 * beat_bytes(config))
     return ExtSignature(ext_beat_addr_width(config), config.bus_bytes)
+
+
+def ext_byte_addr_width(config):
+    """Bits of an AXI byte address: every byte of the ``ext_words`` elements (``ga2_sw.packing``)."""
+    return max(1, ceil_log2(config.ext_words * element_bytes(config)))
 
 
 class UnitSignature(wiring.Signature):

@@ -40,12 +40,17 @@ class Sequencer(wiring.Component):
     units : Out(UnitSignature).array(len(units_of(config)))
         The handshake with each execution unit, in the order of ``ga2_sw.isa.units_of(config)``; ``units[n].start``
         rises for the opcodes ``unit_ops(name)`` of unit ``n``.
+    ext_quiet : In(1)
+        No external write is left unanswered after this cycle (an AXI4 port's B channel, ``AxiDMA.quiet``); a
+        HALT or a fault also waits for it, so that external memory is final when ``done`` rises. 1 when not
+        driven (the bare port's writes land in their cycle).
     """
 
     def __init__(self, config):
         self._config = config
         self._units = units_of(config)        # the chip's units (the online unit only with config.online_unit)
-        super().__init__({"host": In(HostSignature(config)), "units": Out(UnitSignature()).array(len(self._units))})
+        super().__init__({"host": In(HostSignature(config)), "units": Out(UnitSignature()).array(len(self._units)),
+                          "ext_quiet": In(1, init=1)})
         self.imem = memory.Memory(shape=INSTR_BITS, depth=config.imem_words, init=[])
         # A zero word is illegal, so the error memory starts out saying so.
         self.errmem = memory.Memory(shape=ERR_WIDTH, depth=config.imem_words, init=[Err.ILLEGAL] * config.imem_words)
@@ -142,11 +147,13 @@ class Sequencer(wiring.Component):
         with m.State("CHECK"):
             m.d.comb += [counting.eq(1), fetch_addr.eq(pc)]
             with m.If(err != Err.NONE):
-                m.d.sync += host.error.eq(err)
-                m.next = "HALTED"
+                with m.If(self.ext_quiet):
+                    m.d.sync += host.error.eq(err)
+                    m.next = "HALTED"
             with m.Elif(ir.op == Op.HALT):
-                m.d.sync += host.instructions.eq(host.instructions + 1)
-                m.next = "HALTED"
+                with m.If(self.ext_quiet):
+                    m.d.sync += host.instructions.eq(host.instructions + 1)
+                    m.next = "HALTED"
             with m.Else():
                 self._dispatch(m, ir)
                 m.next = "EXEC"
@@ -203,7 +210,7 @@ class Sequencer(wiring.Component):
         with m.State("CHECK"):
             # The next word is read all the time: it is ready in the cycle after the issue.
             m.d.comb += [counting.eq(1), fetch_addr.eq(pc + 1), self._acc_addr.eq(pc + 1)]
-            idle = ~lane_busy.any() & ~scoreboard.draining
+            idle = ~lane_busy.any() & ~scoreboard.draining & self.ext_quiet
             with m.If(err != Err.NONE):
                 with m.If(idle):
                     m.d.sync += host.error.eq(err)

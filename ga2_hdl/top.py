@@ -9,6 +9,7 @@ from ga2_sw.isa import UNITS, unit_lane, units_of
 from ga2_sw.timing import (DEBUG_READ_LATENCY, SP_WRITE_DELAY, compute_read_latency, dma_read_latency,
                            vector_read_latency)
 
+from .axi_dma import AxiDMA
 from .banked_scratchpad import BankedScratchpad
 from .dma import DMA
 from .matrix_unit import MatrixUnit
@@ -35,8 +36,10 @@ assert set(UNIT_CLASSES) == set(UNITS)
 
 
 def unit_class(name, config):
-    """The class of unit ``name`` on ``config``'s chip: UNIT_CLASSES's, but a packed external port
-    (``bus_bytes`` > 1) has the packed DMA, a scratchpad port per byte lane."""
+    """The class of unit ``name`` on ``config``'s chip: UNIT_CLASSES's, but an AXI4 port (``axi``) has the AXI
+    DMA and a packed bare port (``bus_bytes`` > 1) the packed DMA, a scratchpad port per byte lane."""
+    if name == "dma" and config.axi:
+        return AxiDMA
     return PackedDMA if name == "dma" and config.bus_bytes > 1 else UNIT_CLASSES[name]
 
 
@@ -120,6 +123,8 @@ class GA2(wiring.Component):
             m.submodules[name] = unit = self.units[name]
             connect(m, port, unit.ctl)
         connect(m, flipped(self.ext), self.units["dma"].ext)
+        if self._config.axi:        # HALT waits for the last write's answer on B
+            m.d.comb += seq.ext_quiet.eq(self.units["dma"].quiet)
         for group, ports in self._reads.items():
             for unit_port, sp_port in zip(ports, sp.read_group(group)):
                 connect(m, unit_port, sp_port)

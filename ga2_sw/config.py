@@ -45,6 +45,8 @@ _RANGES = {
     "sp_banks":    (4, 64),
     "online_unit": (0, 1),
     "bus_bytes":   (1, 16),
+    "axi":         (0, 1),
+    "ext_write_latency": (1, 64),
 }
 
 _HELP = {
@@ -62,6 +64,8 @@ _HELP = {
     "online_unit": "1: build the long-context instructions SMC, RSA, NRM (docs/LONG_CONTEXT.md)",
     "bus_bytes": "int8 elements per external-memory beat: 1 is the chapter's one element per 32-bit word; 4, 8 "
                  "or 16 pack bytes (decoupled mode; docs/ISA.md, \"Packed external memory\")",
+    "axi": "1: the external port is an AXI4 manager (bursts, valid/ready on every channel; docs/ARCHITECTURE.md)",
+    "ext_write_latency": "with axi = 1: cycles from a write burst's last beat to its answer on B",
     "mode": "execution mode: inorder (one instruction at a time) or decoupled (DMA beside compute)",
 }
 
@@ -87,6 +91,8 @@ class Config:
     sp_banks: int = 8
     online_unit: int = 0
     bus_bytes: int = 1
+    axi: int = 0
+    ext_write_latency: int = 1
     mode: Mode = Mode.INORDER
 
     def __post_init__(self):

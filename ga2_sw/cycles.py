@@ -13,12 +13,13 @@ from dataclasses import dataclass, astuple
 
 from .banking import bank_of, rq_write_skew, slice_addresses
 from .isa import LANES, ONLINE_OPS, OPS, Op, Err, decode, check, footprints, Instr
+from .packing import beat_of
 from .timing import (FETCH_CYCLES, ISSUE_CYCLES, RQ_DEPTH, SP_WRITE_DELAY, DIVIDER_LATENCY, SM_OVERHEAD,
                      STREAM_MM_OVERHEAD, MM_DRAIN_CYCLES, MM_PLAN_CYCLES, PORT_B_ANNOUNCE, rq_latency, sm_overhead,
                      smc_phases, rsa_busy, nrm_busy)
 
 __all__ = ["Counters", "busy_cycles", "unit_of", "lane_of", "accesses", "conflict", "ranges_conflict", "EXT_SPACE",
-           "cycle_counts", "run_program", "DecoupledTimer", "InorderTimer", "vector_port_b", "mm_schedule", "online_requests",
+           "cycle_counts", "run_program", "DecoupledTimer", "InorderTimer", "WriteAnswers", "vector_port_b", "mm_schedule", "online_requests",
            "MMSchedule",
            "ISSUE_CYCLES", "FETCH_CYCLES", "RQ_DEPTH", "SM_OVERHEAD", "DIVIDER_LATENCY", "STREAM_MM_OVERHEAD",
            "SP_WRITE_DELAY"]
@@ -220,6 +221,44 @@ def _last_read(instr, first_read, taken, before, config):
     return cycle - 1
 
 
+class WriteAnswers:
+    """When an AXI4 port's writes are answered on B (``config.axi``; docs/ARCHITECTURE.md, "The AXI4 port"), and
+    what waits for the answers: an LD whose beats meet the beats of an unanswered ST requests nothing until the
+    last answer is in (the write fence), and a HALT or a fault leaves its check cycle no earlier than it. The
+    subordinate answers a burst ``ext_write_latency`` cycles after its last beat, so the last answer of an ST
+    that ends (its last beat taken) in cycle ``end`` comes in cycle ``end + ext_write_latency``. On the bare
+    port, or with the answer the cycle after (``ext_write_latency`` = 1), nothing ever waits."""
+
+    def __init__(self, config):
+        self.config = config
+        self.answered = -1          # the cycle of the last answer due
+        self.written = None         # (first beat, last beat) of the STs since none was unanswered
+
+    def _beats(self, instr):
+        x = instr.src if instr.op == Op.LD else instr.dst
+        return beat_of(x, self.config), beat_of(x + instr.len - 1, self.config)
+
+    def load_delay(self, instr, start):
+        """Cycles an LD starting in ``start`` waits before its first request (it would make it in start + 1)."""
+        if not self.config.axi or self.written is None or self.answered < start + 1:
+            return 0
+        first, last = self._beats(instr)
+        if first <= self.written[1] and self.written[0] <= last:
+            return self.answered + 1 - (start + 1)
+        return 0
+
+    def store(self, instr, start, end):
+        """An ST that starts in ``start`` and takes its last beat in ``end``."""
+        if not self.config.axi:
+            return
+        first, last = self._beats(instr)
+        if self.written is None or self.answered < start:           # nothing unanswered when it starts
+            self.written = (first, last)
+        else:
+            self.written = (min(first, self.written[0]), max(last, self.written[1]))
+        self.answered = end + self.config.ext_write_latency
+
+
 class DecoupledTimer:
     """The decoupled issue logic as an event model: feed it the valid instructions in program order.
 
@@ -250,6 +289,7 @@ class DecoupledTimer:
         self._taken = {}                         # cycle -> the banks the vector lane asks port B for
         self._last_mm = None                     # the index of the last MM
         self._before = {}                        # index of each MM -> the index of the MM before it
+        self.writes = WriteAnswers(config)
 
     def in_flight(self, cycle):
         """The ``[instr, start, end]`` records of the instructions in flight in ``cycle`` (of those issued)."""
@@ -286,8 +326,11 @@ class DecoupledTimer:
             self._before[index], self._last_mm = self._last_mm, index
             self._schedule_mm(index)
         else:
-            end = self.starts[index][2] = start + busy_cycles(instr, self.config)
+            wait = self.writes.load_delay(instr, start) if instr.op == Op.LD else 0
+            end = self.starts[index][2] = start + busy_cycles(instr, self.config) + wait
             self.free[lane] = end + 1
+            if instr.op == Op.ST:
+                self.writes.store(instr, start, end)
         if lane == "vector":
             for cycle, banks in vector_port_b(instr, start, self.config).items():
                 self._taken.setdefault(cycle, set()).update(banks)
@@ -314,7 +357,7 @@ class DecoupledTimer:
 
     def stop(self, halted):
         """Counters after a HALT (``halted``) or a fault in the instruction now in the check state."""
-        end = max([self.decode + 1] + [last + 1 for _, _, last in self.starts])
+        end = max([self.decode + 1, self.writes.answered] + [last + 1 for _, _, last in self.starts])
         per_unit = self.per_unit
         return Counters(end + 1, per_unit["mm"], per_unit["dma"], per_unit["vec"],
                         self.executed + (1 if halted else 0))
@@ -330,17 +373,22 @@ class InorderTimer:
         self.per_unit = {"mm": 0, "dma": 0, "vec": 0}
         self.executed = 0
         self.starts = []            # (instr, start cycle, last busy cycle), as DecoupledTimer.starts
+        self.writes = WriteAnswers(config)
 
     def issue(self, instr):
-        x = busy_cycles(instr, self.config)
-        self.starts.append((instr, self.cycles + ISSUE_CYCLES - 1, self.cycles + ISSUE_CYCLES - 1 + x))
+        start = self.cycles + ISSUE_CYCLES - 1
+        x = busy_cycles(instr, self.config) + (self.writes.load_delay(instr, start) if instr.op == Op.LD else 0)
+        self.starts.append((instr, start, start + x))
+        if instr.op == Op.ST:
+            self.writes.store(instr, start, start + x)
         self.cycles += ISSUE_CYCLES + x
         self.per_unit[unit_of(instr.op)] += x
         self.executed += 1
 
     def stop(self, halted):
         """Counters after a HALT (``halted``) or a fault in the instruction now being checked."""
-        return Counters(self.cycles + ISSUE_CYCLES, self.per_unit["mm"], self.per_unit["dma"],
+        check = max(self.cycles + ISSUE_CYCLES - 1, self.writes.answered)     # it waits for the last answer
+        return Counters(check + 1, self.per_unit["mm"], self.per_unit["dma"],
                         self.per_unit["vec"], self.executed + (1 if halted else 0))
 
 

@@ -10,7 +10,8 @@ byte strobes). LD sign-extends each byte into a scratchpad word; ST stores each 
 
 from .numerics import s8, u32
 
-__all__ = ["packed", "beats", "element_bytes", "lane_of", "load_element", "store_element", "held_image"]
+__all__ = ["packed", "beats", "element_bytes", "beat_bytes", "beat_of", "byte_address", "bursts", "AXI_MAX_BURST",
+           "AXI_PAGE_BYTES", "lane_of", "load_element", "store_element", "held_image"]
 
 
 def packed(config):
@@ -30,6 +31,38 @@ def beats(ext_addr, length, config):
 def element_bytes(config):
     """Bytes an element takes in the external memory: a 32-bit word, or one byte packed."""
     return 1 if packed(config) else 4
+
+
+# AXI4 (Config.axi = 1): an INCR burst has at most 256 beats and must not cross a 4 KiB boundary.
+AXI_MAX_BURST = 256
+AXI_PAGE_BYTES = 4096
+
+
+def beat_bytes(config):
+    """Bytes of one beat on the wires: a 32-bit word at bus_bytes 1, else bus_bytes."""
+    return 4 if not packed(config) else config.bus_bytes
+
+
+def beat_of(ext_addr, config):
+    """The beat that holds external element ``ext_addr``."""
+    return ext_addr // config.bus_bytes
+
+
+def byte_address(beat, config):
+    """The AXI byte address of beat ``beat``."""
+    return beat * beat_bytes(config)
+
+
+def bursts(ext_addr, length, config):
+    """The AXI4 bursts, ``(first beat, beats)``, in which an LD or ST of ``length`` elements at ``ext_addr``
+    moves its beats: as long as possible, at most AXI_MAX_BURST beats, never across a 4 KiB page."""
+    page = AXI_PAGE_BYTES // beat_bytes(config)
+    beat, left, out = beat_of(ext_addr, config), beats(ext_addr, length, config), []
+    while left:
+        n = min(left, AXI_MAX_BURST, page - beat % page)
+        out.append((beat, n))
+        beat, left = beat + n, left - n
+    return out
 
 
 def lane_of(ext_addr, config):

@@ -65,6 +65,9 @@ class IcarusSim(Session):
     def __init__(self, config, *, cache_dir=None):
         if not icarus_available():
             raise SimulatorMissing("Icarus Verilog not found (iverilog and vvp must be on PATH)")
+        if config.axi:
+            raise SimulatorMissing("the Icarus testbench has no AXI4 subordinate yet (axi = 1): use verilator "
+                                   "or pysim")
         self.config = config
         t0 = time.perf_counter()
         self.verilog = verilog_for(config)

@@ -21,6 +21,7 @@ from ga2_sw.machine import Result
 from ga2_sw.timing import DEBUG_READ_LATENCY, SP_WRITE_DELAY
 
 from .compare import compare_results
+from .axi_mem import AxiMemoryModel
 from .extmem import ExtMemoryModel
 from .jobs import DEFAULT_CYCLE_LIMIT, HangError, hang_message
 
@@ -70,12 +71,15 @@ class UnitBench(Elaboratable):
         return m
 
 
-def simulate(dut, *testbenches, vcd=None):
-    """Run testbenches on a 100 MHz clock, writing a waveform to the path ``vcd`` when given."""
+def simulate(dut, *testbenches, vcd=None, background=()):
+    """Run testbenches on a 100 MHz clock, writing a waveform to the path ``vcd`` when given; the
+    ``background`` ones (models that never finish) run beside them."""
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     for tb in testbenches:
         sim.add_testbench(tb)
+    for tb in background:
+        sim.add_testbench(tb, background=True)
     if vcd:
         with sim.write_vcd(vcd):
             sim.run()
@@ -128,19 +132,25 @@ class ChipBench(Elaboratable):
         from ga2_hdl.top import GA2
         self.cd = ClockDomain("sync")
         self.chip = GA2(config)
-        self.extmem = extmem if extmem is not None else ExtMemoryModel(config, init=list(ext))
+        if extmem is None:
+            extmem = AxiMemoryModel(config, init=list(ext)) if config.axi else ExtMemoryModel(config, init=list(ext))
+        self.extmem = extmem
+        if isinstance(extmem, AxiMemoryModel):     # a behavioural model, run beside the testbenches
+            extmem.port = self.chip.ext
 
     def elaborate(self, platform):
         m = Module()
         m.domains.sync = self.cd
         m.submodules.chip = self.chip
-        m.submodules.extmem = self.extmem
-        connect(m, self.chip.ext, self.extmem.port)
+        if not isinstance(self.extmem, AxiMemoryModel):
+            m.submodules.extmem = self.extmem
+            connect(m, self.chip.ext, self.extmem.port)
         return m
 
     def simulate(self, *testbenches, vcd=None):
         """Run the testbenches on a 100 MHz clock, writing a waveform to ``vcd`` when given."""
-        simulate(self, *testbenches, vcd=vcd)
+        simulate(self, *testbenches, vcd=vcd,
+                 background=[self.extmem.run] if isinstance(self.extmem, AxiMemoryModel) else ())
 
     async def load_program(self, ctx, program):
         """Write a program (Instr objects or words) through the host port, one word per cycle."""
@@ -199,6 +209,10 @@ class ChipBench(Elaboratable):
             else:
                 await ctx.tick().repeat(step)
             count += step
+        if isinstance(self.extmem, AxiMemoryModel):
+            # The AXI model applies a cycle's handshakes (the last write's answer on B among them) after the
+            # edge, beside this testbench: one more edge and memory is final (the count is unchanged).
+            await ctx.tick()
         return count
 
     def counters(self, ctx):

@@ -267,12 +267,18 @@ def yosys_read_check(config, verilog=None):
 
 # -- the simulator -----------------------------------------------------------------------------------------
 
+def harness_args(config):
+    """The harness's command-line options that follow from the configuration (the rest is in the job file's
+    header): the AXI4 subordinate's write-answer latency."""
+    return ["--axi-write-latency", str(config.ext_write_latency)] if config.axi else []
+
+
 class _Server:
     """A harness process kept alive to run jobs one at a time through its stdin and stdout."""
 
     def __init__(self, exe, config):
         self.config = config
-        self.proc = subprocess.Popen([str(exe)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen([str(exe), *harness_args(config)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, bufsize=1 << 16)
         self.lock = threading.Lock()
         self.proc.stdin.write(write_header(config))
@@ -346,7 +352,8 @@ class VerilatorSim(Session):
     # -- building --
     def _flags(self):
         flags = list(BUILD_FLAGS) + ["-CFLAGS", f"-DGA2_DEBUG_LATENCY={DEBUG_READ_LATENCY}",
-                                     "-CFLAGS", f"-DGA2_BUS_BYTES={self.config.bus_bytes}"]
+                                     "-CFLAGS", f"-DGA2_BUS_BYTES={self.config.bus_bytes}",
+                                     "-CFLAGS", f"-DGA2_AXI={self.config.axi}"]
         if _cpu_signature():
             flags += ["-CFLAGS", "-march=native"]
         for mf in self.tool.make_flags:
@@ -449,19 +456,27 @@ class VerilatorSim(Session):
             self._server = _Server(self.exe, self.config)
         return self._server.run(job, on_hang)
 
-    def run_many(self, jobs, *, trace=None, on_hang="raise", keep=None, timeout=None):
+    def run_many(self, jobs, *, trace=None, on_hang="raise", keep=None, timeout=None, axi_pause=0, axi_seed=0):
         """Run every job (``Job``, or ``(program, ext, sp, cycle_limit)`` tuples, or dicts) in one harness
         process; a list of ``Result`` in order. ``keep=DIR`` also writes the job and result files there.
-        ``on_hang="return"`` returns hung runs as results with ``hang=True`` instead of raising."""
+        ``on_hang="return"`` returns hung runs as results with ``hang=True`` instead of raising. On a chip with
+        an AXI4 port, ``axi_pause`` (0 .. 0.999) holds each channel's ready or valid low in a cycle with that
+        probability (random backpressure from ``axi_seed`` and each job's index)."""
         jobs = [as_job(j) for j in jobs]
         if not jobs:
             return []
         text = write_jobs(jobs, self.config)
-        cmd = [str(self.exe)]
+        cmd = [str(self.exe), *harness_args(self.config)]
         if trace:
             if not self.trace_format:
                 raise ValueError("This simulator was built without tracing: VerilatorSim(config, trace='vcd')")
             cmd += ["--trace", str(trace)]
+        if axi_pause:
+            if not self.config.axi:
+                raise ValueError("axi_pause needs a chip with an AXI4 port (Config field 'axi' = 1)")
+            if not 0 <= axi_pause < 1:
+                raise ValueError(f"axi_pause must be in 0 .. 0.999, not {axi_pause!r}")
+            cmd += ["--axi-pause", str(round(1000 * axi_pause)), "--axi-seed", str(int(axi_seed))]
         if timeout is None:
             timeout = 120 + sum(j.cycle_limit for j in jobs) / 2e5
         try:

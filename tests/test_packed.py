@@ -125,3 +125,22 @@ def test_decode_steps_through_a_packed_port():
     for r in rows:
         assert r["bytes"] == r["words"] and r["beats"] < r["words"] / 3
     assert check_batching(config, seeds=(1,)) == []
+
+
+def test_bus_width_command(tmp_path, capsys):
+    """`ga2 bus-width`: the steps at each width, checked against the model, the bound named; a width the chip
+    cannot have is refused in one line with status 2."""
+    import json
+    from ga2_sw.cli import main
+    out = tmp_path / "bus.json"
+    assert main(["bus-width", "--widths", "1,4", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["bus_bytes"] for r in rows] == [1] * 5 + [4] * 5 and all(r["matches_reference"] for r in rows)
+    step = {r["bus_bytes"]: r for r in rows if r["name"].startswith("B=4 (")}
+    assert step[1]["beats"] == step[1]["words"] == 4 * step[4]["beats"]         # a quarter of the beats
+    assert step[4]["cycles"] < step[1]["cycles"]
+    text = capsys.readouterr().out
+    assert "4 bytes/beat: the B = 4 step" in text and "bound by the matrix lane" in text
+    assert main(["bus-width", "--widths", "2"]) == 2
+    assert "--widths: each must be one of 1, 4, 8, 16, not 2" in capsys.readouterr().err
+    assert main(["bus-width", "--widths", "16", "--sp-banks", "16"]) == 2

@@ -16,12 +16,14 @@
 // Per clock cycle the loop calls eval() exactly twice (clk=0 with the new inputs, then clk=1) and touches
 // only the port variables: the memories are loaded and dumped between runs, never inside the loop.
 
+#include <algorithm>
 #include <chrono>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fcntl.h>
 #include <memory>
 #include <ctime>
@@ -70,6 +72,15 @@ template <typename T> static inline void set_lane_byte(T& v, unsigned j, uint32_
 template <std::size_t N> static inline void set_lane_byte(VlWide<N>& v, unsigned j, uint32_t b) {
     v[j / 4] = (v[j / 4] & ~(0xFFu << (8 * (j % 4)))) | ((b & 0xFF) << (8 * (j % 4)));
 }
+
+// GA2_AXI = 1: the chip's external port is an AXI4 manager (ga2_hdl/axi_dma.py), answered by the subordinate in
+// Bench (the same as sim/axi_mem.py): AR and AW taken every cycle, a read burst taken in cycle c answered a
+// beat per cycle from c + ext_latency on, W taken every cycle (before its AW too), B --axi-write-latency cycles
+// (default 1) after a burst's last beat, a burst's beats landing in the memory when its B is taken; with --axi-pause P (per mille) each ready (AR, AW, W) and valid (R, B) is also held low in a
+// cycle with probability P, from --axi-seed S plus the job's id.
+#ifndef GA2_AXI
+#define GA2_AXI 0
+#endif
 
 #ifndef GA2_DEBUG_LATENCY   // cycles from a debug address to its data: ga2_sw.timing.DEBUG_READ_LATENCY, passed in
 #error "build with -DGA2_DEBUG_LATENCY=<ga2_sw.timing.DEBUG_READ_LATENCY> (sim/verilator.py does)"
@@ -274,6 +285,11 @@ public:
         std::fill(pipe_v_.begin(), pipe_v_.end(), 0);
         std::fill(pipe_d_.begin(), pipe_d_.end(), 0);
         oob_ = 0;
+#if GA2_AXI
+        reads_.clear(); writes_.clear(); beats_in_.clear(); answers_.clear();
+        axi_cycle_ = 0;
+        rng_ = (axi_seed + job.id) * 0x9E3779B97F4A7C15ull + 1;
+#endif
         set_ext_inputs();
         if (job.reset || last_hung_) {   // a hung program leaves its unit busy: always reset after one
             top_->rst_req = 1;            // registered in the wrapper: the chip sees rst in the next cycle
@@ -385,6 +401,41 @@ private:
         return sp_mems_[(a + (a >> bank_bits_)) % cfg_.sp_banks][a >> bank_bits_];
     }
 
+#if GA2_AXI
+    bool open_channel() {                   // false with probability axi_pause / 1000 (xorshift64)
+        if (!axi_pause) return true;
+        rng_ ^= rng_ << 13; rng_ ^= rng_ >> 7; rng_ ^= rng_ << 17;
+        return rng_ % 1000 >= axi_pause;
+    }
+    static constexpr unsigned BEAT_BYTES = GA2_BUS_BYTES == 1 ? 4 : GA2_BUS_BYTES;
+    inline void set_ext_inputs() {
+        const unsigned W = GA2_BUS_BYTES, beats = cfg_.ext_words / W;
+        ar_ready_ = open_channel();
+        aw_ready_ = open_channel();
+        w_ready_ = open_channel();
+        r_valid_ = !reads_.empty() && reads_.front().first <= axi_cycle_ && open_channel();
+        b_valid_ = !answers_.empty() && answers_.front().first <= axi_cycle_ && open_channel();
+        top_->EXT_PORT(arready) = ar_ready_;
+        top_->EXT_PORT(awready) = aw_ready_;
+        top_->EXT_PORT(wready) = w_ready_;
+        top_->EXT_PORT(rvalid) = r_valid_;
+        top_->EXT_PORT(bvalid) = b_valid_;
+        top_->EXT_PORT(rresp) = 0;
+        top_->EXT_PORT(bresp) = 0;
+        if (r_valid_) {
+            const Burst& b = reads_.front();
+            const bool in_range = b.beat < beats;
+            if (!in_range) ++oob_;
+#if GA2_BUS_BYTES == 1
+            top_->EXT_PORT(rdata) = in_range ? ext_[b.beat] : 0;
+#else
+            for (unsigned j = 0; j < W; ++j)
+                set_lane_byte(top_->EXT_PORT(rdata), j, in_range ? ext_[b.beat * W + j] : 0);
+#endif
+            top_->EXT_PORT(rlast) = b.left == 1;
+        }
+    }
+#else
     inline void set_ext_inputs() {
         top_->EXT_PORT(rvalid) = pipe_v_[cfg_.ext_latency - 1];
 #if GA2_BUS_BYTES == 1
@@ -394,9 +445,102 @@ private:
         for (unsigned j = 0; j < GA2_BUS_BYTES; ++j) set_lane_byte(top_->EXT_PORT(rdata), j, beat[j]);
 #endif
     }
+#endif
 
     // One clock cycle: settle with clk low and the current inputs, sample the memory port, clock edge, then
     // the memory's own edge (read pipeline shift, write) and its outputs for the next cycle.
+    // The clock's rising edge (the trace's two samples around it), the inputs of the cycle being settled.
+    inline void clock_edge() {
+#if GA2_HAS_TRACE
+        if (trace_) trace_->dump(static_cast<uint64_t>(2 * time_));
+#endif
+        top_->clk = 1;
+        GA2_EVAL(top_);
+#if GA2_HAS_TRACE
+        if (trace_) trace_->dump(static_cast<uint64_t>(2 * time_ + 1));
+#endif
+        ++time_;
+    }
+
+#if GA2_AXI
+    // One clock cycle: settle with clk low, sample the manager's side of every channel, clock edge; then the
+    // handshakes of the cycle and the subordinate's outputs for the next one.
+    inline void cycle() {
+        top_->clk = 0;
+        GA2_EVAL(top_);
+        const unsigned W = GA2_BUS_BYTES, beats = cfg_.ext_words / W;
+        const bool ar = top_->EXT_PORT(arvalid) && ar_ready_, aw = top_->EXT_PORT(awvalid) && aw_ready_;
+        const bool r = r_valid_ && top_->EXT_PORT(rready), wr = top_->EXT_PORT(wvalid) && w_ready_;
+        const bool b = b_valid_ && top_->EXT_PORT(bready);
+        const uint32_t araddr = top_->EXT_PORT(araddr), awaddr = top_->EXT_PORT(awaddr);
+        const unsigned arlen = top_->EXT_PORT(arlen), awlen = top_->EXT_PORT(awlen);
+        const bool wlast = top_->EXT_PORT(wlast);
+        const unsigned wstrb = top_->EXT_PORT(wstrb);
+        uint32_t wbytes[BEAT_BYTES];
+#if GA2_BUS_BYTES == 1
+        const uint32_t wword = top_->EXT_PORT(wdata);
+        for (unsigned j = 0; j < 4; ++j) wbytes[j] = (wword >> (8 * j)) & 0xFF;
+#else
+        for (unsigned j = 0; j < W; ++j) wbytes[j] = lane_byte(top_->EXT_PORT(wdata), j);
+#endif
+        clock_edge();
+        if ((ar && araddr % 4096 + (arlen + 1) * BEAT_BYTES > 4096) || (aw && awaddr % 4096 + (awlen + 1) * BEAT_BYTES > 4096))
+            die("AXI protocol: a burst of " + std::to_string((ar ? arlen : awlen) + 1) + " beats at byte " +
+                std::to_string(ar ? araddr : awaddr) + " crosses a 4 KiB boundary");
+        if (ar) reads_.push_back({axi_cycle_ + cfg_.ext_latency, araddr / BEAT_BYTES, arlen + 1, {}});
+        if (r) {
+            Burst& f = reads_.front();
+            ++f.beat;
+            if (--f.left == 0) reads_.pop_front();
+            if (!reads_.empty() && reads_.front().first <= axi_cycle_) reads_.front().first = axi_cycle_ + 1;
+        }
+        if (aw) writes_.push_back({axi_cycle_, awaddr / BEAT_BYTES, awlen + 1, {}});
+        if (wr) {
+            WBeat in{axi_cycle_, wstrb, wlast, {}};
+            for (unsigned j = 0; j < BEAT_BYTES; ++j) in.bytes[j] = wbytes[j];
+            beats_in_.push_back(in);
+        }
+        // Each W beat belongs to the oldest burst still short of beats. A burst's beats land when its B is
+        // taken (below): until then a read returns the old bytes.
+        while (!writes_.empty() && !beats_in_.empty()) {
+            const WBeat in = beats_in_.front();
+            beats_in_.pop_front();
+            Burst& f = writes_.front();
+            if (f.beat < beats) {
+                Beat beat{f.beat, in.strobe, {}};
+                for (unsigned j = 0; j < BEAT_BYTES; ++j) beat.bytes[j] = in.bytes[j];
+                f.data.push_back(beat);
+            } else {
+                ++oob_;
+            }
+            ++f.beat;
+            if (in.last != (f.left == 1))
+                die("AXI protocol: WLAST " + std::to_string(in.last) + " on a beat with " + std::to_string(f.left) +
+                    " beats of its burst left");
+            if (--f.left == 0) {
+                f.first = std::max(in.taken, f.first) + axi_write_latency;
+                answers_.push_back(std::move(f));
+                writes_.pop_front();
+            }
+        }
+        if (b) {
+            for (const Beat& beat : answers_.front().data) {
+#if GA2_BUS_BYTES == 1
+                uint32_t word = ext_[beat.beat];
+                for (unsigned j = 0; j < 4; ++j)
+                    if ((beat.strobe >> j) & 1) word = (word & ~(0xFFu << (8 * j))) | (beat.bytes[j] << (8 * j));
+                ext_[beat.beat] = word;
+#else
+                for (unsigned j = 0; j < W; ++j)
+                    if ((beat.strobe >> j) & 1) ext_[beat.beat * W + j] = beat.bytes[j];
+#endif
+            }
+            answers_.pop_front();
+        }
+        ++axi_cycle_;
+        set_ext_inputs();
+    }
+#else
     inline void cycle() {
         top_->clk = 0;
         GA2_EVAL(top_);
@@ -409,15 +553,7 @@ private:
         for (unsigned j = 0; j < GA2_BUS_BYTES; ++j) wbytes[j] = lane_byte(top_->EXT_PORT(wdata), j);
         const uint32_t wstrb = top_->EXT_PORT(wstrb);
 #endif
-#if GA2_HAS_TRACE
-        if (trace_) trace_->dump(static_cast<uint64_t>(2 * time_));
-#endif
-        top_->clk = 1;
-        GA2_EVAL(top_);
-#if GA2_HAS_TRACE
-        if (trace_) trace_->dump(static_cast<uint64_t>(2 * time_ + 1));
-#endif
-        ++time_;
+        clock_edge();
         const unsigned lat = cfg_.ext_latency;
         const unsigned W = GA2_BUS_BYTES;
         for (unsigned k = lat - 1; k > 0; --k) {
@@ -438,6 +574,7 @@ private:
 #endif
         set_ext_inputs();
     }
+#endif
 
     Config cfg_;
     std::unique_ptr<VerilatedContext> ctx_;
@@ -446,6 +583,21 @@ private:
     std::unique_ptr<TraceFile> trace_;
 #endif
     std::vector<uint32_t> ext_;
+#if GA2_AXI
+    struct Beat { uint32_t beat, strobe; uint32_t bytes[GA2_BUS_BYTES == 1 ? 4 : GA2_BUS_BYTES]; };
+    struct Burst { unsigned long long first; uint32_t beat, left; std::vector<Beat> data; };
+    struct WBeat { unsigned long long taken; uint32_t strobe; bool last; uint32_t bytes[GA2_BUS_BYTES == 1 ? 4 : GA2_BUS_BYTES]; };
+    std::deque<Burst> reads_, writes_;                  // read bursts (first beat's cycle); write bursts (AW's cycle)
+    std::deque<WBeat> beats_in_;                        // W beats not yet matched to an AW (W may come first)
+    std::deque<Burst> answers_;                         // written bursts: B due from `first`, beats land then
+    unsigned long long axi_cycle_ = 0, rng_ = 1;
+    bool ar_ready_ = false, aw_ready_ = false, w_ready_ = false, r_valid_ = false, b_valid_ = false;
+public:
+    unsigned axi_pause = 0;                             // per mille
+    unsigned axi_write_latency = 1;                     // cycles from a burst's last beat to its B
+    unsigned long long axi_seed = 0;
+private:
+#endif
     std::vector<uint32_t> pipe_v_, pipe_d_;   // stage 1 .. ext_latency of the read pipeline (pipe_d_: W each)
     std::vector<uint32_t*> sp_mems_;          // the scratchpad's memory, or its banks
     unsigned bank_bits_ = 0;
@@ -466,15 +618,23 @@ int main(int argc, char** argv) {
     const char* jobs_path = "-";
     const char* out_path = "-";
     const char* trace_path = nullptr;
+    unsigned axi_pause = 0, axi_write_latency = 1;
+    unsigned long long axi_seed = 0;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
-        if ((a == "--jobs" || a == "--out" || a == "--trace") && i + 1 < argc) {
+        if ((a == "--jobs" || a == "--out" || a == "--trace" || a == "--axi-pause" || a == "--axi-seed" ||
+             a == "--axi-write-latency")
+            && i + 1 < argc) {
             const char* v = argv[++i];
             if (a == "--jobs") jobs_path = v;
             else if (a == "--out") out_path = v;
+            else if (a == "--axi-pause") axi_pause = static_cast<unsigned>(std::strtoul(v, nullptr, 10));
+            else if (a == "--axi-seed") axi_seed = std::strtoull(v, nullptr, 10);
+            else if (a == "--axi-write-latency") axi_write_latency = static_cast<unsigned>(std::strtoul(v, nullptr, 10));
             else trace_path = v;
         } else if (a == "--help" || a == "-h") {
-            std::printf("usage: %s [--jobs FILE|-] [--out FILE|-] [--trace FILE]\n", argv[0]);
+            std::printf("usage: %s [--jobs FILE|-] [--out FILE|-] [--trace FILE] [--axi-pause PERMILLE] "
+                        "[--axi-seed N] [--axi-write-latency N]\n", argv[0]);
             return 0;
         } else {
             die("unknown argument '" + a + "' (try --help)");
@@ -505,7 +665,16 @@ int main(int argc, char** argv) {
     if (!cfg.ext_words || !cfg.sp_words || !cfg.imem_words || !cfg.ext_latency)
         die("the job-file header needs nonzero sizes and latency");
 
+    if (axi_pause > 999) die("--axi-pause is per mille: 0..999");
     Bench bench(cfg, trace_path);
+#if GA2_AXI
+    bench.axi_pause = axi_pause;
+    if (axi_write_latency < 1) die("--axi-write-latency must be at least 1");
+    bench.axi_write_latency = axi_write_latency;
+    bench.axi_seed = axi_seed;
+#else
+    if (axi_pause) die("--axi-pause needs a chip built with an AXI4 port (axi = 1)");
+#endif
     out.str(FORMAT_MAGIC_OUT); out.str(" 1\n");
     out.flush();
 

@@ -1,0 +1,199 @@
+"""The DMA of a chip with an AXI4 external port (``Config.axi = 1``): LD and ST as bursts, every channel's
+valid/ready respected."""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import fifo, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
+
+from ga2_sw.isa import Op
+from ga2_sw.packing import AXI_MAX_BURST, AXI_PAGE_BYTES, beat_bytes
+from ga2_sw.timing import dma_read_latency
+
+from .axi import BURST_INCR
+from .packed_dma import LanePorts
+from .ports import (SpReadSignature, SpWriteSignature, UnitSignature, WORD, check_config, ext_address,
+                    ext_signature, sp_addr_width)
+from .valid_chain import delayed
+
+__all__ = ["AxiDMA", "ST_QUEUE_DEPTH"]
+
+# Beats an ST may have read from the scratchpad and not yet handed to the W channel: the reads in flight
+# (dma_read_latency of them at a beat per cycle) plus those a stalled W channel holds. Deeper than the
+# reads in flight, so that a memory that never stalls never throttles the reads.
+ST_QUEUE_DEPTH = 4
+
+
+class AxiDMA(LanePorts, wiring.Component):
+    """Moves ``len`` elements between an AXI4 subordinate and the scratchpad: a beat of one 32-bit element
+    (``bus_bytes`` = 1) or of W packed bytes per cycle when the bus lets it (``ga2_sw.packing``).
+
+    An instruction's beats go out as INCR bursts (``packing.bursts``: at most 256 beats, never across 4 KiB),
+    requested one after the other on AR (LD) or AW (ST) without waiting for the data, so several are in flight.
+    LD takes every R beat the cycle it comes (``rready`` is always high) and writes its elements to the
+    scratchpad, sign-extending packed bytes; it finishes with its last beat. ST reads the scratchpad a beat per
+    cycle into a queue of ``ST_QUEUE_DEPTH`` beats (a beat goes straight to W when the queue is empty) and
+    stops reading while the queue and the reads in flight could not hold another; it finishes when its last
+    beat is taken on W and its last burst on AW. ``bready`` is always high. AXI orders nothing between the read
+    and write channels, so an LD whose beats meet the beats of any ST not yet answered on B (their bounding
+    range since none was outstanding) requests nothing until the answers are in: it never reads around a write
+    still on its way. Responses (``rresp``, ``bresp``) are not checked.
+
+    Against a subordinate that takes a request every cycle, answers a read burst accepted in cycle c from
+    cycle c + ``ext_latency`` on, a beat per cycle, and takes W every cycle, the busy times are exactly those of
+    the bare port (``ga2_sw.isa.OPS``): ``beats + ext_latency`` (LD), ``beats + dma_read_latency`` (ST).
+
+    Members
+    -------
+    ctl : In(UnitSignature)
+    sp_rd, sp_wr : Out(SpReadSignature).array(n), Out(SpWriteSignature).array(n)
+        A scratchpad port per element of a beat: one at bus_bytes 1, W packed.
+    ext : Out(AxiSignature)
+    quiet : Out(1)
+        No write burst is left unanswered on B after this cycle (the sequencer's ``ext_quiet``).
+    """
+
+    def __init__(self, config):
+        self._config = check_config(config)
+        if not config.axi:
+            raise ValueError("AxiDMA is the DMA of chips with axi = 1")
+        aw, lanes = sp_addr_width(config), config.bus_bytes
+        super().__init__({"ctl": In(UnitSignature()), "sp_rd": Out(SpReadSignature(aw)).array(lanes),
+                          "sp_wr": Out(SpWriteSignature(aw)).array(lanes), "ext": Out(ext_signature(config)),
+                          "quiet": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, ext = self._config, self.ext
+        w, lanes, spw = cfg.bus_bytes, len(self.sp_rd), sp_addr_width(cfg)
+        lane_bits, size = exact_log2(w), exact_log2(beat_bytes(cfg))
+        beat_width = len(ext.araddr) - size
+        page_bits = exact_log2(AXI_PAGE_BYTES // beat_bytes(cfg))
+        strobe_width = len(ext.wstrb)
+
+        # -- registered from the instruction register while idle (so `start` drives only `busy`) --
+        instr, ld = self.ctl.instr, self.ctl.instr.op == Op.LD
+        ext_addr = Mux(ld, ext_address(instr, Op.LD), ext_address(instr, Op.ST))
+        sp_addr = Mux(ld, instr.dst, instr.src)
+        first_lane = ext_addr[:lane_bits] if lane_bits else Const(0, 1)
+        n_beats = (first_lane + instr.len + w - 1) >> lane_bits          # ga2_sw.packing.beats
+        lane0 = (sp_addr - first_lane)[:spw]
+
+        is_ld = Signal()
+        lo, hi = Signal(max(1, lane_bits)), Signal(max(1, lane_bits))
+        req_beat, req_left, req_more = Signal(beat_width), Signal(17), Signal()     # AR (LD) or AW (ST)
+        data_sp, data_left, data_first = Signal(spw), Signal(17), Signal()         # R beats (LD) or reads (ST)
+        data_more = Signal()
+        w_beat, w_left, w_burst_left, w_finished = Signal(beat_width), Signal(17), Signal(9), Signal()
+        first_beat = ext_addr[lane_bits:lane_bits + beat_width]
+        last_beat = (ext_addr + instr.len - 1)[lane_bits:lane_bits + beat_width]
+        ld_first, ld_last = Signal(beat_width), Signal(beat_width)     # this LD's beats, for the write fence
+        with m.If(~self.ctl.busy):
+            m.d.sync += [
+                is_ld.eq(ld), lo.eq(first_lane), hi.eq((ext_addr + instr.len - 1)[:lane_bits] if lane_bits else 0),
+                req_beat.eq(ext_addr[lane_bits:lane_bits + beat_width]), req_left.eq(n_beats),
+                req_more.eq(instr.len != 0),
+                data_sp.eq(lane0), data_left.eq(n_beats), data_first.eq(1), data_more.eq(instr.len != 0),
+                w_beat.eq(ext_addr[lane_bits:lane_bits + beat_width]), w_left.eq(n_beats), w_burst_left.eq(0),
+                w_finished.eq(0), ld_first.eq(first_beat), ld_last.eq(last_beat),
+            ]
+        with m.If(self.ctl.start):
+            m.d.sync += self.ctl.busy.eq(1)
+
+        def burst(beat, left):
+            """Beats of the burst that starts at ``beat`` with ``left`` to go (``ga2_sw.packing.bursts``)."""
+            to_page = (1 << page_bits) - Cat(beat, Const(0, page_bits))[:page_bits]
+            n = Mux(left < to_page, left, to_page)
+            return Mux(n > AXI_MAX_BURST, AXI_MAX_BURST, n)
+
+        def lane_mask(first, last):
+            """The elements of a beat inside the range: from ``lo`` on the first beat, to ``hi`` on the last."""
+            if not lane_bits:
+                return Const(1, 1)
+            # (the last lane is never below lo, nor lane 0 above hi: no comparison that is always true)
+            return Cat(*((~first | (lo <= j) if j < lanes - 1 else 1) & (~last | (j <= hi) if j else 1)
+                         for j in range(lanes)))
+
+        # -- AR or AW: the bursts, one after the other, without waiting for their data --
+        # The write fence: AXI orders nothing between reads and writes, so an LD whose beats meet those of a
+        # write not yet answered on B waits for the answers. `written` bounds the beats of every ST since
+        # b_pending was last zero (an ST's bursts are all on AW before it finishes, so before an LD starts).
+        b_pending = Signal(17)              # bursts written and not yet answered on B
+        written_first, written_last = Signal(beat_width), Signal(beat_width)
+        with m.If(self.ctl.start & ~ld):
+            fresh = b_pending == 0
+            m.d.sync += [written_first.eq(Mux(fresh | (first_beat < written_first), first_beat, written_first)),
+                         written_last.eq(Mux(fresh | (last_beat > written_last), last_beat, written_last))]
+        fenced = (b_pending != 0) & (ld_first <= written_last) & (written_first <= ld_last)
+        req_burst = Signal(range(AXI_MAX_BURST + 1))
+        m.d.comb += req_burst.eq(burst(req_beat, req_left))
+        requesting = self.ctl.busy & req_more & ~(is_ld & fenced)
+        for addr, length, sz, kind, valid in ((ext.araddr, ext.arlen, ext.arsize, ext.arburst, ext.arvalid),
+                                              (ext.awaddr, ext.awlen, ext.awsize, ext.awburst, ext.awvalid)):
+            m.d.comb += [addr.eq(Cat(Const(0, size), req_beat)), length.eq(req_burst - 1), sz.eq(size),
+                         kind.eq(BURST_INCR)]
+        m.d.comb += [ext.arvalid.eq(requesting & is_ld), ext.awvalid.eq(requesting & ~is_ld)]
+        requested = Mux(is_ld, ext.arvalid & ext.arready, ext.awvalid & ext.awready)
+        last_request = requested & (req_left == req_burst)
+        with m.If(requested):
+            m.d.sync += [req_beat.eq(req_beat + req_burst), req_left.eq(req_left - req_burst),
+                         req_more.eq(req_left != req_burst)]
+        answered = ext.bvalid & ext.bready
+        aw_taken = ext.awvalid & ext.awready
+        m.d.sync += b_pending.eq(b_pending + aw_taken - answered)
+        m.d.comb += [ext.rready.eq(1), ext.bready.eq(1),
+                     self.quiet.eq((b_pending == 0) | ((b_pending == 1) & answered & ~aw_taken))]
+
+        # -- LD: every R beat written the cycle it comes --
+        data_mask = lane_mask(data_first, data_left == 1)
+        receiving = self.ctl.busy & is_ld & ext.rvalid
+        for j, port in enumerate(self.sp_wr):
+            if lane_bits:
+                byte = ext.rdata[8 * j:8 * j + 8]
+                word = Cat(byte, byte[7].replicate(WORD - 8))
+            else:
+                word = ext.rdata
+            m.d.comb += [port.en.eq(receiving & data_mask[j]), port.addr.eq(data_sp + j), port.data.eq(word)]
+
+        # -- ST: scratchpad reads into the W queue, W beats out of it --
+        queue = m.submodules.st_queue = fifo.SyncFIFO(width=len(ext.wdata) + strobe_width, depth=ST_QUEUE_DEPTH)
+        in_flight = Signal(range(ST_QUEUE_DEPTH + 1))
+        reading = self.ctl.busy & ~is_ld & data_more & (in_flight + queue.level < ST_QUEUE_DEPTH)
+        latency = dma_read_latency(cfg)
+        arriving = delayed(m, reading, latency, "st_arriving")
+        arriving_mask = delayed(m, Mux(reading, data_mask, 0), latency, "st_arriving_mask")
+        m.d.sync += in_flight.eq(in_flight + reading - arriving)
+        for j, port in enumerate(self.sp_rd):
+            m.d.comb += [port.en.eq(reading & data_mask[j]), port.addr.eq(data_sp + j)]
+        if lane_bits:
+            beat = Cat(*(port.data[:8] for port in self.sp_rd), arriving_mask)
+        else:
+            beat = Cat(self.sp_rd[0].data, Const((1 << strobe_width) - 1, strobe_width))
+        head = Mux(queue.r_rdy, queue.r_data, beat)
+        m.d.comb += [ext.wvalid.eq(queue.r_rdy | arriving), ext.wdata.eq(head[:len(ext.wdata)]),
+                     ext.wstrb.eq(head[len(ext.wdata):])]
+        sending = ext.wvalid & ext.wready
+        m.d.comb += [queue.r_en.eq(sending), queue.w_data.eq(beat),
+                     queue.w_en.eq(arriving & ~(sending & ~queue.r_rdy))]     # unless it went straight out
+        starting_burst = w_burst_left == 0
+        this_burst = burst(w_beat, w_left)
+        m.d.comb += ext.wlast.eq(Mux(starting_burst, this_burst == 1, w_burst_left == 1))
+        with m.If(sending):
+            m.d.sync += [w_beat.eq(w_beat + 1), w_left.eq(w_left - 1),
+                         w_burst_left.eq(Mux(starting_burst, this_burst, w_burst_left) - 1)]
+
+        with m.If(receiving | reading):
+            m.d.sync += [data_sp.eq(data_sp + lanes), data_left.eq(data_left - 1), data_first.eq(0),
+                         data_more.eq(data_left != 1)]
+
+        # LD ends with its last beat (its last burst was requested before); ST with its last W beat once its last
+        # burst has been requested on AW (a subordinate may take W before AW).
+        last_sent = sending & (w_left == 1)
+        with m.If(last_sent):
+            m.d.sync += w_finished.eq(1)
+        all_requested = ~req_more | last_request
+        m.d.comb += self.ctl.done.eq(Mux(is_ld, receiving & (data_left == 1),
+                                         self.ctl.busy & ~is_ld & (last_sent | w_finished) & all_requested))
+        with m.If(self.ctl.done):
+            m.d.sync += self.ctl.busy.eq(0)
+        return m

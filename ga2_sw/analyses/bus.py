@@ -1,0 +1,108 @@
+"""``ga2 bus-width``: the chapter's decode steps on the decoupled chip as the external port widens from one
+int8 element in a 32-bit word per cycle to 4, 8 and 16 packed bytes per beat (``Config.bus_bytes``,
+docs/ARCHITECTURE.md "The packed external port"), against the memory bound in beats and the busy time of the
+compute lanes: where the step stops being memory-bound."""
+
+from ..config import BUS_BYTES
+from ..options import IntList
+from .common import emit, finish_plot, json_option, plot_option, table
+
+__all__ = ["bus_rows", "register"]
+
+WIDTHS = IntList(1, max(BUS_BYTES), max_items=len(BUS_BYTES))
+
+
+def bus_rows(config, widths, sim="model", seed=4242):
+    """One row per width and program (``ga2_sw.commands.decode_table.decode_table`` rows with ``bus_bytes``),
+    each checked against the reference machine on ``sim``."""
+    from ..commands.decode_table import decode_table
+    rows = []
+    for w in widths:
+        rows += decode_table(config.replace(bus_bytes=w), sim, seed)[0]
+    return rows
+
+
+def _bound(row):
+    """What the step cannot beat: the beats, or the busiest compute lane, and its name."""
+    return max((row["beats"], "memory"), (row["mm_cycles"], "matrix lane"), (row["vec_cycles"], "vector lane"))
+
+
+def _run(args):
+    from ..cli import config_from_args
+    widths = args.widths or list(BUS_BYTES)
+    unknown = [w for w in widths if w not in BUS_BYTES]
+    if unknown:
+        raise ValueError(f"--widths: each must be one of {', '.join(map(str, BUS_BYTES))}, not {unknown[0]}")
+    config = config_from_args(args)
+    rows = bus_rows(config, widths, args.sim, args.seed)
+    body = []
+    for r in rows:
+        bound, what = _bound(r)
+        body.append([r["bus_bytes"], r["name"], r["cycles"], r["beats"], f"{r['cycles'] / r['beats']:.2f}",
+                     r["mm_cycles"], r["vec_cycles"], what, f"{r['cycles'] / bound:.2f}",
+                     "yes" if r["matches_reference"] else "NO"])
+    print(f"decode steps on {args.sim}: the decoupled {config.rows}x{config.cols} chip, {config.sp_banks} banks, "
+          f"as the external port widens (a beat per cycle)")
+    print(table(["bytes/beat", "program", "cycles", "beats", "x beats", "matrix busy", "vector busy", "bound by",
+                 "x bound", "= model"], body, [">", "<"] + [">"] * 6 + ["<", ">"]))
+    for w in widths:
+        step = [r for r in rows if r["bus_bytes"] == w and r["batch"] == config.rows and "ragged" not in r["name"]]
+        if step:
+            bound, what = _bound(step[0])
+            print(f"{w:>2} bytes/beat: the B = {config.rows} step takes {step[0]['cycles']:,} cycles for "
+                  f"{step[0]['beats']:,} beats ({step[0]['cycles'] / step[0]['beats']:.2f} x), bound by the {what}")
+    plot = (lambda path: _plot(path, rows, config)) if args.plot else None
+    return emit(args, {"config": config.to_dict(), "sim": args.sim, "rows": rows}, plot)
+
+
+def _plot(path, rows, config):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    step = [r for r in rows if r["batch"] == config.rows and "ragged" not in r["name"]]
+    widths = [r["bus_bytes"] for r in step]
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    ax.plot(widths, [r["cycles"] for r in step], "o-", color="black", label="cycles of the step")
+    ax.plot(widths, [r["beats"] for r in step], "s--", color="tab:blue", label="memory bound (beats)")
+    ax.plot(widths, [r["mm_cycles"] for r in step], "^:", color="tab:orange", label="matrix lane busy")
+    ax.plot(widths, [r["vec_cycles"] for r in step], "v:", color="tab:green", label="vector lane busy")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(widths, [str(w) for w in widths])
+    ax.set_xlabel("int8 elements per beat (1: one per 32-bit word, the chapter's port)")
+    ax.set_ylabel("cycles")
+    ax.set_title(f"B = {config.rows} decode step at token {config.max_ctx}, decoupled {config.rows}x{config.cols}: "
+                 "where it turns compute-bound", fontsize="medium")
+    ax.legend()
+    finish_plot(fig, path)
+
+
+def register(sub):
+    from ..cli import add_config_arguments
+    from sim.backends import backend_names
+    from ..options import SEED, Int
+    p = sub.add_parser("bus-width", help="the decode steps as the external port widens (bytes per beat)",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("--widths", metavar="W,W,...", type=WIDTHS,
+                   help=f"bytes per beat to run, each one of {', '.join(map(str, BUS_BYTES))} (default all)")
+    p.add_argument("--sim", choices=backend_names(), default="model", help="simulator (default %(default)s)")
+    p.add_argument("--seed", type=Int(*SEED), default=4242, help="workload seed (default %(default)s)")
+    p.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
+    p.add_argument("--plot", metavar="FILE.png", type=plot_option(), help="draw the B = R step against the widths")
+    add_config_arguments(p, mode=False)
+    # Decoupled only (a packed port needs the banks), with banks enough for 16 bytes a beat unless given.
+    p.set_defaults(func=_run, cfg_mode="decoupled", cfg_sp_banks=32, check=_check)
+    for action in p._actions:
+        if action.dest == "cfg_sp_banks":
+            action.help = action.help.replace("default %(default)s", "default 32 here: more than 16 bytes a beat")
+
+
+def _check(args):
+    widths = args.widths or list(BUS_BYTES)
+    unknown = [w for w in widths if w not in BUS_BYTES]
+    if unknown:
+        raise ValueError(f"--widths: each must be one of {', '.join(map(str, BUS_BYTES))}, not {unknown[0]}")
+    if max(widths) >= args.cfg_sp_banks:
+        raise ValueError(f"--widths: {max(widths)} bytes a beat need more than {max(widths)} banks "
+                         f"(--sp-banks {args.cfg_sp_banks})")
+    from sim.backends import get_backend
+    get_backend(args.sim).require()
