@@ -81,30 +81,49 @@ class AxiDMA(LanePorts, wiring.Component):
 
         is_ld = Signal()
         lo, hi = Signal(max(1, lane_bits)), Signal(max(1, lane_bits))
-        req_beat, req_left, req_more = Signal(beat_width), Signal(17), Signal()     # AR (LD) or AW (ST)
+        req_beat = Signal(beat_width)                                             # AR (LD) or AW (ST)
         data_sp, data_left, data_first = Signal(spw), Signal(17), Signal()         # R beats (LD) or reads (ST)
         data_more = Signal()
-        w_beat, w_left, w_burst_left, w_finished = Signal(beat_width), Signal(17), Signal(9), Signal()
+        w_left, w_burst_left, w_finished = Signal(17), Signal(9), Signal()
         first_beat = ext_addr[lane_bits:lane_bits + beat_width]
         last_beat = (ext_addr + instr.len - 1)[lane_bits:lane_bits + beat_width]
         ld_first, ld_last = Signal(beat_width), Signal(beat_width)     # this LD's beats, for the write fence
         with m.If(~self.ctl.busy):
             m.d.sync += [
                 is_ld.eq(ld), lo.eq(first_lane), hi.eq((ext_addr + instr.len - 1)[:lane_bits] if lane_bits else 0),
-                req_beat.eq(ext_addr[lane_bits:lane_bits + beat_width]), req_left.eq(n_beats),
-                req_more.eq(instr.len != 0),
+                req_beat.eq(ext_addr[lane_bits:lane_bits + beat_width]),
                 data_sp.eq(lane0), data_left.eq(n_beats), data_first.eq(1), data_more.eq(instr.len != 0),
-                w_beat.eq(ext_addr[lane_bits:lane_bits + beat_width]), w_left.eq(n_beats), w_burst_left.eq(0),
+                w_left.eq(n_beats), w_burst_left.eq(0),
                 w_finished.eq(0), ld_first.eq(first_beat), ld_last.eq(last_beat),
             ]
         with m.If(self.ctl.start):
             m.d.sync += self.ctl.busy.eq(1)
 
-        def burst(beat, left):
-            """Beats of the burst that starts at ``beat`` with ``left`` to go (``ga2_sw.packing.bursts``)."""
-            to_page = (1 << page_bits) - Cat(beat, Const(0, page_bits))[:page_bits]
+        page = 1 << page_bits
+
+        def shortest(left, to_page):
+            """Beats of a burst with ``left`` beats to go and ``to_page`` to the page's end (``packing.bursts``)."""
             n = Mux(left < to_page, left, to_page)
             return Mux(n > AXI_MAX_BURST, AXI_MAX_BURST, n)
+
+        def plan(name):
+            """A burst sequence held in registers a burst ahead, so no handshake waits on the burst arithmetic
+            (computed from the handshake, the burst lengths, WLAST and the end of an ST were 18 ns paths on a 25F):
+            ``length`` of the current burst, the beats ``left`` from it on, ``more`` (some left) and ``advance()``,
+            the statements that move to the next burst. Loaded while idle from the instruction, as the rest."""
+            length, left = Signal(range(AXI_MAX_BURST + 1), name=f"{name}_len"), Signal(17, name=f"{name}_left")
+            to_page, more = Signal(range(page + 1), name=f"{name}_to_page"), Signal(name=f"{name}_more")
+            first_to_page = page - Cat(first_beat, Const(0, page_bits))[:page_bits]
+            with m.If(~self.ctl.busy):
+                m.d.sync += [length.eq(shortest(n_beats, first_to_page)), left.eq(n_beats),
+                             to_page.eq(first_to_page), more.eq(instr.len != 0)]
+            next_left, next_to_page = left - length, to_page - length
+            next_to_page = Mux(next_to_page == 0, page, next_to_page)      # a burst ends at the page or before
+
+            def advance():
+                return [length.eq(shortest(next_left, next_to_page)), left.eq(next_left),
+                        to_page.eq(next_to_page), more.eq(next_left != 0)]
+            return length, left, more, advance
 
         def lane_mask(first, last):
             """The elements of a beat inside the range: from ``lo`` on the first beat, to ``hi`` on the last."""
@@ -125,8 +144,7 @@ class AxiDMA(LanePorts, wiring.Component):
             m.d.sync += [written_first.eq(Mux(fresh | (first_beat < written_first), first_beat, written_first)),
                          written_last.eq(Mux(fresh | (last_beat > written_last), last_beat, written_last))]
         fenced = (b_pending != 0) & (ld_first <= written_last) & (written_first <= ld_last)
-        req_burst = Signal(range(AXI_MAX_BURST + 1))
-        m.d.comb += req_burst.eq(burst(req_beat, req_left))
+        req_burst, req_left, req_more, next_request = plan("request")
         requesting = self.ctl.busy & req_more & ~(is_ld & fenced)
         for addr, length, sz, kind, valid in ((ext.araddr, ext.arlen, ext.arsize, ext.arburst, ext.arvalid),
                                               (ext.awaddr, ext.awlen, ext.awsize, ext.awburst, ext.awvalid)):
@@ -134,10 +152,8 @@ class AxiDMA(LanePorts, wiring.Component):
                          kind.eq(BURST_INCR)]
         m.d.comb += [ext.arvalid.eq(requesting & is_ld), ext.awvalid.eq(requesting & ~is_ld)]
         requested = Mux(is_ld, ext.arvalid & ext.arready, ext.awvalid & ext.awready)
-        last_request = requested & (req_left == req_burst)
         with m.If(requested):
-            m.d.sync += [req_beat.eq(req_beat + req_burst), req_left.eq(req_left - req_burst),
-                         req_more.eq(req_left != req_burst)]
+            m.d.sync += [req_beat.eq(req_beat + req_burst), *next_request()]
         answered = ext.bvalid & ext.bready
         aw_taken = ext.awvalid & ext.awready
         m.d.sync += b_pending.eq(b_pending + aw_taken - answered)
@@ -175,12 +191,14 @@ class AxiDMA(LanePorts, wiring.Component):
         sending = ext.wvalid & ext.wready
         m.d.comb += [queue.r_en.eq(sending), queue.w_data.eq(beat),
                      queue.w_en.eq(arriving & ~(sending & ~queue.r_rdy))]     # unless it went straight out
+        # W's bursts, the same sequence as AW's planned apart: W must not wait for AW (nor AW for W).
+        this_burst, _, _, next_w_burst = plan("w")
         starting_burst = w_burst_left == 0
-        this_burst = burst(w_beat, w_left)
         m.d.comb += ext.wlast.eq(Mux(starting_burst, this_burst == 1, w_burst_left == 1))
         with m.If(sending):
-            m.d.sync += [w_beat.eq(w_beat + 1), w_left.eq(w_left - 1),
-                         w_burst_left.eq(Mux(starting_burst, this_burst, w_burst_left) - 1)]
+            m.d.sync += [w_left.eq(w_left - 1), w_burst_left.eq(Mux(starting_burst, this_burst, w_burst_left) - 1)]
+            with m.If(starting_burst):
+                m.d.sync += next_w_burst()
 
         with m.If(receiving | reading):
             m.d.sync += [data_sp.eq(data_sp + lanes), data_left.eq(data_left - 1), data_first.eq(0),
@@ -191,7 +209,7 @@ class AxiDMA(LanePorts, wiring.Component):
         last_sent = sending & (w_left == 1)
         with m.If(last_sent):
             m.d.sync += w_finished.eq(1)
-        all_requested = ~req_more | last_request
+        all_requested = ~req_more       # (in a cycle before: against a memory that never stalls, always so)
         m.d.comb += self.ctl.done.eq(Mux(is_ld, receiving & (data_left == 1),
                                          self.ctl.busy & ~is_ld & (last_sent | w_finished) & all_requested))
         with m.If(self.ctl.done):
