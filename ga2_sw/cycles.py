@@ -235,8 +235,8 @@ class WriteAnswers:
         self.written = None         # (first beat, last beat) of the STs since none was unanswered
 
     def _beats(self, instr):
-        x = instr.src if instr.op == Op.LD else instr.dst
-        return beat_of(x, self.config), beat_of(x + instr.len - 1, self.config)
+        (lo, hi), = footprints(instr)[1]        # the LD's or ST's external range
+        return beat_of(lo, self.config), beat_of(hi, self.config)
 
     def load_delay(self, instr, start):
         """Cycles an LD starting in ``start`` waits before its first request (it would make it in start + 1)."""

@@ -207,8 +207,7 @@ def float_reference(w, b, t):
 def beats_moved(prog, config):
     """Beats the external port moves for a program's LD and ST (``ga2_sw.packing.beats``): its memory bound
     in cycles, a beat per cycle; the words moved when a beat is one word."""
-    return sum(beats(i.src if i.op == isa.Op.LD else i.dst, i.len, config)
-               for i in prog if i.op in (isa.Op.LD, isa.Op.ST))
+    return sum(beats(lo, hi - lo + 1, config) for i in prog for lo, hi in isa.footprints(i)[1])
 
 
 def traffic(prog):

@@ -98,7 +98,8 @@ class AxiMemoryModel:
                 reads[0][2] -= 1
                 if not reads[0][2]:
                     reads.popleft()
-                reads and reads[0].__setitem__(0, max(reads[0][0], cycle + 1))
+                if reads:                       # the next burst's first beat comes after this one
+                    reads[0][0] = max(reads[0][0], cycle + 1)
             if awvalid and aw_ready:
                 writes.append([awaddr // size, awlen + 1, [], cycle])
             if wvalid and w_ready:
