@@ -51,6 +51,11 @@ class AxiDMA(LanePorts, wiring.Component):
     ext : Out(AxiSignature)
     quiet : Out(1)
         No write burst is left unanswered on B after this cycle (the sequencer's ``ext_quiet``).
+    stalled : Out(1)
+        This busy cycle is one the ideal memory would not have cost: no beat moves (R taken or W sent) and the
+        instruction has already had as many such cycles as the ideal memory gives it (``ext_latency`` for an LD,
+        ``dma_read_latency`` for an ST). Their sum is the busy time beyond ``isa.OPS``'s (the sequencer's
+        ``stall_cycles``; ``ga2_sw.cycles.ExternalPort.stall``).
     """
 
     def __init__(self, config):
@@ -60,7 +65,7 @@ class AxiDMA(LanePorts, wiring.Component):
         aw, lanes = sp_addr_width(config), config.bus_bytes
         super().__init__({"ctl": In(UnitSignature()), "sp_rd": Out(SpReadSignature(aw)).array(lanes),
                           "sp_wr": Out(SpWriteSignature(aw)).array(lanes), "ext": Out(ext_signature(config)),
-                          "quiet": Out(1)})
+                          "quiet": Out(1), "stalled": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
@@ -214,4 +219,13 @@ class AxiDMA(LanePorts, wiring.Component):
                                          self.ctl.busy & ~is_ld & (last_sent | w_finished) & all_requested))
         with m.If(self.ctl.done):
             m.d.sync += self.ctl.busy.eq(0)
+
+        # -- the stall count: busy cycles without a beat, past the ones the ideal memory also has --
+        grace = Signal(range(max(cfg.ext_latency, latency) + 1))
+        with m.If(~self.ctl.busy):
+            m.d.sync += grace.eq(Mux(ld, cfg.ext_latency, latency))
+        idle_beat = self.ctl.busy & ~receiving & ~sending
+        with m.If(idle_beat & (grace != 0)):
+            m.d.sync += grace.eq(grace - 1)
+        m.d.comb += self.stalled.eq(idle_beat & (grace == 0))
         return m

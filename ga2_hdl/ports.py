@@ -17,8 +17,9 @@ __all__ = ["InstrLayout", "ext_address", "access_layout", "issue_layout", "UnitS
 WORD = 32
 COUNTER_WIDTH = 32
 ERR_WIDTH = max(Err).bit_length()   # the error code (ga2_sw.isa.Err)
-# The five counters of docs/ISA.md, as the host port names them (ga2_sw.cycles.Counters, in its order).
-COUNTERS = ("cycles", "mm_cycles", "dma_cycles", "vec_cycles", "instructions")
+# The counters of docs/ISA.md, as the host port names them (ga2_sw.cycles.Counters, in its order): the chapter's
+# five and the DMA's stall count.
+COUNTERS = ("cycles", "mm_cycles", "dma_cycles", "vec_cycles", "instructions", "stall_cycles")
 
 
 def _instr_layout():
@@ -166,7 +167,7 @@ class HostSignature(wiring.Signature):
     """The host's port to the sequencer, seen from the host.
 
     Write the program with ``imem_we``/``imem_addr``/``imem_data`` (one 128-bit instruction per cycle),
-    pulse ``start``, wait for ``done``; then read ``error``, ``pc`` and the five counters (``COUNTERS``)."""
+    pulse ``start``, wait for ``done``; then read ``error``, ``pc`` and the counters (``COUNTERS``)."""
 
     def __init__(self, config):
         self._imem_addr_width, self._pc_width = imem_addr_width(config), pc_width(config)

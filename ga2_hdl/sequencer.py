@@ -1,5 +1,5 @@
-"""The sequencer: instruction memory, fetch, decode, validation, dispatch, the five counters, HALT and the
-error status."""
+"""The sequencer: instruction memory, fetch, decode, validation, dispatch, the counters, HALT and the error
+status."""
 
 from amaranth.hdl import Cat, Module, Signal, Mux
 from amaranth.lib import memory, wiring
@@ -34,7 +34,7 @@ class Sequencer(wiring.Component):
     Members
     -------
     host : In(HostSignature)
-        The host's port: program writes, ``start``, ``done``, ``error``, ``pc`` and the five counters. Each
+        The host's port: program writes, ``start``, ``done``, ``error``, ``pc`` and the counters. Each
         instruction word is validated as it is written; a ``start`` within ``CHECK_LATENCY`` cycles of the
         last write is held until the check has finished.
     units : Out(UnitSignature).array(len(units_of(config)))
@@ -44,13 +44,16 @@ class Sequencer(wiring.Component):
         No external write is left unanswered after this cycle (an AXI4 port's B channel, ``AxiDMA.quiet``); a
         HALT or a fault also waits for it, so that external memory is final when ``done`` rises. 1 when not
         driven (the bare port's writes land in their cycle).
+    dma_stall : In(1)
+        The DMA waits on the bus this cycle beyond what the ideal memory would make it wait (``AxiDMA.stalled``),
+        counted in ``stall_cycles``. 0 when not driven (the bare port never stalls).
     """
 
     def __init__(self, config):
         self._config = config
         self._units = units_of(config)        # the chip's units (the online unit only with config.online_unit)
         super().__init__({"host": In(HostSignature(config)), "units": Out(UnitSignature()).array(len(self._units)),
-                          "ext_quiet": In(1, init=1)})
+                          "ext_quiet": In(1, init=1), "dma_stall": In(1)})
         self.imem = memory.Memory(shape=INSTR_BITS, depth=config.imem_words, init=[])
         # A zero word is illegal, so the error memory starts out saying so.
         self.errmem = memory.Memory(shape=ERR_WIDTH, depth=config.imem_words, init=[Err.ILLEGAL] * config.imem_words)
@@ -74,7 +77,7 @@ class Sequencer(wiring.Component):
             m.d.comb += port.start.eq(ir.op.matches(*unit_ops(name)))
 
     def _count(self, m, counting):
-        """The cycle counter and the three busy counters."""
+        """The cycle counter, the three busy counters and the DMA's stall count."""
         host = self.host
         with m.If(counting):
             m.d.sync += host.cycles.eq(host.cycles + 1)
@@ -82,6 +85,8 @@ class Sequencer(wiring.Component):
             total = getattr(host, f"{counter}_cycles")
             with m.If(self._busy_of("counter", counter, draining=True)):
                 m.d.sync += total.eq(total + 1)
+        with m.If(self.dma_stall):
+            m.d.sync += host.stall_cycles.eq(host.stall_cycles + 1)
 
     def elaborate(self, platform):
         m = Module()

@@ -124,7 +124,7 @@ class GA2(wiring.Component):
             connect(m, port, unit.ctl)
         connect(m, flipped(self.ext), self.units["dma"].ext)
         if self._config.axi:        # HALT waits for the last write's answer on B
-            m.d.comb += seq.ext_quiet.eq(self.units["dma"].quiet)
+            m.d.comb += [seq.ext_quiet.eq(self.units["dma"].quiet), seq.dma_stall.eq(self.units["dma"].stalled)]
         for group, ports in self._reads.items():
             for unit_port, sp_port in zip(ports, sp.read_group(group)):
                 connect(m, unit_port, sp_port)

@@ -43,7 +43,15 @@ def add_config_arguments(parser, mode=True):
             group.add_argument("--mode", dest="cfg_mode", choices=Config.field_range("mode"),
                                default=COMMAND_MODE.value, help=f"{text} (default %(default)s; inorder is the chapter's chip)")
             continue
+        if name == "memory":
+            group.add_argument("--memory", dest="cfg_memory", choices=Config.field_range("memory"),
+                               default=defaults.memory, help=f"{text} (default %(default)s)")
+            continue
         lo, hi = Config.field_range(name)
+        if name == "axi":               # 1 with a DRAM unless given (config_from_args)
+            group.add_argument("--axi", dest="cfg_axi", type=Int(lo, hi), metavar="N", default=None,
+                               help=f"{text} ({lo}..{hi}; default 1 with a DRAM --memory, else 0)")
+            continue
         if name == "online_unit":       # decided by the context unless given (config_from_args)
             group.add_argument("--online-unit", dest="cfg_online_unit", type=Int(lo, hi), metavar="N",
                                default=None, help=f"{text} ({lo}..{hi}; default 1 when --max-ctx exceeds "
@@ -59,6 +67,8 @@ def config_from_args(args):
     fields = {k[4:]: v for k, v in vars(args).items() if k.startswith("cfg_") and v is not None}
     if "mode" not in fields and getattr(args, "mode", None) in Config.field_range("mode"):
         fields["mode"] = args.mode      # a command's own --mode (decode-table's), when it names one mode
+    if "axi" not in fields:             # a DRAM answers the AXI4 port
+        fields["axi"] = int(fields.get("memory", Config.memory) != "ideal")
     if "online_unit" not in fields:     # a context longer than one softmax holds streams through the online unit
         fields["online_unit"] = int(fields.get("max_ctx", Config.max_ctx) > fields.get("sm_max_len", Config.sm_max_len))
     return Config(**fields)

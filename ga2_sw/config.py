@@ -4,7 +4,9 @@ from dataclasses import dataclass, fields, asdict, replace
 import enum
 import json
 
-__all__ = ["Config", "DEFAULT", "Mode", "MODES", "BUS_BYTES", "COMMAND_MODE", "memory_words"]
+from .dram import MEMORIES
+
+__all__ = ["Config", "DEFAULT", "Mode", "MODES", "MEMORIES", "BUS_BYTES", "COMMAND_MODE", "memory_words"]
 
 
 class Mode(enum.Enum):
@@ -47,7 +49,11 @@ _RANGES = {
     "bus_bytes":   (1, 16),
     "axi":         (0, 1),
     "ext_write_latency": (1, 64),
+    "clock_mhz":   (1, 1000),
 }
+
+# The fields that take a name, and their allowed names.
+_CHOICES = {"mode": MODES, "memory": MEMORIES}
 
 _HELP = {
     "rows": "rows R of the systolic array (also the largest batch)",
@@ -66,6 +72,9 @@ _HELP = {
                  "or 16 pack bytes (decoupled mode; docs/ISA.md, \"Packed external memory\")",
     "axi": "1: the external port is an AXI4 manager (bursts, valid/ready on every channel; docs/ARCHITECTURE.md)",
     "ext_write_latency": "with axi = 1: cycles from a write burst's last beat to its answer on B",
+    "clock_mhz": "the chip's clock in MHz, as the external memory's timing sees it (with a DRAM memory)",
+    "memory": "what answers the AXI4 port in simulation and the cycle model: the ideal memory (ext_latency, "
+              "ext_write_latency) or a DRAM speed grade's timing (ga2_sw/dram.py; needs axi = 1)",
     "mode": "execution mode: inorder (one instruction at a time) or decoupled (DMA beside compute)",
 }
 
@@ -93,6 +102,8 @@ class Config:
     bus_bytes: int = 1
     axi: int = 0
     ext_write_latency: int = 1
+    clock_mhz: int = 100
+    memory: str = "ideal"
     mode: Mode = Mode.INORDER
 
     def __post_init__(self):
@@ -100,8 +111,10 @@ class Config:
             if self.mode not in MODES:
                 raise ValueError(f"Config field 'mode' must be one of {', '.join(MODES)}, not {self.mode!r}")
             object.__setattr__(self, "mode", Mode(self.mode))   # the names of the command line and JSON
+        if self.memory not in MEMORIES:
+            raise ValueError(f"Config field 'memory' must be one of {', '.join(MEMORIES)}, not {self.memory!r}")
         for f in fields(self):
-            if f.name == "mode":
+            if f.name in _CHOICES:
                 continue
             value = getattr(self, f.name)
             lo, hi = _RANGES[f.name]
@@ -130,6 +143,9 @@ class Config:
             if self.ext_words % self.bus_bytes:
                 raise ValueError(f"Config field 'ext_words' must be a multiple of bus_bytes ({self.bus_bytes}), "
                                  f"not {self.ext_words!r}")
+        if self.memory != "ideal" and not self.axi:
+            raise ValueError(f"Config field 'memory' must be ideal on the bare port (a DRAM answers the AXI4 port: "
+                             f"axi = 1), not {self.memory!r}")
         if self.sm_max_len < self.max_ctx and not self.online_unit:
             # (with the online unit, attention streams the context in chunks of at most sm_max_len)
             raise ValueError(f"Config field 'sm_max_len' must be at least max_ctx ({self.max_ctx}) so attention "
@@ -172,8 +188,8 @@ class Config:
 
     @staticmethod
     def field_range(name):
-        """(minimum, maximum) of an integer field; the tuple of allowed values of ``mode``."""
-        return MODES if name == "mode" else _RANGES[name]
+        """(minimum, maximum) of an integer field; the tuple of allowed names of ``mode`` or ``memory``."""
+        return _CHOICES[name] if name in _CHOICES else _RANGES[name]
 
     @property
     def decoupled(self):

@@ -1,4 +1,4 @@
-"""The cycle model of GA-2: per-instruction busy times and the five counters (docs/ISA.md), in both modes.
+"""The cycle model of GA-2: per-instruction busy times and the counters (docs/ISA.md), in both modes.
 
 In order, one instruction runs at a time and the counters follow from the busy times alone. Decoupled,
 the DMA lane (LD, ST), the matrix lane (MM) and the vector lane (RQ, SM) run side by side and a scoreboard holds
@@ -13,13 +13,14 @@ from dataclasses import dataclass, astuple
 
 from .banking import bank_of, rq_write_skew, slice_addresses
 from .isa import LANES, ONLINE_OPS, OPS, Op, Err, decode, check, footprints, Instr
-from .packing import beat_of
+from .dram import DramTiming
+from .packing import beat_bytes, beat_of, bursts, byte_address
 from .timing import (FETCH_CYCLES, ISSUE_CYCLES, RQ_DEPTH, SP_WRITE_DELAY, DIVIDER_LATENCY, SM_OVERHEAD,
                      STREAM_MM_OVERHEAD, MM_DRAIN_CYCLES, MM_PLAN_CYCLES, PORT_B_ANNOUNCE, rq_latency, sm_overhead,
                      smc_phases, rsa_busy, nrm_busy)
 
 __all__ = ["Counters", "busy_cycles", "unit_of", "lane_of", "accesses", "conflict", "ranges_conflict", "EXT_SPACE",
-           "cycle_counts", "run_program", "DecoupledTimer", "InorderTimer", "WriteAnswers", "vector_port_b", "mm_schedule", "online_requests",
+           "cycle_counts", "run_program", "DecoupledTimer", "InorderTimer", "ExternalPort", "vector_port_b", "mm_schedule", "online_requests",
            "MMSchedule",
            "ISSUE_CYCLES", "FETCH_CYCLES", "RQ_DEPTH", "SM_OVERHEAD", "DIVIDER_LATENCY", "STREAM_MM_OVERHEAD",
            "SP_WRITE_DELAY"]
@@ -27,12 +28,14 @@ __all__ = ["Counters", "busy_cycles", "unit_of", "lane_of", "accesses", "conflic
 
 @dataclass(frozen=True)
 class Counters:
-    """The chip's five counters."""
+    """The chip's counters: the chapter's five, and the cycles the DMA waited on the bus beyond what the
+    ideal memory would have made it (``ExternalPort``; always 0 on the bare port)."""
     cycles: int = 0
     mm: int = 0
     dma: int = 0
     vec: int = 0
     instructions: int = 0
+    stall: int = 0
 
     def as_tuple(self):
         return astuple(self)
@@ -221,24 +224,38 @@ def _last_read(instr, first_read, taken, before, config):
     return cycle - 1
 
 
-class WriteAnswers:
-    """When an AXI4 port's writes are answered on B (``config.axi``; docs/ARCHITECTURE.md, "The AXI4 port"), and
-    what waits for the answers: an LD whose beats meet the beats of an unanswered ST requests nothing until the
-    last answer is in (the write fence), and a HALT or a fault leaves its check cycle no earlier than it. The
-    subordinate answers a burst ``ext_write_latency`` cycles after its last beat, so the last answer of an ST
-    that ends (its last beat taken) in cycle ``end`` comes in cycle ``end + ext_write_latency``. On the bare
-    port, or with the answer the cycle after (``ext_write_latency`` = 1), nothing ever waits."""
+class ExternalPort:
+    """What the external memory does to LD and ST beyond the ``isa.OPS`` busy times (docs/ARCHITECTURE.md, "The
+    AXI4 port" and "A DRAM behind the port"), fed each LD and ST in program order with its start cycle.
+
+    On the bare port, and on an AXI4 port in front of the ideal memory, an LD is busy ``beats + ext_latency``
+    and an ST ``beats + dma_read_latency`` cycles. AXI4 answers writes on B: the ideal memory answers a burst
+    ``ext_write_latency`` cycles after its last beat, and an LD whose beats meet those of an unanswered ST
+    requests nothing until the last answer is in (the write fence); a HALT or a fault leaves its check cycle no
+    earlier than that answer (``answered``). With ``ext_write_latency`` = 1 nothing ever waits.
+
+    In front of a DRAM (``config.memory``, ``ga2_sw.dram``) the DMA still requests an LD's bursts on
+    consecutive cycles and takes each R beat as it comes (one a cycle, in order), so the LD ends with its last
+    beat, whenever the DRAM delivers it; an ST's W beats still go out a cycle each, and each burst is answered
+    when the DRAM has written it. ``stall`` is the busy cycles beyond ``OPS``'s, the chip's stall counter."""
 
     def __init__(self, config):
         self.config = config
-        self.answered = -1          # the cycle of the last answer due
+        self.answered = -1          # the cycle of the last answer on B
         self.written = None         # (first beat, last beat) of the STs since none was unanswered
+        self.dram = DramTiming(config.memory, config.clock_mhz) if config.memory != "ideal" else None
+        self.stall = 0
 
     def _beats(self, instr):
         (lo, hi), = footprints(instr)[1]        # the LD's or ST's external range
         return beat_of(lo, self.config), beat_of(hi, self.config)
 
-    def load_delay(self, instr, start):
+    def _bursts(self, instr):
+        """The AXI bursts of an LD or ST, (first beat, beats) each."""
+        (lo, hi), = footprints(instr)[1]
+        return bursts(lo, hi - lo + 1, self.config)
+
+    def _load_delay(self, instr, start):
         """Cycles an LD starting in ``start`` waits before its first request (it would make it in start + 1)."""
         if not self.config.axi or self.written is None or self.answered < start + 1:
             return 0
@@ -247,16 +264,47 @@ class WriteAnswers:
             return self.answered + 1 - (start + 1)
         return 0
 
-    def store(self, instr, start, end):
-        """An ST that starts in ``start`` and takes its last beat in ``end``."""
+    def load(self, instr, start):
+        """The busy time of an LD that starts in ``start``."""
+        ideal = busy_cycles(instr, self.config)
+        delay = self._load_delay(instr, start)
+        if self.dram is None or not instr.len:
+            busy = ideal + delay
+        else:
+            beat = start                  # the R beats, one a cycle, each once the DRAM has it
+            for n, (first, length) in enumerate(self._bursts(instr)):
+                for ready in self.dram.read(start + 1 + delay + n, byte_address(first, self.config), length,
+                                            beat_bytes(self.config)):
+                    beat = max(ready, beat + 1)
+            busy = beat - start
+        self.stall += max(0, busy - ideal)
+        return busy
+
+    def store(self, instr, start):
+        """The busy time of an ST that starts in ``start``; its answers on B."""
+        busy = busy_cycles(instr, self.config)
         if not self.config.axi:
-            return
+            return busy
+        end = start + busy                     # its last W beat
         first, last = self._beats(instr)
         if self.written is None or self.answered < start:           # nothing unanswered when it starts
             self.written = (first, last)
         else:
             self.written = (min(first, self.written[0]), max(last, self.written[1]))
-        self.answered = end + self.config.ext_write_latency
+        if self.dram is None:
+            self.answered = end + self.config.ext_write_latency
+            return busy
+        sent = end - sum(length for _, length in self._bursts(instr))     # W beats: one a cycle up to `end`
+        for n, (first, length) in enumerate(self._bursts(instr)):
+            sent += length
+            due = self.dram.write(max(start + 1 + n, sent), byte_address(first, self.config), length,
+                                  beat_bytes(self.config))
+            self.answered = max(due, self.answered + 1)                  # one answer a cycle, in order
+        return busy
+
+    def busy(self, instr, start):
+        """The busy time of an LD or ST that starts in ``start``."""
+        return self.load(instr, start) if instr.op == Op.LD else self.store(instr, start)
 
 
 class DecoupledTimer:
@@ -289,7 +337,7 @@ class DecoupledTimer:
         self._taken = {}                         # cycle -> the banks the vector lane asks port B for
         self._last_mm = None                     # the index of the last MM
         self._before = {}                        # index of each MM -> the index of the MM before it
-        self.writes = WriteAnswers(config)
+        self.port = ExternalPort(config)
 
     def in_flight(self, cycle):
         """The ``[instr, start, end]`` records of the instructions in flight in ``cycle`` (of those issued)."""
@@ -326,11 +374,9 @@ class DecoupledTimer:
             self._before[index], self._last_mm = self._last_mm, index
             self._schedule_mm(index)
         else:
-            wait = self.writes.load_delay(instr, start) if instr.op == Op.LD else 0
-            end = self.starts[index][2] = start + busy_cycles(instr, self.config) + wait
+            busy = self.port.busy(instr, start) if lane == "dma" else busy_cycles(instr, self.config)
+            end = self.starts[index][2] = start + busy
             self.free[lane] = end + 1
-            if instr.op == Op.ST:
-                self.writes.store(instr, start, end)
         if lane == "vector":
             for cycle, banks in vector_port_b(instr, start, self.config).items():
                 self._taken.setdefault(cycle, set()).update(banks)
@@ -357,10 +403,10 @@ class DecoupledTimer:
 
     def stop(self, halted):
         """Counters after a HALT (``halted``) or a fault in the instruction now in the check state."""
-        end = max([self.decode + 1, self.writes.answered] + [last + 1 for _, _, last in self.starts])
+        end = max([self.decode + 1, self.port.answered] + [last + 1 for _, _, last in self.starts])
         per_unit = self.per_unit
         return Counters(end + 1, per_unit["mm"], per_unit["dma"], per_unit["vec"],
-                        self.executed + (1 if halted else 0))
+                        self.executed + (1 if halted else 0), self.port.stall)
 
 
 class InorderTimer:
@@ -373,23 +419,21 @@ class InorderTimer:
         self.per_unit = {"mm": 0, "dma": 0, "vec": 0}
         self.executed = 0
         self.starts = []            # (instr, start cycle, last busy cycle), as DecoupledTimer.starts
-        self.writes = WriteAnswers(config)
+        self.port = ExternalPort(config)
 
     def issue(self, instr):
         start = self.cycles + ISSUE_CYCLES - 1
-        x = busy_cycles(instr, self.config) + (self.writes.load_delay(instr, start) if instr.op == Op.LD else 0)
+        x = self.port.busy(instr, start) if lane_of(instr.op) == "dma" else busy_cycles(instr, self.config)
         self.starts.append((instr, start, start + x))
-        if instr.op == Op.ST:
-            self.writes.store(instr, start, start + x)
         self.cycles += ISSUE_CYCLES + x
         self.per_unit[unit_of(instr.op)] += x
         self.executed += 1
 
     def stop(self, halted):
         """Counters after a HALT (``halted``) or a fault in the instruction now being checked."""
-        check = max(self.cycles + ISSUE_CYCLES - 1, self.writes.answered)     # it waits for the last answer
+        check = max(self.cycles + ISSUE_CYCLES - 1, self.port.answered)     # it waits for the last answer
         return Counters(check + 1, self.per_unit["mm"], self.per_unit["dma"],
-                        self.per_unit["vec"], self.executed + (1 if halted else 0))
+                        self.per_unit["vec"], self.executed + (1 if halted else 0), self.port.stall)
 
 
 def _as_instr(item):

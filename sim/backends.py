@@ -17,7 +17,7 @@ else a sentence saying why not) and:
 * ``runner(config)``: ``runner(program, ext) -> ext``, what ``ga2_sw.check.check_batching`` runs its programs
   on (RuntimeError on a fault).
 
-Every result is a ``ga2_sw.machine.Result`` with the same meaning (memories, five counters, error, pc), so
+Every result is a ``ga2_sw.machine.Result`` with the same meaning (memories, six counters, error, pc), so
 callers compare them with ``sim.compare.compare_results``. A program that does not halt within the cycle limit
 raises ``sim.jobs.HangError`` on every simulator (``on_hang="return"``: a result with ``hang=True``); the
 reference machine, which needs no limit (every program ends, docs/ISA.md), reports one all the same when its

@@ -4,7 +4,7 @@ against cocotbext-axi's ``AxiRam``: a memory model nobody here wrote, with rando
 Run by ``sim/axi_cocotb.py`` inside the simulator (Verilator or Icarus through cocotb's runner), never imported
 by the rest of the project. The jobs come from the JSON file ``$GA2_AXI_JOBS`` (``{"config", "pause",
 "seed", "jobs": [{"program": [hex words], "ext": [elements], "cycle_limit"}]}``) and the results go to
-``$GA2_AXI_RESULTS``: per job the five counters, error, pc, a hang flag, and both memories (the external one as
+``$GA2_AXI_RESULTS``: per job the six counters, error, pc, a hang flag, and both memories (the external one as
 elements, read back from the ``AxiRam``; the scratchpad through the debug port)."""
 
 import json

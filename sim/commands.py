@@ -164,7 +164,7 @@ def _fuzz(args):
             print("  " + line)
         print(f"{done} programs agreed before it ({rate:,.1f} programs/s)")
         return 1
-    print(f"{done} programs, all equal on {args.sim} and the reference machine (memories, five counters, error, "
+    print(f"{done} programs, all equal on {args.sim} and the reference machine (memories, six counters, error, "
           f"pc): {seconds:.1f} s, {rate:,.1f} programs/s")
     return 0
 

@@ -21,7 +21,7 @@ def _name(error):
 
 def compare_results(ref, got, check_sp=True):
     """Differences between two Results as readable lines; [] when they agree: the external memory (and the
-    scratchpad unless ``check_sp`` is false), all five counters, error and pc, and none of the simulator's
+    scratchpad unless ``check_sp`` is false), all six counters, error and pc, and none of the simulator's
     own alarms (a hang, external accesses beyond the memory, debug-port mismatches) was raised."""
     if getattr(got, "hang", False):
         return [f"the simulator did not halt (pc={got.pc}); the reference halted with {_name(ref.error)} at pc {ref.pc}"]

@@ -201,7 +201,8 @@ def parse_result_block(lines, pos):
 
 def make_result(kv, ext, sp, limit, on_hang):
     """A ``Result`` from one result block's fields; ``HangError`` for a hung run unless ``on_hang="return"``."""
-    counters = Counters(int(kv["cycles"]), int(kv["mm"]), int(kv["dma"]), int(kv["vec"]), int(kv["instr"]))
+    counters = Counters(int(kv["cycles"]), int(kv["mm"]), int(kv["dma"]), int(kv["vec"]), int(kv["instr"]),
+                        int(kv["stall"]))
     try:
         error = Err(int(kv["error"]))
     except ValueError:

@@ -69,6 +69,7 @@ SELECTION = (
     "tests/test_fault.py",
     "tests/test_packed.py",
     "tests/test_axi.py",
+    "tests/test_dram.py",
     "tests/test_differential.py",
 )
 
@@ -516,6 +517,12 @@ RTL_MUTANTS = (
     _m("axi: the fence forgets the earlier stores", "axi_dma", "fresh = b_pending == 0", "fresh = 1"),
     _m("axi: LD zero-extends its bytes", "axi_dma", "word = Cat(byte, byte[7].replicate(WORD - 8))",
        "word = Cat(byte, Const(0, WORD - 8))"),
+    _m("axi: the stall count has no grace cycles", "axi_dma", "self.stalled.eq(idle_beat & (grace == 0))",
+       "self.stalled.eq(idle_beat)"),
+    _m("axi: an LD's grace is an ST's", "axi_dma", "grace.eq(Mux(ld, cfg.ext_latency, latency))",
+       "grace.eq(latency)"),
+    _m("axi: a cycle that takes an R beat counts as a stall", "axi_dma",
+       "idle_beat = self.ctl.busy & ~receiving & ~sending", "idle_beat = self.ctl.busy & ~sending"),
 )
 
 

@@ -13,6 +13,7 @@ from amaranth.lib.wiring import connect
 from amaranth.sim import Simulator
 
 from ga2_hdl.banked_scratchpad import BankedScratchpad
+from ga2_hdl.ports import COUNTERS
 from ga2_hdl.scratchpad import Scratchpad
 from ga2_sw.asm import to_words
 from ga2_sw.cycles import Counters
@@ -136,7 +137,7 @@ class ChipBench(Elaboratable):
             extmem = AxiMemoryModel(config, init=list(ext)) if config.axi else ExtMemoryModel(config, init=list(ext))
         self.extmem = extmem
         if isinstance(extmem, AxiMemoryModel):     # a behavioural model, run beside the testbenches
-            extmem.port = self.chip.ext
+            extmem.port, extmem.running = self.chip.ext, self.chip.host.running
 
     def elaborate(self, platform):
         m = Module()
@@ -217,8 +218,7 @@ class ChipBench(Elaboratable):
 
     def counters(self, ctx):
         host = self.chip.host
-        return Counters(ctx.get(host.cycles), ctx.get(host.mm_cycles), ctx.get(host.dma_cycles),
-                        ctx.get(host.vec_cycles), ctx.get(host.instructions))
+        return Counters(*(ctx.get(getattr(host, name)) for name in COUNTERS))
 
     def memories(self, ctx):
         """(scratchpad, external memory) contents, read directly."""

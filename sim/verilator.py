@@ -33,9 +33,10 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
+from ga2_sw import dram
 from ga2_sw.timing import DEBUG_READ_LATENCY
 
 from .cache import cache_root, file_lock, prune
@@ -269,8 +270,18 @@ def yosys_read_check(config, verilog=None):
 
 def harness_args(config):
     """The harness's command-line options that follow from the configuration (the rest is in the job file's
-    header): the AXI4 subordinate's write-answer latency."""
-    return ["--axi-write-latency", str(config.ext_write_latency)] if config.axi else []
+    header): the AXI4 subordinate's write-answer latency, and a DRAM's timing (``--dram``: the grade's fields in
+    their order, then the model's constants and the chip's clock, as the harness's DramParams lists them)."""
+    if not config.axi:
+        return []
+    args = ["--axi-write-latency", str(config.ext_write_latency)]
+    if config.memory != "ideal":
+        grade = dram.GRADES[config.memory]
+        numbers = [getattr(grade, f.name) for f in fields(grade) if f.name != "name"]
+        numbers += [dram.CONTROLLER_CYCLES, dram.BANKS, dram.ROW_BYTES, dram.BURST_BYTES, dram.DATA_BYTES_PER_CK,
+                    config.clock_mhz]
+        args += ["--dram", ",".join(map(str, numbers))]
+    return args
 
 
 class _Server:

@@ -271,7 +271,7 @@ def test_config_rows_zero():
         Config(rows=0)
 
 
-@pytest.mark.parametrize("name", [f.name for f in dataclasses.fields(Config) if f.name != "mode"])
+@pytest.mark.parametrize("name", [f.name for f in dataclasses.fields(Config) if f.name not in ("mode", "memory")])
 def test_every_config_field_is_range_checked(name):
     lo, hi = Config.field_range(name)
     for bad in (lo - 1, hi + 1):
@@ -288,6 +288,13 @@ def test_config_mode_is_one_of_the_modes():
         with pytest.raises(ValueError, match=r"^Config field 'mode' must be one of inorder, decoupled, not "):
             Config(mode=bad)
     assert Config.from_dict(json.loads(Config(mode="decoupled").to_json())).decoupled
+
+
+def test_config_memory_is_ideal_or_a_dram_grade():
+    assert Config.field_range("memory") == ("ideal", "ddr3-1600", "ddr3-800")
+    for bad in ("ddr4", "", None, 1):
+        with pytest.raises(ValueError, match=r"^Config field 'memory' must be one of ideal, ddr3-1600, ddr3-800, not "):
+            Config(axi=1, memory=bad)
 
 
 def test_config_cross_field_and_unknown_fields():

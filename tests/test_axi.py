@@ -31,7 +31,7 @@ AXI = {
     "decoupled": AXI_BASE.replace(mode="decoupled"),
     "packed-4": AXI_BASE.replace(mode="decoupled", bus_bytes=4),
     "packed-16": AXI_BASE.replace(mode="decoupled", bus_bytes=16, sp_banks=32),
-    # Writes answered five cycles after their last beat: loads that meet them and HALTs wait (WriteAnswers).
+    # Writes answered five cycles after their last beat: loads that meet them and HALTs wait (ExternalPort).
     "inorder-slow-b": AXI_BASE.replace(ext_write_latency=5),
     "packed-4-slow-b": AXI_BASE.replace(mode="decoupled", bus_bytes=4, ext_write_latency=5),
 }
@@ -154,7 +154,7 @@ def test_fence_jobs_make_loads_and_halts_wait():
 @needs_verilator
 @pytest.mark.parametrize("name", list(AXI))
 def test_verilator_ideal_subordinate_is_the_cycle_model(name):
-    """Random programs of every opcode, faults included: memories and the five counters equal to the machine's
+    """Random programs of every opcode, faults included: memories and the six counters equal to the machine's
     and the cycle model's."""
     config = AXI[name]
     jobs = (_random_jobs(config, 60, seed=sorted(AXI).index(name)) + _fence_jobs(config, 40, seed=len(name))

@@ -11,7 +11,8 @@ from ..isa import LANES
 from ..machine import Machine
 from ..config import Config
 from ..options import SEED, Int, IntList
-from ..packing import element_bytes, packed
+from ..dram import GRADES, peak_bytes_per_cycle
+from ..packing import beat_bytes, element_bytes, packed
 from ..workloads import decode_table_programs
 
 __all__ = ["register", "decode_table", "CHAPTER_CYCLES"]
@@ -55,6 +56,9 @@ def decode_table(config, sim="model", seed=4242, lengths=None):
                      "macs": macs, "words": words, "beats": moved, "bytes": words * element_bytes(config),
                      "bus_bytes": config.bus_bytes, "memory_bound": moved,
                      "of_memory_bound": round(moved / c.cycles, 4), "matches_reference": match,
+                     "memory": config.memory, "stall_cycles": c.stall,
+                     **({"dram_bandwidth_fraction": round(moved * beat_bytes(config) / (c.cycles * peak_bytes_per_cycle(
+                         GRADES[config.memory], config.clock_mhz)), 4)} if config.memory != "ideal" else {}),
                      "chapter_cycles": CHAPTER_CYCLES.get(_chapter_key(p)) if lengths is None and config.rows == 4
                      and config.cols == 4 and config.max_ctx == 16 and config.d == 16 and config.d_model == 16
                      else None})
@@ -96,6 +100,16 @@ def _print(rows, config, sim, seconds):
     print(line)
     print(f"('achieved' = MACs / cycles; 'ceiling' = min(peak, MAC/{unit} x 1 {unit}/cycle); 'of mem bound' = "
           f"{unit}s / cycles; 'if overlapped' = cycles / max(DMA, non-DMA): the gain if loads ran under compute)")
+    if config.memory != "ideal":
+        peak = peak_bytes_per_cycle(GRADES[config.memory], config.clock_mhz)
+        print(f"behind the AXI4 port: {config.memory} (one x16 device, ga2_sw/dram.py) at a {config.clock_mhz} MHz "
+              f"chip clock, peak {peak:.1f} bytes per chip cycle")
+        print(table(["program", "cycles", "stall cycles", "bytes on the bus", "of DRAM peak"],
+                    [[r["name"], f"{r['cycles']:,}", f"{r['stall_cycles']:,}", f"{r['beats'] * beat_bytes(config):,}",
+                      f"{100 * r['dram_bandwidth_fraction']:.1f}%"] for r in rows], ["<"] + [">"] * 4))
+        print("('stall cycles': the DMA's busy cycles beyond the ideal memory's, the chip's stall counter)")
+    elif config.axi:
+        print(f"memory: the ideal AXI4 subordinate; stall cycles {sum(r['stall_cycles'] for r in rows):,}")
     cps = total / seconds if seconds > 0 else float("inf")
     print(f"{sim}: {total:,} cycles simulated in {seconds:.2f} s of wall time, building and loading included "
           f"({cps:,.0f} cycles/s; `ga2 bench-sim` measures the simulation alone)", file=sys.stderr)

@@ -40,7 +40,7 @@ module ga2_tb;
     wire running, done;
     wire [2:0] error;
     wire [PC_W-1:0] pc;
-    wire [31:0] cycles, mm_cycles, dma_cycles, vec_cycles, instructions;
+    wire [31:0] cycles, mm_cycles, dma_cycles, vec_cycles, instructions, stall_cycles;
     wire [EXT_AW-1:0] ext_addr;
     wire ext_re, ext_we;
     wire [EXT_DW-1:0] ext_wdata;
@@ -52,6 +52,7 @@ module ga2_tb;
         .clk(clk), .rst(rst), .host__start(start), .host__running(running), .host__done(done),
         .host__error(error), .host__pc(pc), .host__cycles(cycles), .host__mm_cycles(mm_cycles),
         .host__dma_cycles(dma_cycles), .host__vec_cycles(vec_cycles), .host__instructions(instructions),
+        .host__stall_cycles(stall_cycles),
         .host__imem_we(imem_we), .host__imem_addr(imem_addr), .host__imem_data(imem_data),
         .debug__addr(dbg_sp_addr), .debug__data(dbg_sp_data),
         .ext__addr(ext_addr), .ext__re(ext_re), .ext__we(ext_we), .ext__wdata(ext_wdata),
@@ -253,8 +254,9 @@ module ga2_tb;
             ok_run = done && started;
             last_hung = !ok_run;
             port_mismatch = 0;
-            $fwrite(fout, "result %0d status %0s sim_cycles %0d seconds 0 cycles %0d mm %0d dma %0d vec %0d instr %0d error %0d pc %0d ext_oob %0d start_wait %0d",
+            $fwrite(fout, "result %0d status %0s sim_cycles %0d seconds 0 cycles %0d mm %0d dma %0d vec %0d instr %0d stall %0d error %0d pc %0d ext_oob %0d start_wait %0d",
                     job_id, ok_run ? "ok" : "hang", simulated, cycles, mm_cycles, dma_cycles, vec_cycles, instructions,
+                    stall_cycles,
                     error, pc, oob, start_wait);
             if (ok_run && (dump & 2)) begin
                 // A new address every cycle; its data DEBUG_LATENCY cycles later.
