@@ -123,8 +123,13 @@ def test_generate_command(model_file, monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("GA2_SMOLLM2_GGUF", str(model_file))
     out = tmp_path / "g.json"
     assert main(["llm", "generate", "The capital of France is", "--max-tokens", "2", "--json", str(out)]) == 0
-    assert capsys.readouterr().out.startswith("The capital of France is Paris.\n")
-    assert json.loads(out.read_text())["text"] == " Paris."
+    text = capsys.readouterr().out
+    assert text.startswith("The capital of France is Paris.\n") and "cycles" in text and "KV" in text
+    r = json.loads(out.read_text())
+    assert r["requests"][0]["text"] == " Paris." and r["requests"][0]["prompt_tokens"] == 5
+    # a step per token run (five of the prompt, the second generated token is not run), each timed
+    assert [s["contexts"] for s in r["steps"]] == [[n] for n in range(1, 7)]
+    assert r["total_cycles"] == sum(s["cycles"] for s in r["steps"]) > 0
 
 
 def test_logit_ranges_count_every_query(model, capsys, tmp_path):

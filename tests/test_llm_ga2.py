@@ -179,6 +179,21 @@ def test_ga2_path_answers_paris(model, ga2):
     assert model.decode(ga2.generate("The capital of France is", 2)) == " Paris."
 
 
+def test_continuous_batching_serves_each_prompt_its_own_tokens(model, ga2):
+    """Two prompts of different lengths served together, the second joining late: each gets exactly the tokens
+    it gets alone (``Ga2Model.generate``), and each step is timed by the chip's programs of its batch."""
+    from ga2_sw.llm.serving import requests_from_prompts, serve
+    from ga2_sw.llm.step_cycles import StepCycles
+    prompts = ["The capital of France is", "Water boils at a temperature of"]
+    requests = requests_from_prompts(model, prompts, 4, arrival_gap=3)
+    stop = {model.special["eos"], model.special["im_end"]}
+    steps = serve(ga2, requests, 2, stop, StepCycles(4))
+    for prompt, r in zip(prompts, requests):
+        assert r.generated == ga2.generate(prompt, 4, stop=stop)
+    assert requests[1].joined == 3 and {len(s["requests"]) for s in steps} == {1, 2}
+    assert all(s["cycles"] > 0 and s["kv"] > 0 for s in steps)
+
+
 def test_eval_command_tracks_the_float_model(model_file, monkeypatch, tmp_path, capsys):
     """``ga2 llm eval`` on the first 48 tokens of its text: the GA-2 path agrees with the float model on the
     next token and its perplexity is close (measured on all 518 tokens: docs/LLM.md)."""

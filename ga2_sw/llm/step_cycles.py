@@ -20,7 +20,7 @@ from ..cycles import cycle_counts
 from ..isa import halt, ld, mm, rq, st
 from ..online_program import Group, GroupedLayout, grouped_program
 
-__all__ = ["SMOLLM2", "projection_program", "block_cycles", "table"]
+__all__ = ["SMOLLM2", "projection_program", "block_programs", "block_cycles", "StepCycles", "table"]
 
 # SmolLM2-135M's attention shape (docs/LLM.md): 30 blocks, d_model 576, 9 query heads over 3 key/value heads of 64.
 SMOLLM2 = {"blocks": 30, "d_model": 576, "heads": 9, "kv_heads": 3, "d": 64}
@@ -54,18 +54,67 @@ def projection_program(config, batch, d_model, q_rows, kv_rows, v_mn=(1, 0)):
     return prog
 
 
+def block_programs(size, contexts, shape=SMOLLM2):
+    """(config, projection program, attention program) of one block's decode step of ``len(contexts)`` sequences,
+    sequence ``n`` attending over ``contexts[n]`` tokens (ragged), on the size x size chip."""
+    config = _chip(size)
+    d, G = shape["d"], shape["heads"] // shape["kv_heads"]
+    proj = projection_program(config, len(contexts), shape["d_model"], shape["heads"] * d, shape["kv_heads"] * d)
+    groups = tuple(Group(L, ((1, 0),) * G, ((1, 0),) * G) for L in contexts for _ in range(shape["kv_heads"]))
+    return config, proj, grouped_program(GroupedLayout(config, groups, d, 64))
+
+
+def _kv_words(contexts, shape):
+    return sum(shape["kv_heads"] * 2 * L * shape["d"] for L in contexts)
+
+
+def _weight_words(shape):
+    return (shape["heads"] + 2 * shape["kv_heads"]) * shape["d"] * shape["d_model"]
+
+
 def block_cycles(size, batch, context, shape=SMOLLM2):
     """``{"projection", "attention", "cycles", "weights", "kv"}`` of one block's decode step on the size x size
     chip: the two programs' cycle-model counts and their traffic terms."""
-    config = _chip(size)
-    d, G = shape["d"], shape["heads"] // shape["kv_heads"]
-    proj = projection_program(config, batch, shape["d_model"], shape["heads"] * d, shape["kv_heads"] * d)
-    groups = tuple(Group(context, ((1, 0),) * G, ((1, 0),) * G) for _ in range(batch * shape["kv_heads"]))
-    attn = grouped_program(GroupedLayout(config, groups, d, 64))
+    config, proj, attn = block_programs(size, [context] * batch, shape)
     p, a = cycle_counts(proj, config)[0].cycles, cycle_counts(attn, config)[0].cycles
-    return {"projection": p, "attention": a, "cycles": p + a,
-            "weights": (shape["heads"] + 2 * shape["kv_heads"]) * d * shape["d_model"],
-            "kv": batch * shape["kv_heads"] * 2 * context * d}
+    return {"projection": p, "attention": a, "cycles": p + a, "weights": _weight_words(shape),
+            "kv": _kv_words([context] * batch, shape)}
+
+
+class StepCycles:
+    """The cycles of the model's decode steps on the size x size chip, batch and contexts as they come
+    (continuous batching, ``ga2_sw.llm.serving``): per step, every block runs the projection program of the
+    step's batch and the attention program of its sequences' contexts; the blocks are alike, so a step costs
+    ``blocks`` times one block. Counts are remembered per batch (projection) and per contexts (attention)."""
+
+    def __init__(self, size, shape=SMOLLM2):
+        self.size, self.shape = size, shape
+        self._projection, self._attention = {}, {}
+
+    def step(self, contexts):
+        """``{"cycles", "projection", "attention", "words", "weights", "kv"}`` of a step whose sequences attend
+        over ``contexts[n]`` tokens each: the cycles and the words moved of all blocks' programs; ``weights``
+        and ``kv`` split the words the step must move at least (the q, k, v weights once per step, each
+        sequence's caches once)."""
+        contexts = tuple(contexts)
+        if not 1 <= len(contexts) <= self.size:
+            raise ValueError(f"a step of the {self.size}x{self.size} chip takes 1..{self.size} sequences, "
+                             f"not {len(contexts)}")
+        if contexts not in self._attention:
+            config, proj, attn = block_programs(self.size, contexts, self.shape)
+            if len(contexts) not in self._projection:
+                self._projection[len(contexts)] = (cycle_counts(proj, config)[0].cycles, _words(proj))
+            self._attention[contexts] = (cycle_counts(attn, config)[0].cycles, _words(attn))
+        (p, pw), (a, aw) = self._projection[len(contexts)], self._attention[contexts]
+        blocks = self.shape["blocks"]
+        return {"cycles": blocks * (p + a), "projection": blocks * p, "attention": blocks * a,
+                "words": blocks * (pw + aw), "weights": blocks * _weight_words(self.shape),
+                "kv": blocks * _kv_words(contexts, self.shape)}
+
+
+def _words(program):
+    """Words an LD or ST of ``program`` moves."""
+    return sum(i.len for i in program if i.op.name in ("LD", "ST"))
 
 
 def table(sizes=(4, 8), batches=(1, 2, 4, 8), contexts=(64, 256, 1024), shape=SMOLLM2, progress=None):
