@@ -7,10 +7,12 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from ga2_sw.isa import Op
-from ga2_sw.packing import AXI_MAX_BURST, AXI_PAGE_BYTES, beat_bytes
+from ga2_sw.packing import AXI_MAX_BURST, beat_bytes
 from ga2_sw.timing import dma_read_latency
 
 from .axi import BURST_INCR
+from .burst_plan import (BEATS_WIDTH, beat_count, first_to_page, page_beats, plan_layout, precomputed,
+                         shortest)
 from .packed_dma import LanePorts
 from .ports import (SpReadSignature, SpWriteSignature, UnitSignature, WORD, check_config, ext_address,
                     ext_signature, sp_addr_width)
@@ -51,6 +53,9 @@ class AxiDMA(LanePorts, wiring.Component):
     ext : Out(AxiSignature)
     quiet : Out(1)
         No write burst is left unanswered on B after this cycle (the sequencer's ``ext_quiet``).
+    plan : In(burst_plan.plan_layout(config))
+        On a decoupled chip (``burst_plan.precomputed``): the instruction's beats, first burst and last beat,
+        worked out by the checker, valid with ``ctl.instr``; otherwise the DMA works them out itself.
     stalled : Out(1)
         This busy cycle is one the ideal memory would not have cost: no beat moves (R taken or W sent) and the
         instruction has already had as many such cycles as the ideal memory gives it (``ext_latency`` for an LD,
@@ -65,7 +70,8 @@ class AxiDMA(LanePorts, wiring.Component):
         aw, lanes = sp_addr_width(config), config.bus_bytes
         super().__init__({"ctl": In(UnitSignature()), "sp_rd": Out(SpReadSignature(aw)).array(lanes),
                           "sp_wr": Out(SpWriteSignature(aw)).array(lanes), "ext": Out(ext_signature(config)),
-                          "quiet": Out(1), "stalled": Out(1)})
+                          "quiet": Out(1), "stalled": Out(1),
+                          **({"plan": In(plan_layout(config))} if precomputed(config) else {})})
 
     def elaborate(self, platform):
         m = Module()
@@ -73,7 +79,6 @@ class AxiDMA(LanePorts, wiring.Component):
         w, lanes, spw = cfg.bus_bytes, len(self.sp_rd), sp_addr_width(cfg)
         lane_bits, size = exact_log2(w), exact_log2(beat_bytes(cfg))
         beat_width = len(ext.araddr) - size
-        page_bits = exact_log2(AXI_PAGE_BYTES // beat_bytes(cfg))
         strobe_width = len(ext.wstrb)
 
         # -- registered from the instruction register while idle (so `start` drives only `busy`) --
@@ -81,17 +86,21 @@ class AxiDMA(LanePorts, wiring.Component):
         ext_addr = Mux(ld, ext_address(instr, Op.LD), ext_address(instr, Op.ST))
         sp_addr = Mux(ld, instr.dst, instr.src)
         first_lane = ext_addr[:lane_bits] if lane_bits else Const(0, 1)
-        n_beats = (first_lane + instr.len + w - 1) >> lane_bits          # ga2_sw.packing.beats
         lane0 = (sp_addr - first_lane)[:spw]
 
         is_ld = Signal()
         lo, hi = Signal(max(1, lane_bits)), Signal(max(1, lane_bits))
         req_beat = Signal(beat_width)                                             # AR (LD) or AW (ST)
-        data_sp, data_left, data_first = Signal(spw), Signal(17), Signal()         # R beats (LD) or reads (ST)
+        data_sp, data_left, data_first = Signal(spw), Signal(BEATS_WIDTH), Signal()   # R beats (LD) or reads (ST)
         data_more = Signal()
-        w_left, w_burst_left, w_finished = Signal(17), Signal(9), Signal()
+        w_left, w_burst_left, w_finished = Signal(BEATS_WIDTH), Signal(9), Signal()
         first_beat = ext_addr[lane_bits:lane_bits + beat_width]
-        last_beat = (ext_addr + instr.len - 1)[lane_bits:lane_bits + beat_width]
+        if precomputed(cfg):            # the checker's (burst_plan.py)
+            n_beats, first_burst, last_beat = self.plan.beats, self.plan.first_burst, self.plan.last_beat
+        else:
+            n_beats = beat_count(ext_addr, instr.len - 1, cfg)          # ga2_sw.packing.beats
+            first_burst = shortest(n_beats, first_to_page(first_beat, cfg))
+            last_beat = (ext_addr + instr.len - 1)[lane_bits:lane_bits + beat_width]
         ld_first, ld_last = Signal(beat_width), Signal(beat_width)     # this LD's beats, for the write fence
         with m.If(~self.ctl.busy):
             m.d.sync += [
@@ -104,30 +113,34 @@ class AxiDMA(LanePorts, wiring.Component):
         with m.If(self.ctl.start):
             m.d.sync += self.ctl.busy.eq(1)
 
-        page = 1 << page_bits
-
-        def shortest(left, to_page):
-            """Beats of a burst with ``left`` beats to go and ``to_page`` to the page's end (``packing.bursts``)."""
-            n = Mux(left < to_page, left, to_page)
-            return Mux(n > AXI_MAX_BURST, AXI_MAX_BURST, n)
+        page = page_beats(cfg)
 
         def plan(name):
             """A burst sequence held in registers a burst ahead, so no handshake waits on the burst arithmetic
             (computed from the handshake, the burst lengths, WLAST and the end of an ST were 18 ns paths on a 25F):
             ``length`` of the current burst, the beats ``left`` from it on, ``more`` (some left) and ``advance()``,
             the statements that move to the next burst. Loaded while idle from the instruction, as the rest."""
-            length, left = Signal(range(AXI_MAX_BURST + 1), name=f"{name}_len"), Signal(17, name=f"{name}_left")
+            length = Signal(range(AXI_MAX_BURST + 1), name=f"{name}_len")
+            left = Signal(BEATS_WIDTH, name=f"{name}_left")
             to_page, more = Signal(range(page + 1), name=f"{name}_to_page"), Signal(name=f"{name}_more")
-            first_to_page = page - Cat(first_beat, Const(0, page_bits))[:page_bits]
             with m.If(~self.ctl.busy):
-                m.d.sync += [length.eq(shortest(n_beats, first_to_page)), left.eq(n_beats),
-                             to_page.eq(first_to_page), more.eq(instr.len != 0)]
-            next_left, next_to_page = left - length, to_page - length
-            next_to_page = Mux(next_to_page == 0, page, next_to_page)      # a burst ends at the page or before
+                m.d.sync += [length.eq(first_burst), left.eq(n_beats),
+                             to_page.eq(first_to_page(first_beat, cfg)), more.eq(instr.len != 0)]
+            # The next burst: min(next_left, next_to_page, 256) (burst_plan.shortest), with every comparison
+            # taken from the registers or from the subtractions' bits, beside the subtractions rather than after
+            # them (compared after them, as shortest() does, the advance was a 17 ns path on a 25F): both lose
+            # `length`, so next_left < next_to_page is left < to_page, unless this burst ends at its page's end
+            # and the next has a whole page ahead (then next_left < page, its high bits); >= 256 is a bit test.
+            next_left, ends_page = left - length, to_page == length
+            next_to_page = Mux(ends_page, page, (to_page - length)[:len(to_page)])
+            left_first = Mux(ends_page, next_left[exact_log2(page):] == 0, left < to_page)
+            at_most = Mux(left_first, next_left[exact_log2(AXI_MAX_BURST):] != 0,
+                          next_to_page[exact_log2(AXI_MAX_BURST):] != 0)
+            next_length = Mux(at_most, AXI_MAX_BURST, Mux(left_first, next_left, next_to_page))
 
             def advance():
-                return [length.eq(shortest(next_left, next_to_page)), left.eq(next_left),
-                        to_page.eq(next_to_page), more.eq(next_left != 0)]
+                return [length.eq(next_length), left.eq(next_left), to_page.eq(next_to_page),
+                        more.eq(next_left != 0)]
             return length, left, more, advance
 
         def lane_mask(first, last):

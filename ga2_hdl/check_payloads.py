@@ -9,6 +9,7 @@ from amaranth.lib import data
 
 from ga2_sw.isa import EXT_ADDR_BITS, INSTR_BITS, units_of
 
+from .burst_plan import plan_layout, precomputed
 from .ports import imem_addr_width
 
 __all__ = ["RESET_LESS", "RANGES", "RANGE_WIDTH", "EXT_RANGE_WIDTH", "pipeline_reg", "tag_layout", "word_layout",
@@ -58,6 +59,8 @@ def operands_layout(config):
 
 def ends_layout(config):
     """Stage 4: the verdicts, each range's extreme addresses (``hi`` may exceed the memory) and whether it does
-    (``over``: ``hi >= sp_words``; ``ext_over``: the external range's end ``>= ext_words``)."""
+    (``over``: ``hi >= sp_words``; ``ext_over``: the external range's end ``>= ext_words``); with an AXI DMA
+    plan (``burst_plan.precomputed``), the LD's or ST's ``dma`` plan."""
     rng = data.StructLayout({"lo": RANGE_WIDTH, "hi": signed(RANGE_WIDTH + 3), "over": 1, "rd": 1, "wr": 1})
-    return data.StructLayout({"tag": tag_layout(config), **{r: rng for r in RANGES}, "ext_over": 1})
+    plan = {"dma": plan_layout(config)} if precomputed(config) else {}
+    return data.StructLayout({"tag": tag_layout(config), **{r: rng for r in RANGES}, "ext_over": 1, **plan})

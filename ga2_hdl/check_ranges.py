@@ -4,6 +4,8 @@ from amaranth.hdl import Module, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .burst_plan import (BEATS_WIDTH, beat_count, first_to_page, lane_bits, page_beats, precomputed,
+                         shortest)
 from .check_payloads import (EXT_RANGE_WIDTH, RANGE_WIDTH, RANGES, RESET_LESS, ends_layout, operands_layout, pipeline_reg,
                              tag_layout)
 from .valid_chain import ValidChain
@@ -12,11 +14,14 @@ __all__ = ["CheckRanges"]
 
 
 def _sums_layout(config):
-    """Stage 3: ``base + tail`` and the product ``x*y`` of each range, apart: a multiplier alone in its stage."""
+    """Stage 3: ``base + tail`` and the product ``x*y`` of each range, apart: a multiplier alone in its stage;
+    with an AXI DMA plan (``burst_plan.precomputed``), the LD's or ST's beats and its first beat's distance to
+    the page's end."""
     rng = data.StructLayout({"start": signed(RANGE_WIDTH + 2), "start_over": signed(RANGE_WIDTH + 3),
                              "prod": signed(RANGE_WIDTH), "lo": RANGE_WIDTH, "rd": 1, "wr": 1})
+    plan = ({"beats": BEATS_WIDTH, "to_page": range(page_beats(config) + 1)} if precomputed(config) else {})
     return data.StructLayout({"tag": tag_layout(config), **{r: rng for r in RANGES},
-                              "ext_end": signed(EXT_RANGE_WIDTH)})
+                              "ext_end": signed(EXT_RANGE_WIDTH), **plan})
 
 
 class CheckRanges(wiring.Component):
@@ -60,6 +65,10 @@ class CheckRanges(wiring.Component):
             x, y = getattr(ops, r), getattr(sums, r)
             stage += [y.start.eq(x.base + x.tail), y.start_over.eq(x.base + x.tail - sp_words),
                       y.prod.eq(x.x * x.y), y.lo.eq(x.base), y.rd.eq(x.rd), y.wr.eq(x.wr)]
+        if precomputed(self._config):     # an LD's or ST's burst plan (burst_plan.py), for the AXI DMA
+            lb, bw = lane_bits(self._config), len(ends.dma.last_beat)
+            stage += [sums.beats.eq(beat_count(ops.ext_base, ops.ext_tail, self._config)),
+                      sums.to_page.eq(first_to_page(ops.ext_base[lb:lb + bw], self._config))]
         chain.stage("sums", *stage)
 
         # Stage 4: the extreme addresses, and whether they lie beyond the memories.
@@ -68,6 +77,9 @@ class CheckRanges(wiring.Component):
             x, y = getattr(sums, r), getattr(ends, r)
             stage += [y.hi.eq(x.start + x.prod), y.over.eq((x.start_over + x.prod) >= 0), y.lo.eq(x.lo),
                       y.rd.eq(x.rd), y.wr.eq(x.wr)]
+        if precomputed(self._config):
+            stage += [ends.dma.beats.eq(sums.beats), ends.dma.first_burst.eq(shortest(sums.beats, sums.to_page)),
+                      ends.dma.last_beat.eq(sums.ext_end[lb:lb + bw])]
         chain.stage("ends", *stage)
         chain.check(self.latency, "The checker's range arithmetic")
 

@@ -11,6 +11,7 @@ from ga2_sw.timing import CHECK_LATENCY
 from .check_operands import CheckOperands
 from .check_payloads import RANGES
 from .check_ranges import CheckRanges
+from .burst_plan import plan_layout, precomputed
 from .ports import access_layout, imem_addr_width, sp_addr_width
 
 __all__ = ["InstrChecker", "CHECK_LATENCY"]
@@ -42,6 +43,9 @@ class InstrChecker(wiring.Component):
         or halts. Decoupled, the sequencer's issue logic starts from these bits.
     busy : Out(1)
         A word is still in the pipeline.
+    dma : Out(burst_plan.plan_layout(config))
+        On a decoupled AXI4 chip (``burst_plan.precomputed``): an LD's or ST's beats, first burst and last
+        beat, valid with ``err_we``; the sequencer keeps them beside the word for the DMA.
     """
 
     def __init__(self, config):
@@ -49,7 +53,8 @@ class InstrChecker(wiring.Component):
         aw = imem_addr_width(config)
         super().__init__({"we": In(1), "addr": In(aw), "word": In(INSTR_BITS),
                           "err_we": Out(1), "err_addr": Out(aw), "err": Out(3), "busy": Out(1),
-                          "access": Out(access_layout(config)), "units": Out(len(units_of(config)))})
+                          "access": Out(access_layout(config)), "units": Out(len(units_of(config))),
+                          **({"dma": Out(plan_layout(config))} if precomputed(config) else {})})
 
     def elaborate(self, platform):
         m = Module()
@@ -78,6 +83,7 @@ class InstrChecker(wiring.Component):
                    Mux(ends.tag.overlap, Err.OVERLAP,
                        Mux(sp_out, Err.SP_RANGE, Mux(ext_out, Err.EXT_RANGE, Err.NONE)))))),
             self.err.eq(err),
+            *([self.dma.eq(ends.dma)] if precomputed(cfg) else []),
             self.units.eq(Mux(err == Err.NONE, ends.tag.units, 0)),
             self.busy.eq(operands.busy | ranges.busy),
         ]

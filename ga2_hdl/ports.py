@@ -61,8 +61,11 @@ def access_layout(config):
 def issue_layout(config):
     """What the decoupled sequencer keeps of each instruction word beside it, computed by the checker at load
     time: the ``ranges`` the scoreboard compares (``access_layout``) and the ``units`` the word may start (one
-    bit per ``ga2_sw.isa.units_of(config)``; none when it faults or halts)."""
-    return data.StructLayout({"ranges": access_layout(config), "units": unsigned(len(units_of(config)))})
+    bit per ``ga2_sw.isa.units_of(config)``; none when it faults or halts); on an AXI4 chip, the ``dma`` plan of
+    an LD or ST (``ga2_hdl.burst_plan``)."""
+    from .burst_plan import plan_layout, precomputed         # (burst_plan builds on this module)
+    plan = {"dma": plan_layout(config)} if precomputed(config) else {}
+    return data.StructLayout({"ranges": access_layout(config), "units": unsigned(len(units_of(config))), **plan})
 
 
 def imem_addr_width(config):

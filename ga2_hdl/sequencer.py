@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from ga2_sw.isa import LANES, OPS, Op, Err, INSTR_BITS, unit_lane, unit_ops, units_of
 
+from .burst_plan import plan_layout, precomputed
 from .checker import InstrChecker
 from .ports import COUNTERS, ERR_WIDTH, InstrLayout, HostSignature, UnitSignature, issue_layout
 from .scoreboard import Scoreboard
@@ -47,13 +48,18 @@ class Sequencer(wiring.Component):
     dma_stall : In(1)
         The DMA waits on the bus this cycle beyond what the ideal memory would make it wait (``AxiDMA.stalled``),
         counted in ``stall_cycles``. 0 when not driven (the bare port never stalls).
+    dma_plan : Out(burst_plan.plan_layout(config))
+        On a decoupled AXI4 chip (``burst_plan.precomputed``): the burst plan of the word in CHECK (worked out by
+        the checker when the host wrote it, kept beside it), loaded with the instruction register; the AXI DMA
+        takes it with the instruction.
     """
 
     def __init__(self, config):
         self._config = config
         self._units = units_of(config)        # the chip's units (the online unit only with config.online_unit)
         super().__init__({"host": In(HostSignature(config)), "units": Out(UnitSignature()).array(len(self._units)),
-                          "ext_quiet": In(1, init=1), "dma_stall": In(1)})
+                          "ext_quiet": In(1, init=1), "dma_stall": In(1),
+                          **({"dma_plan": Out(plan_layout(config))} if precomputed(config) else {})})
         self.imem = memory.Memory(shape=INSTR_BITS, depth=config.imem_words, init=[])
         # A zero word is illegal, so the error memory starts out saying so.
         self.errmem = memory.Memory(shape=ERR_WIDTH, depth=config.imem_words, init=[Err.ILLEGAL] * config.imem_words)
@@ -139,6 +145,8 @@ class Sequencer(wiring.Component):
                     # The units the word may start, from a register (_scoreboard): from the memories' outputs,
                     # the opcode's decode and the error code were a 10.87 ns path on a 25F seed.
                     m.d.sync += self._ready.eq(Mux(past_end, 0, self._next_word.units))
+                    if precomputed(cfg):
+                        m.d.sync += self.dma_plan.eq(self._next_word.dma)
                 m.next = "CHECK"
             if scoreboard is not None:
                 self._issue_decoupled(m, ir, err, fetch_addr, counting, scoreboard)
@@ -191,6 +199,7 @@ class Sequencer(wiring.Component):
         m.d.sync += self._next_word.eq(acc_rd.data)
         m.d.comb += [acc_wr.en.eq(checker.err_we), acc_wr.addr.eq(checker.err_addr),
                      acc_wr.data.ranges.eq(checker.access), acc_wr.data.units.eq(checker.units),
+                     *([acc_wr.data.dma.eq(checker.dma)] if precomputed(self._config) else []),
                      acc_rd.addr.eq(self._acc_addr), scoreboard.ranges.eq(self._next_word.ranges),
                      scoreboard.busy.eq(Cat(*(self._busy_of("lane", lane) for lane in LANES))),
                      scoreboard.draining.eq(self._draining())]

@@ -11,6 +11,7 @@ from ga2_sw.timing import (DEBUG_READ_LATENCY, SP_WRITE_DELAY, compute_read_late
 
 from .axi_dma import AxiDMA
 from .banked_scratchpad import BankedScratchpad
+from .burst_plan import precomputed
 from .dma import DMA
 from .matrix_unit import MatrixUnit
 from .online_unit import OnlineUnit
@@ -125,6 +126,8 @@ class GA2(wiring.Component):
         connect(m, flipped(self.ext), self.units["dma"].ext)
         if self._config.axi:        # HALT waits for the last write's answer on B
             m.d.comb += [seq.ext_quiet.eq(self.units["dma"].quiet), seq.dma_stall.eq(self.units["dma"].stalled)]
+            if precomputed(self._config):       # the checker's burst plan of the word, with the instruction
+                m.d.comb += self.units["dma"].plan.eq(seq.dma_plan)
         for group, ports in self._reads.items():
             for unit_port, sp_port in zip(ports, sp.read_group(group)):
                 connect(m, unit_port, sp_port)

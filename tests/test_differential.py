@@ -3,7 +3,7 @@
 Valid programs (random LD/ST/MM/RQ/SM: shapes, strides incl. 0, tb, lengths, overlapping ranges, RQ with dst
 a few words after src, extreme m and s, softmax lengths up to sm_max_len) and faulting ones (a valid prefix,
 then one instruction of each error kind, raw illegal words, falling off the program, PC overflow with a full
-instruction memory), on small chips with random memory images. Memory, all five counters, error and pc must
+instruction memory), on small chips with random memory images. Memory, all six counters, error and pc must
 be equal; the analytic cycle model must agree too. Programs run in batches through ``run_many`` (one harness
 process per batch), so the default ~500 programs take seconds.
 

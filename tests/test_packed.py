@@ -1,6 +1,6 @@
 """Packed external memory (``Config.bus_bytes`` > 1, ga2_sw/packing.py, docs/ISA.md "Packed external memory"):
 the reference machine against a numpy reading of the rules, the beat count against counting beats, the chip on
-pysim, Verilator and Icarus against the machine (memories and all five counters) at 4, 8 and 16 bytes per beat,
+pysim, Verilator and Icarus against the machine (memories and all six counters) at 4, 8 and 16 bytes per beat,
 and the decode steps' outputs through a packed port against the integer reference."""
 
 import random

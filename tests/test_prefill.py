@@ -3,7 +3,7 @@
 The program's outputs and caches are held to two references that share nothing with the builder: the decode
 step's plain-Python integer reference at every token (prefill's output at token t IS the decode step's at t,
 the causal mask included) and a numpy rendering of docs/ISA.md's formulas; the simulators to the reference
-machine on memories and all five counters."""
+machine on memories and all six counters."""
 
 import json
 

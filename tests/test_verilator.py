@@ -89,7 +89,7 @@ def test_harness_reports_what_it_simulated(table_results):
 
 
 def test_decoupled_decode_table_and_invariance():
-    """Decoupled mode: the five programs give the reference's memories and all five counters, and the whole
+    """Decoupled mode: the five programs give the reference's memories and all six counters, and the whole
     batch-invariance check passes with Verilator running every program."""
     cfg = CFG.replace(mode="decoupled")
     sim = VerilatorSim(cfg)
