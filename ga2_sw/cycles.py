@@ -247,19 +247,16 @@ class ExternalPort:
         self.stall = 0
 
     def _beats(self, instr):
-        (lo, hi), = footprints(instr)[1]        # the LD's or ST's external range
-        return beat_of(lo, self.config), beat_of(hi, self.config)
-
-    def _bursts(self, instr):
-        """The AXI bursts of an LD or ST, (first beat, beats) each."""
+        """The first and last beat of an LD's or ST's external range, and its AXI bursts ((first beat, beats)
+        each)."""
         (lo, hi), = footprints(instr)[1]
-        return bursts(lo, hi - lo + 1, self.config)
+        return beat_of(lo, self.config), beat_of(hi, self.config), bursts(lo, hi - lo + 1, self.config)
 
     def _load_delay(self, instr, start):
         """Cycles an LD starting in ``start`` waits before its first request (it would make it in start + 1)."""
         if not self.config.axi or self.written is None or self.answered < start + 1:
             return 0
-        first, last = self._beats(instr)
+        first, last, _ = self._beats(instr)
         if first <= self.written[1] and self.written[0] <= last:
             return self.answered + 1 - (start + 1)
         return 0
@@ -268,11 +265,11 @@ class ExternalPort:
         """The busy time of an LD that starts in ``start``."""
         ideal = busy_cycles(instr, self.config)
         delay = self._load_delay(instr, start)
-        if self.dram is None or not instr.len:
+        if self.dram is None:
             busy = ideal + delay
         else:
             beat = start                  # the R beats, one a cycle, each once the DRAM has it
-            for n, (first, length) in enumerate(self._bursts(instr)):
+            for n, (first, length) in enumerate(self._beats(instr)[2]):
                 for ready in self.dram.read(start + 1 + delay + n, byte_address(first, self.config), length,
                                             beat_bytes(self.config)):
                     beat = max(ready, beat + 1)
@@ -286,7 +283,7 @@ class ExternalPort:
         if not self.config.axi:
             return busy
         end = start + busy                     # its last W beat
-        first, last = self._beats(instr)
+        first, last, parts = self._beats(instr)
         if self.written is None or self.answered < start:           # nothing unanswered when it starts
             self.written = (first, last)
         else:
@@ -294,8 +291,8 @@ class ExternalPort:
         if self.dram is None:
             self.answered = end + self.config.ext_write_latency
             return busy
-        sent = end - sum(length for _, length in self._bursts(instr))     # W beats: one a cycle up to `end`
-        for n, (first, length) in enumerate(self._bursts(instr)):
+        sent = end - sum(length for _, length in parts)     # W beats: one a cycle up to `end`
+        for n, (first, length) in enumerate(parts):
             sent += length
             due = self.dram.write(max(start + 1 + n, sent), byte_address(first, self.config), length,
                                   beat_bytes(self.config))

@@ -17,6 +17,7 @@ each), KV = the B sequences' caches read by the attention (``2 L d`` words per k
 
 from ..config import Config
 from ..cycles import cycle_counts
+from ..decode import traffic
 from ..isa import halt, ld, mm, rq, st
 from ..online_program import Group, GroupedLayout, grouped_program
 
@@ -54,14 +55,22 @@ def projection_program(config, batch, d_model, q_rows, kv_rows, v_mn=(1, 0)):
     return prog
 
 
+def _projection(config, batch, shape):
+    d = shape["d"]
+    return projection_program(config, batch, shape["d_model"], shape["heads"] * d, shape["kv_heads"] * d)
+
+
+def _attention(config, contexts, shape):
+    G = shape["heads"] // shape["kv_heads"]
+    groups = tuple(Group(L, ((1, 0),) * G, ((1, 0),) * G) for L in contexts for _ in range(shape["kv_heads"]))
+    return grouped_program(GroupedLayout(config, groups, shape["d"], 64))
+
+
 def block_programs(size, contexts, shape=SMOLLM2):
     """(config, projection program, attention program) of one block's decode step of ``len(contexts)`` sequences,
     sequence ``n`` attending over ``contexts[n]`` tokens (ragged), on the size x size chip."""
     config = _chip(size)
-    d, G = shape["d"], shape["heads"] // shape["kv_heads"]
-    proj = projection_program(config, len(contexts), shape["d_model"], shape["heads"] * d, shape["kv_heads"] * d)
-    groups = tuple(Group(L, ((1, 0),) * G, ((1, 0),) * G) for L in contexts for _ in range(shape["kv_heads"]))
-    return config, proj, grouped_program(GroupedLayout(config, groups, d, 64))
+    return config, _projection(config, len(contexts), shape), _attention(config, contexts, shape)
 
 
 def _kv_words(contexts, shape):
@@ -88,7 +97,7 @@ class StepCycles:
     ``blocks`` times one block. Counts are remembered per batch (projection) and per contexts (attention)."""
 
     def __init__(self, size, shape=SMOLLM2):
-        self.size, self.shape = size, shape
+        self.size, self.shape, self.config = size, shape, _chip(size)
         self._projection, self._attention = {}, {}
 
     def step(self, contexts):
@@ -100,21 +109,19 @@ class StepCycles:
         if not 1 <= len(contexts) <= self.size:
             raise ValueError(f"a step of the {self.size}x{self.size} chip takes 1..{self.size} sequences, "
                              f"not {len(contexts)}")
+        config = self.config
+        if len(contexts) not in self._projection:
+            proj = _projection(config, len(contexts), self.shape)
+            self._projection[len(contexts)] = (cycle_counts(proj, config)[0].cycles, traffic(proj)[1])
         if contexts not in self._attention:
-            config, proj, attn = block_programs(self.size, contexts, self.shape)
-            if len(contexts) not in self._projection:
-                self._projection[len(contexts)] = (cycle_counts(proj, config)[0].cycles, _words(proj))
-            self._attention[contexts] = (cycle_counts(attn, config)[0].cycles, _words(attn))
+            attn = _attention(config, contexts, self.shape)
+            self._attention[contexts] = (cycle_counts(attn, config)[0].cycles, traffic(attn)[1])
         (p, pw), (a, aw) = self._projection[len(contexts)], self._attention[contexts]
         blocks = self.shape["blocks"]
         return {"cycles": blocks * (p + a), "projection": blocks * p, "attention": blocks * a,
                 "words": blocks * (pw + aw), "weights": blocks * _weight_words(self.shape),
                 "kv": blocks * _kv_words(contexts, self.shape)}
 
-
-def _words(program):
-    """Words an LD or ST of ``program`` moves."""
-    return sum(i.len for i in program if i.op.name in ("LD", "ST"))
 
 
 def table(sizes=(4, 8), batches=(1, 2, 4, 8), contexts=(64, 256, 1024), shape=SMOLLM2, progress=None):
