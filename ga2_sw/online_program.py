@@ -8,7 +8,9 @@ external memory; the caches stream through two scratchpad buffers each, a chunk 
 the next chunk's loads issued before this chunk's compute. Per chunk and query head: the scores (MM, one per
 ``cols`` keys), SMC (weights as two digit rows, the running maximum and sum, alpha), ``P V`` for both digit
 rows at once (MM with ``M = 2``, one per ``cols`` value columns) and RSA (the running outputs rescaled by
-alpha plus the two products); after a group's last chunk NRM writes each head's int8 outputs.
+alpha plus the two products); after a group's last chunk NRM writes each head's int8 outputs, and a group with
+fine scalings has a second NRM per head read the same running outputs at a finer scale (two int8 readings of
+one output: the host takes the fine one where it is inside its range).
 ``ga2_sw.llm.vector_numerics.online_attention`` is the same computation written with numpy over whole arrays,
 the tests' reference."""
 
@@ -24,10 +26,17 @@ __all__ = ["Group", "GroupedLayout", "grouped_program", "grouped_ext_image", "gr
 @dataclass(frozen=True)
 class Group:
     """One key/value head of one sequence: its context length and the query heads that share its caches (each
-    with its SMC score scaling and NRM output scaling, (m, s) pairs)."""
+    with its SMC score scaling and NRM output scaling, (m, s) pairs; and, when ``fines`` is given, the scaling
+    of a second NRM per head, the output's fine reading)."""
     length: int
     scores: tuple           # per query head: (m, s) of SMC
     outs: tuple             # per query head: (m, s) of NRM
+    fines: tuple = ()       # per query head: (m, s) of the second NRM, or () for none
+
+    def __post_init__(self):
+        if self.fines and len(self.fines) != len(self.scores):
+            raise ValueError(f"a group's fine scalings are one per query head ({len(self.scores)}), "
+                             f"not {len(self.fines)}")
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,11 @@ class GroupedLayout:
     def heads(self):
         return max(len(g.scores) for g in self.groups)
 
+    @property
+    def readings(self):
+        """Int8 readings of each output: 2 when any group has fine scalings, else 1."""
+        return 2 if any(g.fines for g in self.groups) else 1
+
     def K(self, k):
         return (k % 2) * self.chunk * self.d
 
@@ -74,10 +88,11 @@ class GroupedLayout:
 
     @property
     def head_stride(self):
-        """Words between two query heads' blocks (q, partial, state, out): their queries are the rows of ONE
-        score MM (``lda``), so decoupled the stride is one at which no two of a group's rows share a bank
-        (``banking``: ``v = e + e // Nb`` neither 0 nor ``Nb - 1`` modulo Nb for every multiple of it)."""
-        e = 3 * self.d + 3
+        """Words between two query heads' blocks (q, partial, state, out and the fine out): their queries are
+        the rows of ONE score MM (``lda``), so decoupled the stride is one at which no two of a group's rows
+        share a bank (``banking``: ``v = e + e // Nb`` neither 0 nor ``Nb - 1`` modulo Nb for every multiple
+        of it)."""
+        e = (2 + self.readings) * self.d + 3
         return spread_stride(e, self.config, self.heads) if self.config.decoupled else e
 
     def Q(self, h):                 # query head h of the group being attended: q, partial, state, out
@@ -92,6 +107,9 @@ class GroupedLayout:
     def OUT(self, h):
         return self.STATE(h) + 3
 
+    def FINE(self, h):
+        return self.OUT(h) + self.d
+
     @property
     def sp_needed(self):
         return self.Q(self.heads)
@@ -102,7 +120,7 @@ class GroupedLayout:
 
     def group_words(self, g):
         heads, L = len(self.groups[g].scores), self.groups[g].length
-        return 2 * heads * self.d + 2 * L * self.d
+        return (1 + self.readings) * heads * self.d + 2 * L * self.d
 
     def ex_q(self, g, h):
         return self.ex_group(g) + h * self.d
@@ -115,6 +133,9 @@ class GroupedLayout:
 
     def ex_out(self, g, h):
         return self.ex_v(g) + self.groups[g].length * self.d + h * self.d
+
+    def ex_fine(self, g, h):
+        return self.ex_out(g, len(self.groups[g].scores)) + h * self.d
 
     @property
     def ex_state(self):
@@ -162,6 +183,9 @@ def grouped_program(lay):
             for h, out in enumerate(grp.outs):
                 prog += [isa.nrm(dst=lay.OUT(h), src=lay.PARTIAL(h), len=d, m=out[0], s=out[1], st=lay.STATE(h)),
                          isa.st(src=lay.OUT(h), dst=lay.ex_out(g, h), len=d)]
+            for h, fine in enumerate(grp.fines):
+                prog += [isa.nrm(dst=lay.FINE(h), src=lay.PARTIAL(h), len=d, m=fine[0], s=fine[1], st=lay.STATE(h)),
+                         isa.st(src=lay.FINE(h), dst=lay.ex_fine(g, h), len=d)]
     return prog + [isa.halt()]
 
 
@@ -178,8 +202,10 @@ def grouped_ext_image(lay, data):
     return img
 
 
-def grouped_outputs(lay, ext):
-    """The int8 outputs, ``[group][head] -> list of d``."""
+def grouped_outputs(lay, ext, fine=False):
+    """The int8 outputs, ``[group][head] -> list of d`` (with ``fine``, the fine readings of the groups that
+    have them, ``[]`` for the others)."""
     from .numerics import s8
-    return [[[s8(w) for w in ext[lay.ex_out(g, h):lay.ex_out(g, h) + lay.d]] for h in range(len(grp.scores))]
-            for g, grp in enumerate(lay.groups)]
+    at = lay.ex_fine if fine else lay.ex_out
+    return [[[s8(w) for w in ext[at(g, h):at(g, h) + lay.d]] for h in range(len(grp.scores))]
+            if grp.fines or not fine else [] for g, grp in enumerate(lay.groups)]

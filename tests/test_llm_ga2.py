@@ -128,6 +128,23 @@ def test_projection_program_on_the_machine():
         r = run(program, cfg, ext)
         assert r.ok
         assert [N.s8(v) for v in r.ext[out:out + 8]] == [N.requant(int(v), 300, 14) for v in w @ x]
+        # two digit rows: the int32 sums of each, side by side per weight row
+        xs = rng.integers(-128, 128, (2, 100))
+        program, ext, out = projection_program(projection_config(cfg, 8, 100, 2), w, xs)
+        r = run(program, cfg, ext)
+        assert r.ok and [N.s32(v) for v in r.ext[out:out + 16]] == [int(v) for v in (w @ xs.T).reshape(-1)]
+        with pytest.raises(ValueError, match="one input row"):
+            projection_program(cfg, w, xs, 300, 14)
+
+
+def test_input_digits_stand_for_the_input():
+    """The projections' 15-bit input as two int8 digits (``ga2_path.input_digits``), in plain Python: every
+    integer to INPUT_LIMIT is 128 high + low with both digits int8 and |low| <= 64."""
+    from ga2_sw.llm.ga2_path import INPUT_RADIX, input_digits
+    x = np.arange(-127 * 128, 127 * 128 + 1)
+    high, low = input_digits(x)
+    assert all(INPUT_RADIX * int(h) + int(lo) == int(v) for h, lo, v in zip(high, low, x))
+    assert np.abs(high).max() == 127 and np.abs(low).max() == 64
 
 
 # -- the real model ----------------------------------------------------------------------------------------------
@@ -139,26 +156,39 @@ def ga2(model):
 
 
 def _real_projection(model, ga2, block):
-    """Block ``block``'s value projection of one real token: (config, program, ext, out address, expected int8
-    values of key/value head 0 as the path computes them)."""
+    """Block ``block``'s value projection of one real token: (config, program, ext, out address, expected
+    values of key/value head 0 as the path computes them: with two input digits the int32 sums of each digit
+    row, side by side, which the host combines; with one the int8 values of the chip's RQ)."""
     from ga2_sw.llm.float_model import FloatModel
     ref = FloatModel(model)
     x = model.weights["token_embd.weight"][model.encode(" lighthouse")[0]].astype(np.float32)
     h = ref._norm(x, model.weights[f"blk.{block}.attn_norm.weight"])
     x8, x_scale = ga2.quantised_input(block, h)
-    m, s = ga2.value_requant(block, x_scale)[0]
     w8 = ga2.w8[block, "v"][0]
-    cfg = projection_config(Config(mode="decoupled"), len(w8), len(x8))
+    cfg = projection_config(Config(mode="decoupled"), len(w8), x8.shape[1], ga2.digits)
+    if ga2.digits == 2:
+        program, ext, out = projection_program(cfg, w8, x8)
+        return cfg, program, ext, out, ga2.digit_sums(block, "v", x8)[:, 0].T.reshape(-1).tolist()
+    m, s = ga2.value_requant(block, x_scale)[0]
     program, ext, out = projection_program(cfg, w8, x8, m, s)
     return cfg, program, ext, out, ga2.values(block, x8, x_scale)[0].tolist()
 
 
+@pytest.fixture(scope="module")
+def ga2_one_digit(model, ga2):
+    from ga2_sw.llm.ga2_path import Ga2Model
+    return Ga2Model(model, ga2.cal, digits=1)
+
+
 @pytest.mark.parametrize("block", [0, 17, 29])
-def test_value_projection_on_the_machine_equals_the_path(model, ga2, block):
-    cfg, program, ext, out, expected = _real_projection(model, ga2, block)
-    r = run(program, cfg, ext)
-    assert r.ok and [N.s8(v) for v in r.ext[out:out + len(expected)]] == expected
-    assert len(set(expected)) > 10                          # a real spread of values, not a saturated row
+def test_value_projection_on_the_machine_equals_the_path(model, ga2, ga2_one_digit, block):
+    """Both input forms: the two digit rows' int32 sums (the default path's) and the one-digit path's int8
+    values requantised on the chip."""
+    for path, word in ((ga2, N.s32), (ga2_one_digit, N.s8)):
+        cfg, program, ext, out, expected = _real_projection(model, path, block)
+        r = run(program, cfg, ext)
+        assert r.ok and [word(v) for v in r.ext[out:out + len(expected)]] == expected
+        assert len(set(expected)) > 10                      # a real spread of values, not a saturated row
 
 
 @pytest.mark.slow
@@ -172,7 +202,7 @@ def test_value_projection_on_verilator_equals_the_machine(model, ga2):
     ref = run(program, cfg, ext)
     got = backend.run(cfg, program, ext)
     assert compare_results(ref, got) == []
-    assert [N.s8(v) for v in got.ext[out:out + len(expected)]] == expected
+    assert [N.s32(v) for v in got.ext[out:out + len(expected)]] == expected
 
 
 def test_ga2_path_answers_paris(model, ga2):
@@ -231,15 +261,35 @@ def test_attention_steps_as_chip_programs(ga2):
     assert len(steps) == 2 and {s.prompt for s in steps} == {0, 1}
     assert all(s.K8.shape[0] == 3 and s.q8.shape[0] == 9 for s in steps)
     sim = "model" if get_backend("verilator").unavailable_reason() else "verilator"
+    assert all(len(s.fine) == 9 and not np.array_equal(s.fine8, s.out8) for s in steps)
     rows = run_steps(steps, sim)
     assert len(rows) == 1 and rows[0]["heads"] == 18
     assert rows[0]["matches_model"] and rows[0]["matches_path"]
 
 
+def test_read_outputs_takes_the_fine_reading_inside_its_range():
+    """The host's reading of the two NRMs (``ga2_path.read_outputs``), element by element in plain Python: the
+    fine value where it is strictly inside -128..127 (a limit may be a clamp), else the coarse one."""
+    from ga2_sw.llm.ga2_path import read_outputs
+    coarse = np.array([[3, -3, 100, -100, 16, 0], [127, -128, 1, 2, -1, 5]])
+    fine = np.array([[24, -23, 127, -128, 126, -127], [127, -128, 8, 17, -9, 40]])
+    scales, fine_scales = np.array([0.5, 2.0]), np.array([0.0625, 0.25])
+    got = read_outputs(coarse, fine, scales, fine_scales)
+    for h in range(2):
+        for j in range(6):
+            f = int(fine[h, j])
+            want = f * fine_scales[h] if -128 < f < 127 else int(coarse[h, j]) * scales[h]
+            assert got[h, j] == np.float32(want), (h, j)
+    assert got.dtype == np.float32
+
+
 def test_block_cycle_programs():
-    """`ga2 llm cycles`: the projection program computes the block's q, k sums and v int8 (machine, against
-    numpy); each row's cycles are the cycle model's of the two programs, never below the words they move."""
+    """`ga2 llm cycles`: the projection program computes the block's q, k sums and v int8 with one input row a
+    token, and every sum of each digit row with two (machine, against numpy; 2 x 3 input rows take two MMs a
+    tile on 4 rows); each row's cycles are the cycle model's of the two programs, never below the words they
+    move."""
     import numpy as np
+    from ga2_sw.isa import Op
     from ga2_sw.llm.step_cycles import _chip, block_cycles, projection_program
     from ga2_sw.machine import Machine
     from ga2_sw.numerics import s32, u32
@@ -249,13 +299,21 @@ def test_block_cycle_programs():
     rows = q_rows + 2 * kv_rows
     W, X = rng.integers(-127, 128, (rows, dm)), rng.integers(-127, 128, (B, dm))
     ext = [u32(int(v)) for v in W.reshape(-1)] + [u32(int(v)) for v in X.reshape(-1)]
-    r = Machine(cfg).run(projection_program(cfg, B, dm, q_rows, kv_rows, v_mn=(3, 2)), ext)
+    r = Machine(cfg).run(projection_program(cfg, B, dm, q_rows, kv_rows, v_mn=(3, 2), digits=1), ext)
     assert r.ok
     base = rows * dm + B * dm
     out = np.array([s32(w) for w in r.ext[base:base + B * rows]]).reshape(B, rows)
     sums = X @ W.T
     assert np.array_equal(out[:, :q_rows + kv_rows], sums[:, :q_rows + kv_rows])
     assert np.array_equal(out[:, q_rows + kv_rows:], np.clip((sums[:, q_rows + kv_rows:] * 3 + 2) >> 2, -128, 127))
+    X2 = rng.integers(-127, 128, (2 * B, dm))                  # token b's digit rows: 2b and 2b + 1
+    ext = [u32(int(v)) for v in W.reshape(-1)] + [u32(int(v)) for v in X2.reshape(-1)]
+    program = projection_program(cfg, B, dm, q_rows, kv_rows)
+    r = Machine(cfg).run(program, ext)
+    base = rows * dm + 2 * B * dm
+    out = np.array([s32(w) for w in r.ext[base:base + 2 * B * rows]]).reshape(2 * B, rows)
+    assert r.ok and np.array_equal(out, X2 @ W.T)
+    assert sum(i.op == Op.MM for i in program) == 2 * -(-rows // 4) and not any(i.op == Op.RQ for i in program)
     small = block_cycles(4, 2, 70)
     assert small["projection"] >= small["weights"] and small["attention"] >= small["kv"]
     assert small["weights"] == 15 * 64 * 576 and small["kv"] == 2 * 3 * 2 * 70 * 64

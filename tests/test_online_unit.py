@@ -240,16 +240,21 @@ def test_long_context_step_is_bound_by_its_caches(lengths):
 
 
 @pytest.mark.parametrize("mode", ["inorder", "decoupled"])
-def test_grouped_query_program_is_online_attention_per_head(mode):
+@pytest.mark.parametrize("fine", [False, True])
+def test_grouped_query_program_is_online_attention_per_head(mode, fine):
     """Several key/value heads of several sequences in one program, each streamed once for the query heads that
-    share it (ga2_sw.online_program.grouped_program): every query head's output is online_attention's."""
+    share it (ga2_sw.online_program.grouped_program): every query head's output is online_attention's; with
+    fine readings (a second NRM per head at eight times the multiplier, in two of the three groups) those are
+    the same running outputs normalised at their own scaling."""
     rng = np.random.default_rng(4)
     config = Config(online_unit=1, mode=mode, sp_words=8192, ext_words=16384, imem_words=1024, sp_banks=16)
     groups, data = [], []
-    for L, heads in ((70, 3), (9, 1), (33, 2)):
+    for g, (L, heads) in enumerate(((70, 3), (9, 1), (33, 2))):
         scores = tuple(mantissa_shift(float(rng.uniform(0.2, 4)) * 64 / 127 / 127 / 4) for _ in range(heads))
-        outs = tuple(mantissa_shift(float(rng.uniform(0.5, 2))) for _ in range(heads))
-        groups.append(Group(L, scores, outs))
+        ratios = [float(rng.uniform(0.5, 2)) for _ in range(heads)]
+        outs = tuple(mantissa_shift(r) for r in ratios)
+        fines = tuple(mantissa_shift(8 * r) for r in ratios) if fine and g != 1 else ()
+        groups.append(Group(L, scores, outs, fines))
         data.append((rng.integers(-127, 128, (heads, 16)), rng.integers(-127, 128, (L, 16)),
                      rng.integers(-127, 128, (L, 16))))
     lay = GroupedLayout(config, tuple(groups), 16, 32)
@@ -257,10 +262,17 @@ def test_grouped_query_program_is_online_attention_per_head(mode):
     ext = grouped_ext_image(lay, data)
     r = Machine(config).run(prog, ext)
     assert r.ok and r.counters == cycle_counts(prog, config)[0]
-    got = grouped_outputs(lay, r.ext)
+    got, got_fine = grouped_outputs(lay, r.ext), grouped_outputs(lay, r.ext, fine=True)
     for g, ((q8, K8, V8), grp) in enumerate(zip(data, groups)):
         heads = len(q8)
-        want = online_attention(q8, np.broadcast_to(K8, (heads,) + K8.shape), np.broadcast_to(V8, (heads,) + V8.shape),
-                                [s[0] for s in grp.scores], [s[1] for s in grp.scores], [o[0] for o in grp.outs],
-                                [o[1] for o in grp.outs], 32)
+        K, V = np.broadcast_to(K8, (heads,) + K8.shape), np.broadcast_to(V8, (heads,) + V8.shape)
+        sm, ss = [s[0] for s in grp.scores], [s[1] for s in grp.scores]
+        want = online_attention(q8, K, V, sm, ss, [o[0] for o in grp.outs], [o[1] for o in grp.outs], 32)
         assert got[g] == [list(map(int, row)) for row in want], g
+        if grp.fines:
+            want = online_attention(q8, K, V, sm, ss, [o[0] for o in grp.fines], [o[1] for o in grp.fines], 32)
+            assert got_fine[g] == [list(map(int, row)) for row in want], g
+            assert got_fine[g] != got[g]
+        else:
+            assert got_fine[g] == []
+    assert sum(i.op == Op.NRM for i in prog) == sum(len(g.scores) + len(g.fines) for g in groups)

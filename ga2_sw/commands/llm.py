@@ -182,11 +182,13 @@ def _eval(args):
     with progress_bar(work, args.no_progress, "tok") as bar:
         r = evaluate(model, max_text_tokens=tokens, weight_scales=args.weight_scales, key_scales=args.key_scales,
                      smoothing=None if args.no_smoothing else SMOOTHING, generate_tokens=args.generate_tokens,
-                     progress=bar.update)
+                     progress=bar.update, fine_output=not args.coarse_output, digits=args.input_digits)
     r["seconds"] = round(time.perf_counter() - t0, 1)
     smoothing = "no smoothing" if r["smoothing"] is None else f"smoothing alpha {r['smoothing']}"
     print(f"SmolLM2-135M on the GA-2 path against the float32 reference, teacher-forced over {r['tokens']} tokens "
-          f"of the fixed text ({r['weight_scales']} weight scales, {r['key_scales']} key scales, {smoothing}; "
+          f"of the fixed text ({r['weight_scales']} weight scales, {r['key_scales']} key scales, {smoothing}, "
+          f"{'coarse and fine output readings' if r['output_readings'] == 2 else 'coarse output reading only'}, "
+          f"{'a 15-bit input in two digits' if r['input_digits'] == 2 else 'an int8 input'}; "
           f"calibrated on {r['calibration_prompts']} other prompts)")
     print(table(["", "float32", "GA-2 path"],
                 [("perplexity", f"{r['perplexity_float']:.3f}", f"{r['perplexity_ga2']:.3f}"),
@@ -352,6 +354,12 @@ def register(sub):
                    help="int8 scales of the key cache (default %(default)s)")
     e.add_argument("--no-smoothing", action="store_true",
                    help="quantise the projections' input without the per-channel smoothing factors")
+    e.add_argument("--coarse-output", action="store_true",
+                   help="read each attention output once, at its coarse int8 scale (default: a second NRM reads "
+                        "it at an eighth of that scale too, docs/LLM.md)")
+    e.add_argument("--input-digits", type=int, choices=(1, 2), default=2,
+                   help="the projections' input: 2 int8 digits of a 15-bit integer, all three projections' sums "
+                        "to the host (default), or 1: int8, v requantised on the chip (docs/LLM.md)")
     e.add_argument("--json", metavar="FILE", type=json_option(),
                    help="write the summary, each token's log-likelihoods and the generations as JSON")
     e.add_argument("--plot", metavar="FILE.png", type=plot_option(),

@@ -1,12 +1,13 @@
 """SmolLM2's attention steps as chip programs (issue 15): sampled steps of the GA-2 path, run on a simulator of the
 chip with the online unit and held to the path's own int8 outputs.
 
-The GA-2 path computes each block's attention with ``vector_numerics.online_attention`` (numpy over all heads);
+The GA-2 path computes each block's attention with ``vector_numerics`` (numpy over all heads);
 here the same step (its int8 queries, the key/value heads' int8 caches, each head's score and output
 scalings) becomes one program of ``ga2_sw.online_program.grouped_program``: each key/value head's caches stream
 through the scratchpad once for the three query heads that share them (grouped-query attention on the chip),
 and the steps of two sequences may share one program (a batch, at their own lengths). The simulator's memory
-and counters must equal the reference machine's and the cycle model's, and its outputs the path's."""
+and counters must equal the reference machine's and the cycle model's, and its outputs the path's (both int8
+readings of each output, the coarse and the fine NRM's, ``ga2_path.read_outputs``)."""
 
 from dataclasses import dataclass
 
@@ -35,8 +36,10 @@ class Step:
     V8: np.ndarray
     score: list             # per query head: (m, s)
     norm: list
-    out8: np.ndarray        # (heads, d): the path's outputs
+    out8: np.ndarray        # (heads, d): the path's outputs (the coarse reading)
     group: int              # query heads per key/value head
+    fine: list = None       # per query head: (m, s) of the fine reading's NRM ([] or None: no fine reading)
+    fine8: np.ndarray = None    # (heads, d): the path's fine readings
 
     @property
     def length(self):
@@ -55,10 +58,10 @@ def capture(model, count, tokens=80, prompts=PROMPTS, blocks=BLOCKS):
                          for k in range(per_prompt)})
         taken = []
 
-        def hook(b, pos, q8, K8, V8, score, norm, out8):
+        def hook(b, pos, q8, K8, V8, score, norm, out8, fine, fine8):
             if (b, pos) in wanted:
                 taken.append(Step(p, b, pos, q8.copy(), K8.copy(), V8.copy(), list(score), list(norm), out8.copy(),
-                                  model.group))
+                                  model.group, list(fine), None if fine8 is None else fine8.copy()))
         model.on_attention = hook
         try:
             model.generate(prompt, max_tokens=tokens, stop=set())
@@ -79,7 +82,8 @@ def programs(steps, batch=2, config=STEP_CONFIG):
         for s in part:
             for kv in range(s.K8.shape[0]):
                 heads = range(kv * s.group, (kv + 1) * s.group)
-                groups.append(Group(s.length, tuple(s.score[h] for h in heads), tuple(s.norm[h] for h in heads)))
+                groups.append(Group(s.length, tuple(s.score[h] for h in heads), tuple(s.norm[h] for h in heads),
+                                    tuple(s.fine[h] for h in heads) if s.fine else ()))
                 data.append((s.q8[list(heads)], s.K8[kv], s.V8[kv]))
         lay = GroupedLayout(config, tuple(groups), config.d, min(64, config.sm_max_len))
         out.append((grouped_program(lay), grouped_ext_image(lay, data), lay, part))
@@ -99,10 +103,12 @@ def run_steps(steps, sim="verilator", batch=2, config=STEP_CONFIG):
     for (prog, ext, lay, part), got in zip(jobs, results):
         want = Machine(config).run(prog, ext)
         model = cycle_counts(prog, config)[0]
-        outs = grouped_outputs(lay, got.ext)
-        expected = [list(map(int, s.out8[h])) for s in part for h in range(s.q8.shape[0])]
+        outs = grouped_outputs(lay, got.ext) + grouped_outputs(lay, got.ext, fine=True)
+        expected = ([list(map(int, s.out8[h])) for s in part for h in range(s.q8.shape[0])] +
+                    [list(map(int, s.fine8[h])) for s in part if s.fine for h in range(s.q8.shape[0])])
         flat = [o for group in outs for o in group]
-        rows.append({"steps": [(s.prompt, s.block, s.pos, s.length) for s in part], "heads": len(flat),
+        rows.append({"steps": [(s.prompt, s.block, s.pos, s.length) for s in part],
+                     "heads": sum(s.q8.shape[0] for s in part),
                      "cycles": got.counters.cycles, "instructions": len(prog),
                      "matches_model": not compare_results(want, got) and got.counters == model,
                      "matches_path": flat == expected})

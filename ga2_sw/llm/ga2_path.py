@@ -4,14 +4,18 @@ Per block and token, what the chip computes and what the host keeps (docs/LLM.md
 measured effect of each choice):
 
 * host: RMSNorm in float, divided by per-channel smoothing factors (folded into the weights' columns), then
-  quantised to int8 with its own scale (max |h| / 127 per token: the host has just computed it);
-* chip, MM: the q, k and v projections, int8 weights times the int8 input, int32 sums; RQ turns v's into the
-  value cache's int8 (one multiplier m / 2**s per key/value head, at a scale calibrated on fixed prompts);
-* host: q's and k's int32 sums back to float (a scale per weight row), RoPE, then q to int8 per head and token
-  and k to the key cache's calibrated int8;
+  quantised to a 15-bit integer with its own scale (max |h| / 16,256 per token: the host has just computed it),
+  written as two int8 digits (high and low, radix 128: INPUT_RADIX);
+* chip, MM: the q, k and v projections, int8 weights times both digit rows of the input (one MM, M = 2 rows a
+  token), int32 sums;
+* host: the sums of each weight row combined (high x 128 + low, exact), back to float (a scale per weight row),
+  RoPE on q and k, then q to int8 per head and token, k to the key cache's and v to the value cache's
+  calibrated int8;
 * chip, the long-context path (docs/LONG_CONTEXT.md): scores q.k in int32 scaled to 16-bit 1/64-logit scores,
-  the chunked online softmax's 12-bit weights, P V from their two int8 digits, one normalisation to int8 at
-  the attention output's calibrated scale (with one bit of headroom, OUT_HEADROOM);
+  the chunked online softmax's 12-bit weights, P V from their two int8 digits, and two normalisations of the
+  same running outputs to int8: a coarse reading at the attention output's calibrated scale (with one bit of
+  headroom, OUT_HEADROOM) and a fine one at 1/FINE_RATIO of it; the host takes the fine reading where it is
+  inside its range, else the coarse one;
 * host: the int8 output back to float, the output projection, SwiGLU, residuals and the LM head in float.
 
 The integer steps are ``vector_numerics`` (numpy; proven equal to ``ga2_sw.numerics``, the functions the
@@ -26,7 +30,8 @@ from . import vector_numerics as V
 from .float_model import FloatModel
 from .scores import PROMPTS
 
-__all__ = ["WEIGHT_SCALES", "KEY_SCALES", "SMOOTHING", "Calibration", "calibrate", "Ga2Model"]
+__all__ = ["WEIGHT_SCALES", "KEY_SCALES", "SMOOTHING", "FINE_RATIO", "INPUT_RADIX", "Calibration", "calibrate",
+           "Ga2Model", "read_outputs", "input_digits"]
 
 WEIGHT_SCALES = ("per-row", "per-head", "per-tensor")
 KEY_SCALES = ("per-head", "per-channel")
@@ -36,6 +41,33 @@ CHUNK = 64                  # tokens per online-softmax chunk: the softmax unit'
 # prompts are short, and over the 518-token eval text 9,574 outputs reached the int8 limit without it (344
 # with it; docs/LLM.md has the effect on the eval's figures).
 OUT_HEADROOM = 2
+# The fine reading of the attention output: a second NRM of the same running outputs at 1/FINE_RATIO of the
+# coarse scale (three more bits for the outputs below an eighth of the coarse range, most of them: an output is
+# a weighted mean of values). Measured over the eval text (docs/LLM.md): the output's int8 rounding was the
+# largest single source of the path's error.
+FINE_RATIO = 8
+# The projections' input as two int8 digits, high and low, of a 15-bit integer: x = INPUT_RADIX * high + low with
+# |high| <= 127 and |low| <= INPUT_RADIX / 2 (``input_digits``). One MM reads both as two rows of A.
+INPUT_RADIX = 128
+INPUT_LIMIT = 127 * INPUT_RADIX         # the largest 15-bit input magnitude
+
+
+def input_digits(x):
+    """The two int8 digits (2, n) of integers ``x`` (|x| <= INPUT_LIMIT): high = x / INPUT_RADIX rounded half
+    away from zero, low = x - INPUT_RADIX * high."""
+    x = np.asarray(x, dtype=np.int64)
+    high = np.sign(x) * ((np.abs(x) + INPUT_RADIX // 2) // INPUT_RADIX)
+    return np.stack([high, x - INPUT_RADIX * high])
+
+
+def read_outputs(coarse8, fine8, coarse_scale, fine_scale):
+    """The host's reading of the attention outputs from their two int8 readings (heads, d), each head's scales
+    (heads,): the fine reading where it is strictly inside the int8 range (a value at a limit may have been
+    clamped), else the coarse one. Float32 (heads, d)."""
+    fine8, coarse8 = np.asarray(fine8), np.asarray(coarse8)
+    inside = (fine8 > -128) & (fine8 < 127)
+    out = np.where(inside, fine8 * np.asarray(fine_scale)[:, None], coarse8 * np.asarray(coarse_scale)[:, None])
+    return out.astype(np.float32)
 
 
 def _scale(peak):
@@ -96,24 +128,30 @@ class Ga2Model(FloatModel):
     values (kv_heads, head_dim) per token, as the chip's external memory would. ``at_limit`` counts the int8
     values that ended at a limit of their range (most of them clamped: beyond the calibrated range).
 
-    ``weight_scales``: "per-row" gives each row of the q and k weights its own scale (their int32 sums go to the
-    host, which can undo any scale per row) and v one per head (its requantisation has one multiplier);
-    "per-head" one per head's 64 rows, "per-tensor" one per matrix. ``smoothing``: the exponent alpha of the
+    ``weight_scales``: "per-row" gives each row of the weights whose int32 sums go to the host its own scale (the
+    host can undo any scale per row: q and k, and v with two input digits) and v one per head when the chip
+    requantises it (one digit: its RQ has one multiplier); "per-head" one per head's 64 rows, "per-tensor" one
+    per matrix. ``smoothing``: the exponent alpha of the
     per-channel factors s_j = max|x_j|^alpha / max|W_:j|^(1-alpha) folded into the weights' columns and divided
     out of the input before it is quantised (SmoothQuant; None for none), so that a few large input channels do
     not take the int8 range from the rest. ``key_scales``: the key cache's int8 scale per key/value head, or per
     channel with each channel's scale folded into the queries (then q.k is still one int8 dot product times one
-    scale per head)."""
+    scale per head). ``fine_output``: read each attention output twice on the chip (a coarse and a fine NRM,
+    ``read_outputs``) rather than once at the coarse scale. ``digits``: 2 gives the projections a 15-bit input as
+    two int8 digit rows and sends all three projections' int32 sums to the host; 1 gives them the int8 input and
+    requantises v on the chip (RQ)."""
 
     def __init__(self, model, calibration, weight_scales="per-row", key_scales="per-head", chunk=CHUNK,
-                 smoothing=SMOOTHING):
+                 smoothing=SMOOTHING, fine_output=True, digits=2):
         super().__init__(model)
         if weight_scales not in WEIGHT_SCALES:
             raise ValueError(f"weight_scales must be one of {', '.join(WEIGHT_SCALES)}, not {weight_scales!r}")
         if key_scales not in KEY_SCALES:
             raise ValueError(f"key_scales must be one of {', '.join(KEY_SCALES)}, not {key_scales!r}")
         self.cal, self.weight_scales, self.key_scales, self.chunk = calibration, weight_scales, key_scales, chunk
-        self.smoothing = smoothing
+        if digits not in (1, 2):
+            raise ValueError(f"digits must be 1 or 2, not {digits!r}")
+        self.smoothing, self.fine_output, self.digits = smoothing, fine_output, digits
         c = self.c
         k = calibration.k_cache
         self.k_scale = k if key_scales == "per-channel" else np.broadcast_to(k.max(axis=-1, keepdims=True), k.shape)
@@ -129,7 +167,7 @@ class Ga2Model(FloatModel):
             for n in "qkv":
                 w = (ws[n] * self.smooth[b]).reshape(-1, c.head_dim, c.d_model)     # (heads, rows, cols)
                 peak = np.abs(w).max(axis=2)                                       # (heads, rows)
-                if weight_scales == "per-head" or (weight_scales == "per-row" and n == "v"):
+                if weight_scales == "per-head" or (weight_scales == "per-row" and n == "v" and digits == 1):
                     peak = np.broadcast_to(peak.max(axis=1, keepdims=True), peak.shape)
                 elif weight_scales == "per-tensor":
                     peak = np.full_like(peak, peak.max())
@@ -139,19 +177,34 @@ class Ga2Model(FloatModel):
         self.at_limit = {"v_proj": 0, "k_cache": 0, "out": 0}
         self.group = c.heads // c.kv_heads
         # Called with every block's attention step when set (ga2_sw.llm.chip_steps runs sampled steps as chip
-        # programs): on_attention(block, pos, q8, K8, V8, score, norm, out8), K8 and V8 per key/value head.
+        # programs): on_attention(block, pos, q8, K8, V8, score, norm, out8, fine, fine8), K8 and V8 per
+        # key/value head; fine and fine8 are [] and None without the fine reading.
         self.on_attention = None
 
+    def digit_sums(self, b, n, x8):
+        """MM: block ``b``'s projection ``n`` of each int8 input row of ``x8`` (digits, d_model), the int32 sums
+        (digits, heads, head_dim): what the chip computes."""
+        return V.int_matmul(self.w8[b, n], x8.T).transpose(2, 0, 1)
+
     def _sums(self, b, n, x8):
-        """MM: block ``b``'s projection ``n`` of the int8 input, the int32 sums (heads, head_dim)."""
-        return V.int_matmul(self.w8[b, n], x8)
+        """The projection of the input its digit rows stand for: (heads, head_dim) integers (the host combines
+        the digits' int32 sums exactly; one digit's are the chip's sums)."""
+        sums = self.digit_sums(b, n, x8)
+        return sums[0] * INPUT_RADIX + sums[1] if self.digits == 2 else sums[0]
 
     def quantised_input(self, b, h):
         """The host's step before the chip's: block ``b``'s normalised input ``h`` divided by the smoothing
-        factors, to int8 at its own scale (max |h| / 127: the host has just computed h). (x8, scale)."""
+        factors, quantised at its own scale (the host has just computed h): with two digits, to integers up
+        to INPUT_LIMIT (max |h| / INPUT_LIMIT) written as their digit rows, else to int8 (max |h| / 127).
+        (rows (digits, d_model), the scale of the integer they stand for)."""
         h = h / self.smooth[b]
-        x_scale = float(_scale(np.abs(h).max()))
-        return V.quantize(h, x_scale), x_scale
+        if self.digits == 1:
+            x_scale = float(_scale(np.abs(h).max()))
+            return V.quantize(h, x_scale)[None, :], x_scale
+        peak = float(np.abs(h).max())
+        x_scale = peak / INPUT_LIMIT if peak > 0 else 1.0
+        x = np.clip(np.sign(h) * np.floor(np.abs(h / x_scale) + 0.5), -INPUT_LIMIT, INPUT_LIMIT)
+        return input_digits(x), x_scale
 
     def value_requant(self, b, x_scale):
         """The (m, s) of each key/value head's RQ, which writes the value cache's int8 at its calibrated scale."""
@@ -159,14 +212,18 @@ class Ga2Model(FloatModel):
                 for ws, vs in zip(self.w_scale[b, "v"], self.cal.v_proj[b])]
 
     def values(self, b, x8, x_scale):
-        """MM + RQ: the int8 values (kv_heads, head_dim) of block ``b`` for the int8 input ``x8``."""
+        """The int8 values (kv_heads, head_dim) of block ``b`` for the input rows ``x8``: with one digit MM + RQ on
+        the chip, with two the host quantises the combined sums at the value cache's scale."""
+        if self.digits == 2:
+            v = self._sums(b, "v", x8) * self.w_scale[b, "v"] * x_scale
+            return V.quantize(v, self.cal.v_proj[b][:, None])
         m, s = (np.array(v, dtype=np.int64)[:, None] for v in zip(*self.value_requant(b, x_scale)))
         return V.requant(self._sums(b, "v", x8), m, s)
 
     def attention_block(self, b, h, pos, cache, attend):
         c, cal = self.c, self.cal
         x8, x_scale = self.quantised_input(b, h)
-        # q and k: the int32 sums to the host, which undoes the scales and applies RoPE in float
+        # q and k (and v with two digits): the int32 sums to the host, which undoes the scales (and applies RoPE)
         q = self._rope(self._sums(b, "q", x8) * self.w_scale[b, "q"] * x_scale, pos)
         k = self._rope(self._sums(b, "k", x8) * self.w_scale[b, "k"] * x_scale, pos)
         v8 = self.values(b, x8, x_scale)
@@ -177,7 +234,8 @@ class Ga2Model(FloatModel):
         q = q * self.k_scale[b][shared]
         q_scale = _scale(np.abs(q).max(axis=1))                      # per head and token
         q8 = V.quantize(q, q_scale[:, None])
-        self.at_limit["v_proj"] += int(np.sum((v8 == 127) | (v8 == -128)))
+        low = -127 if self.digits == 2 else -128                      # quantize's limit, requant's
+        self.at_limit["v_proj"] += int(np.sum((v8 == 127) | (v8 == low)))
         self.at_limit["k_cache"] += int(np.sum(np.abs(k8) == 127))
         keys, vals = cache
         keys.append(k8)
@@ -187,9 +245,17 @@ class Ga2Model(FloatModel):
         v_scale, o_scale = cal.v_proj[b][shared], cal.out[b] * OUT_HEADROOM
         score = [mantissa_shift(float(qs / math.sqrt(c.head_dim) * SCORE_UNIT)) for qs in q_scale]
         norm = [mantissa_shift(float(vs / os)) for vs, os in zip(v_scale, o_scale)]
-        out8 = V.online_attention(q8, K8, V8, *zip(*score), *zip(*norm), self.chunk)
+        partial, total = V.online_partials(q8, K8, V8, *zip(*score), self.chunk)
+        out8 = V.normalise(partial, total, *zip(*norm))
         self.at_limit["out"] += int(np.sum((out8 == 127) | (out8 == -128)))
+        fine, fine8 = [], None
+        if self.fine_output:
+            fine_scale = o_scale / FINE_RATIO
+            fine = [mantissa_shift(float(vs / fs)) for vs, fs in zip(v_scale, fine_scale)]
+            fine8 = V.normalise(partial, total, *zip(*fine))
         if self.on_attention is not None:
             self.on_attention(b, pos, q8, np.stack(keys).transpose(1, 0, 2), np.stack(vals).transpose(1, 0, 2),
-                              score, norm, out8)
-        return (out8 * o_scale[:, None]).astype(np.float32)
+                              score, norm, out8, fine, fine8)
+        if fine8 is None:
+            return (out8 * o_scale[:, None]).astype(np.float32)
+        return read_outputs(out8, fine8, o_scale, fine_scale)

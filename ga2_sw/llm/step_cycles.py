@@ -4,12 +4,14 @@ cycle model's count of the programs the chip runs for one block, times the model
 Per block and decode step of ``B`` sequences at ``L`` tokens, two programs run back to back on a chip with the
 online unit (no overlap between them is counted, so the figures are an upper bound of the overlapped step):
 
-* the projections (:func:`projection_program`): the B new tokens' int8 inputs, then the q, k and v weights of
-  every head (``(heads + 2 kv_heads) d`` rows of ``d_model``) streamed through two tile buffers, ``cols`` rows a
-  tile, one MM of ``B`` rows per tile (each weight loaded once for the batch); v requantised to the value
-  cache's int8 (RQ); the int32 q and k sums and the int8 v rows stored for the host (RoPE, the key cache);
+* the projections (:func:`projection_program`): the B new tokens' inputs, two int8 digit rows each (the GA-2
+  path's 15-bit input, ``ga2_path.INPUT_RADIX``), then the q, k and v weights of every head (``(heads + 2
+  kv_heads) d`` rows of ``d_model``) streamed through two tile buffers, ``cols`` rows a tile, MMs of up to
+  ``rows`` input rows per tile (each weight loaded once for the batch); the int32 sums stored for the host
+  (RoPE, the caches' int8);
 * the attention (``ga2_sw.online_program.grouped_program``): each sequence's key/value heads, each streamed once
-  for the query heads that share it, in chunks of 64 tokens.
+  for the query heads that share it, in chunks of 64 tokens; each output normalised twice (the coarse and the
+  fine int8 reading, ``ga2_path.read_outputs``).
 
 The rest of the block (the output projection, the MLP, the norms) and the LM head stay on the host in the GA-2
 path, and are not counted. The terms beside the measured cycles: weights = the block's q, k, v weights (one word
@@ -33,25 +35,34 @@ def _chip(size):
                   d=64).with_largest_memories()
 
 
-def projection_program(config, batch, d_model, q_rows, kv_rows, v_mn=(1, 0)):
-    """The block's q, k, v projections for ``batch`` tokens: ``q_rows`` + 2 ``kv_rows`` weight rows of ``d_model``
-    (W transposed, row-major in external memory from 0), the tokens after them, the outputs after those."""
-    C, B = config.cols, batch
+def projection_program(config, batch, d_model, q_rows, kv_rows, v_mn=(1, 0), digits=2):
+    """The block's q, k, v projections for ``batch`` tokens of ``digits`` int8 input rows each: ``q_rows`` + 2
+    ``kv_rows`` weight rows of ``d_model`` (W transposed, row-major in external memory from 0), the tokens' rows
+    after them, the outputs after those. Each weight tile meets every input row (MMs of up to ``rows`` input
+    rows); with one digit, v is requantised on the chip (RQ, ``v_mn``), with two every sum goes to the host."""
+    C, R = config.cols, config.rows
+    inputs = batch * digits
     rows = q_rows + 2 * kv_rows
-    X, W = 0, B * d_model
+    X, W = 0, inputs * d_model
     OUT = W + 2 * C * d_model
     ex_w, ex_x = 0, rows * d_model
-    ex_out = ex_x + B * d_model
-    prog = [ld(dst=X, src=ex_x, len=B * d_model)]
-    for k, r0 in enumerate(range(0, rows, C)):
-        n = min(C, rows - r0)
-        tile = W + (k % 2) * C * d_model
-        prog += [ld(dst=tile, src=ex_w + r0 * d_model, len=n * d_model),
-                 mm(dst=OUT + r0, A=X, B=tile, M=B, K=d_model, N=n, tb=1, lda=d_model, ldb=d_model, ldc=rows)]
-    # v to the value cache's int8 (one RQ per token row), then every row to the host
-    prog += [rq(dst=OUT + b * rows + q_rows + kv_rows, src=OUT + b * rows + q_rows + kv_rows, len=kv_rows,
-                m=v_mn[0], s=v_mn[1]) for b in range(B)]
-    prog += [st(src=OUT, dst=ex_out, len=B * rows), halt()]
+    ex_out = ex_x + inputs * d_model
+    starts = range(0, rows, C)
+
+    def load(k):        # tile k's weight rows into buffer k % 2
+        r0 = starts[k]
+        return ld(dst=W + (k % 2) * C * d_model, src=ex_w + r0 * d_model, len=min(C, rows - r0) * d_model)
+    prog = [ld(dst=X, src=ex_x, len=inputs * d_model), load(0)]
+    for k, r0 in enumerate(starts):
+        if k + 1 < len(starts):     # the next tile's load before this tile's MMs: the DMA lane never waits on them
+            prog.append(load(k + 1))
+        prog += [mm(dst=OUT + i0 * rows + r0, A=X + i0 * d_model, B=W + (k % 2) * C * d_model, M=min(R, inputs - i0),
+                    K=d_model, N=min(C, rows - r0), tb=1, lda=d_model, ldb=d_model, ldc=rows)
+                 for i0 in range(0, inputs, R)]
+    if digits == 1:     # v to the value cache's int8 (one RQ per token row)
+        prog += [rq(dst=OUT + b * rows + q_rows + kv_rows, src=OUT + b * rows + q_rows + kv_rows, len=kv_rows,
+                    m=v_mn[0], s=v_mn[1]) for b in range(batch)]
+    prog += [st(src=OUT, dst=ex_out, len=inputs * rows), halt()]
     return prog
 
 
@@ -62,7 +73,9 @@ def _projection(config, batch, shape):
 
 def _attention(config, contexts, shape):
     G = shape["heads"] // shape["kv_heads"]
-    groups = tuple(Group(L, ((1, 0),) * G, ((1, 0),) * G) for L in contexts for _ in range(shape["kv_heads"]))
+    # every output read twice, coarse and fine, as the GA-2 path reads it (ga2_path.FINE_RATIO)
+    groups = tuple(Group(L, ((1, 0),) * G, ((1, 0),) * G, ((1, 0),) * G) for L in contexts
+                   for _ in range(shape["kv_heads"]))
     return grouped_program(GroupedLayout(config, groups, shape["d"], 64))
 
 
