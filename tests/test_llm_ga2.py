@@ -267,6 +267,31 @@ def test_attention_steps_as_chip_programs(ga2):
     assert rows[0]["matches_model"] and rows[0]["matches_path"]
 
 
+def test_chip_attention_continues_from_the_simulator_and_checks_it(ga2):
+    """`ga2 llm generate --sim`: a step of the path run as a chip program (``ChipAttention``) gives the path's
+    outputs, both readings, and counts it; a path whose numbers differ from the chip's is refused, naming the
+    step (here the path's fine reading is tampered with, as a wrong scaling in the path would show)."""
+    import dataclasses
+    from ga2_sw.llm.chip_steps import ChipAttention, ChipMismatch, capture
+    from sim.backends import get_backend
+    [step] = capture(ga2, 1, tokens=4, blocks=(29,))
+    sim = "model" if get_backend("verilator").unavailable_reason() else "verilator"
+    chip = ChipAttention(sim)
+    out8, fine8 = chip(step)
+    assert np.array_equal(out8, step.out8) and np.array_equal(fine8, step.fine8)
+    assert chip.steps == 1 and chip.cycles > 0
+    bad = dataclasses.replace(step, fine8=step.fine8 + (step.fine8 < 100))
+    with pytest.raises(ChipMismatch, match=f"block 29, position {step.pos}"):
+        chip(bad)
+
+
+def test_generate_refuses_a_simulator_without_the_ga2_path(capsys):
+    from ga2_sw.cli import main
+    assert main(["llm", "generate", "Hello", "--path", "float", "--sim", "verilator"]) == 2
+    err = capsys.readouterr().err
+    assert "--sim" in err and "--path ga2" in err and len(err.strip().splitlines()) == 1
+
+
 def test_read_outputs_takes_the_fine_reading_inside_its_range():
     """The host's reading of the two NRMs (``ga2_path.read_outputs``), element by element in plain Python: the
     fine value where it is strictly inside -128..127 (a limit may be a clamp), else the coarse one."""

@@ -11,7 +11,7 @@ import time
 
 from ..analyses.common import json_option, plot_option, progress_bar, write_json
 from ..llm.ga2_path import KEY_SCALES, SMOOTHING, WEIGHT_SCALES
-from ..options import InputFile, Int, IntList, Text
+from ..options import InputFile, Int, IntList, Text, ToolMissing
 
 __all__ = ["register"]
 
@@ -58,10 +58,18 @@ def _check_generate(args):
     if args.max_batch is not None and args.max_batch > args.chip:
         raise ValueError(f"--max-batch: at most the {args.chip}x{args.chip} chip's {args.chip} rows, "
                          f"not {args.max_batch}")
+    if args.sim != "model" and args.path != "ga2":
+        raise ValueError("--sim runs the GA-2 path's attention on a simulator: it needs --path ga2")
+    if args.sim != "model":
+        from sim.backends import get_backend
+        reason = get_backend(args.sim).unavailable_reason()
+        if reason:
+            raise ToolMissing(f"--sim {args.sim}: {reason}")
     _check_model(args)
 
 
 def _generate(args):
+    from ..llm.chip_steps import ChipMismatch
     from ..llm.float_model import FloatModel
     from ..llm.gguf_model import load
     from ..llm.serving import requests_from_prompts, serve
@@ -69,9 +77,13 @@ def _generate(args):
     prompts = _prompts(args)
     t0 = time.perf_counter()
     model = load()
+    chip = None
     if args.path == "ga2":
         from ..llm.ga2_path import Ga2Model, calibrate
         runner = Ga2Model(model, calibrate(model))
+        if args.sim != "model":
+            from ..llm.chip_steps import ChipAttention
+            runner.chip = chip = ChipAttention(args.sim)
     else:
         runner = FloatModel(model)
     loaded = time.perf_counter() - t0
@@ -80,9 +92,14 @@ def _generate(args):
     max_batch = args.max_batch or args.chip
     work = sum(len(r.tokens) + args.max_tokens for r in requests)
     t0 = time.perf_counter()
-    with progress_bar(work, args.no_progress or len(requests) == 1 and args.max_tokens <= 32, "tok") as bar:
-        steps = serve(runner, requests, max_batch, {model.special["eos"], model.special["im_end"]},
-                      StepCycles(args.chip), progress=lambda s: bar.update(len(s["requests"])))
+    quiet = args.no_progress or len(requests) == 1 and args.max_tokens <= 32 and chip is None
+    with progress_bar(work, quiet, "tok") as bar:
+        try:
+            steps = serve(runner, requests, max_batch, {model.special["eos"], model.special["im_end"]},
+                          StepCycles(args.chip), progress=lambda s: bar.update(len(s["requests"])))
+        except ChipMismatch as e:
+            print(f"ga2: {e}", file=sys.stderr)
+            return 1
     seconds = time.perf_counter() - t0
     for prompt, r in zip(prompts, requests):
         text = model.decode(r.generated)
@@ -93,9 +110,14 @@ def _generate(args):
     tokens = sum(len(r.generated) for r in requests)
     print(f"({what}: {tokens} tokens in {seconds:.1f} s; model loaded{' and calibrated' * (args.path == 'ga2')} "
           f"in {loaded:.1f} s)", flush=True)
+    if chip is not None:
+        print(f"every attention step ran as a chip program on {chip.sim} ({chip.config.rows}x{chip.config.cols}, "
+              f"one program a block and sequence): {chip.steps} programs, {chip.cycles:,} cycles, each one's "
+              f"outputs equal to the GA-2 path's and its counters to the cycle model's")
     summary = _print_serving(steps, requests, args.chip, max_batch, SMOLLM2["blocks"])
     if args.json:
         write_json(args.json, {"prompts": prompts, "chat": args.chat, "path": args.path, "chip": args.chip,
+                               "sim": args.sim, "sim_programs": chip.steps if chip else 0,
                                "max_batch": max_batch, "arrival_gap": args.arrival_gap, "seconds": round(seconds, 3),
                                "requests": [{"id": r.id, "prompt": p, "prompt_tokens": len(r.tokens),
                                              "tokens": r.generated, "text": model.decode(r.generated),
@@ -339,6 +361,10 @@ def register(sub):
                    help="ga2: every attention block on the chip's integer numerics (default); float: the float32 "
                         "reference")
     g.add_argument("--json", metavar="FILE", type=json_option(), help="write the requests (tokens, text, when each joined and left) and the steps as JSON")
+    g.add_argument("--sim", choices=("model", "pysim", "verilator", "icarus"), default="model",
+                   help="model: the attention on the path's numpy integer numerics (default); a simulator: every "
+                        "attention step also runs as a chip program there and the text continues from its outputs "
+                        "(checked against the path's and the cycle model; slow: one program a block and token)")
     g.set_defaults(func=_generate, check=_check_generate)
     e = llm.add_parser("eval", help="the GA-2 path against the float32 reference: top-1 agreement and perplexity "
                                     "on a fixed text, greedy generation from fixed prompts side by side")

@@ -16,7 +16,8 @@ import numpy as np
 from ..config import Config
 from ..online_program import Group, GroupedLayout, grouped_ext_image, grouped_outputs, grouped_program
 
-__all__ = ["Step", "capture", "programs", "run_steps", "STEP_CONFIG", "PROMPTS", "BLOCKS"]
+__all__ = ["Step", "capture", "programs", "run_steps", "ChipAttention", "ChipMismatch", "STEP_CONFIG", "PROMPTS",
+           "BLOCKS"]
 
 # The chip the steps run on: 4 x 4, decoupled, the online unit, 16 banks (a chunk's keys are 64 words apart).
 STEP_CONFIG = Config(online_unit=1, mode="decoupled", sp_banks=16, sp_words=32768, ext_words=131072,
@@ -113,3 +114,40 @@ def run_steps(steps, sim="verilator", batch=2, config=STEP_CONFIG):
                      "matches_model": not compare_results(want, got) and got.counters == model,
                      "matches_path": flat == expected})
     return rows
+
+
+class ChipMismatch(Exception):
+    """A simulator's attention step differed from the GA-2 path's numerics or from the cycle model."""
+
+
+class ChipAttention:
+    """Every attention step of a generation run as a chip program on a simulator, its outputs the ones the model
+    continues with (``Ga2Model.chip``; ``ga2 llm generate --sim``): one program a step (the step's key/value
+    heads as groups, ``programs`` with a batch of one), run on ``sim``; the simulator's int8 outputs, both
+    readings, must equal the path's numpy ones and its counters the cycle model's, else ``ChipMismatch``.
+    ``steps`` and ``cycles`` count what ran."""
+
+    def __init__(self, sim, config=STEP_CONFIG):
+        from sim.backends import get_backend
+        self.sim, self.config, self.backend = sim, config, get_backend(sim)
+        self.steps = self.cycles = 0
+
+    def __call__(self, step):
+        """Run ``step`` (a ``Step`` with the path's outputs); return the simulator's (out8, fine8), (heads, d)."""
+        from ..cycles import cycle_counts
+        [(prog, ext, lay, _)] = programs([step], 1, self.config)
+        got = self.backend.run(self.config, prog, ext)
+        heads = step.q8.shape[0]
+        out8 = np.array([row for group in grouped_outputs(lay, got.ext) for row in group]).reshape(heads, -1)
+        fine8 = None
+        if step.fine:
+            fine8 = np.array([row for g in grouped_outputs(lay, got.ext, fine=True) for row in g]).reshape(heads, -1)
+        where = f"block {step.block}, position {step.pos}"
+        if not np.array_equal(out8, step.out8) or (fine8 is not None and not np.array_equal(fine8, step.fine8)):
+            raise ChipMismatch(f"{self.sim}: the attention outputs of {where} differ from the GA-2 path's")
+        if got.counters != cycle_counts(prog, self.config)[0]:
+            raise ChipMismatch(f"{self.sim}: the counters of {where} differ from the cycle model's "
+                               f"({got.counters} against {cycle_counts(prog, self.config)[0]})")
+        self.steps += 1
+        self.cycles += got.counters.cycles
+        return out8, fine8

@@ -180,6 +180,9 @@ class Ga2Model(FloatModel):
         # programs): on_attention(block, pos, q8, K8, V8, score, norm, out8, fine, fine8), K8 and V8 per
         # key/value head; fine and fine8 are [] and None without the fine reading.
         self.on_attention = None
+        # When set, every attention step also runs on a simulator of the chip, whose outputs the model continues
+        # with (chip_steps.ChipAttention: it checks them against the numpy ones): chip(Step) -> (out8, fine8).
+        self.chip = None
 
     def digit_sums(self, b, n, x8):
         """MM: block ``b``'s projection ``n`` of each int8 input row of ``x8`` (digits, d_model), the int32 sums
@@ -256,6 +259,11 @@ class Ga2Model(FloatModel):
         if self.on_attention is not None:
             self.on_attention(b, pos, q8, np.stack(keys).transpose(1, 0, 2), np.stack(vals).transpose(1, 0, 2),
                               score, norm, out8, fine, fine8)
+        if self.chip is not None:
+            from .chip_steps import Step
+            out8, fine8 = self.chip(Step(0, b, pos, q8, np.stack(keys).transpose(1, 0, 2),
+                                         np.stack(vals).transpose(1, 0, 2), score, norm, out8, self.group, fine,
+                                         fine8))
         if fine8 is None:
             return (out8 * o_scale[:, None]).astype(np.float32)
         return read_outputs(out8, fine8, o_scale, fine_scale)
