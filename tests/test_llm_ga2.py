@@ -349,3 +349,15 @@ def test_cycles_command_refuses_a_chip_without_a_batch(capsys):
     assert main(["llm", "cycles", "--chips", "3", "--batches", "4,8"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--batches" in err and "3x3" in err and len(err.splitlines()) == 1
+
+
+def test_cycles_command_tokens_per_second_at_a_given_clock(tmp_path, capsys):
+    """`ga2 llm cycles --clock-mhz F`: tokens/s = F MHz / cycles per token, in the table's header and the JSON."""
+    from ga2_sw.cli import main
+    out = tmp_path / "cycles.json"
+    assert main(["llm", "cycles", "--chips", "4", "--batches", "2", "--contexts", "64", "--clock-mhz", "83",
+                 "--json", str(out), "--no-progress"]) == 0
+    r = json.loads(out.read_text())
+    [row] = r["rows"]
+    assert r["clock_mhz"] == 83 and row["tokens_per_second"] == round(83e6 / row["cycles_per_token"], 3)
+    assert "tokens/s at 83 MHz" in capsys.readouterr().out

@@ -13,6 +13,8 @@ from ..analyses.common import json_option, plot_option, progress_bar, write_json
 from ..llm.ga2_path import KEY_SCALES, SMOOTHING, WEIGHT_SCALES
 from ..options import InputFile, Int, IntList, Text, ToolMissing
 
+CLOCK_MHZ = 100     # the tokens/s column's default clock: the project's clock target
+
 __all__ = ["register"]
 
 MAX_TOKENS = (1, 4096)
@@ -299,9 +301,12 @@ def _cycles(args):
                        args.no_progress, "point")
     rows = cycle_table(args.chips, args.batches, args.contexts, progress=lambda: bar.update(1))
     bar.close()
-    print_cycles(rows)
+    print_cycles(rows, args.clock_mhz)
     if args.json:
-        write_json(args.json, {"shape": SMOLLM2, "rows": rows})
+        per_second = args.clock_mhz * 1e6
+        write_json(args.json, {"shape": SMOLLM2, "clock_mhz": args.clock_mhz,
+                               "rows": [{**r, "tokens_per_second": round(per_second / r["cycles_per_token"], 3)}
+                                        for r in rows]})
     return 0
 
 
@@ -313,8 +318,9 @@ def _check_cycles(args):
                              f"(a batch is at most the array's {size} rows)")
 
 
-def print_cycles(rows):
-    """The cycles-per-token table of ``ga2_sw.llm.step_cycles.table`` (``ga2 llm cycles`` and ``ga2 llm eval``)."""
+def print_cycles(rows, clock_mhz=CLOCK_MHZ):
+    """The cycles-per-token table of ``ga2_sw.llm.step_cycles.table`` (``ga2 llm cycles`` and ``ga2 llm eval``),
+    tokens per second at ``clock_mhz``."""
     from ..analyses.common import table
     from ..llm.step_cycles import SMOLLM2
     sh = SMOLLM2
@@ -323,9 +329,10 @@ def print_cycles(rows):
           f"output projection, MLP and LM head stay on the host and are not counted")
     body = [[r["chip"], r["batch"], f"{r['context']:,}", f"{r['projection']:,}", f"{r['attention']:,}",
              f"{r['weights']:,}", f"{r['kv']:,}", "KV" if r["attention"] > r["projection"] else "weights",
-             f"{r['cycles_per_token']:,}", f"{100e6 / r['cycles_per_token']:,.1f}"] for r in rows]
+             f"{r['cycles_per_token']:,}", f"{clock_mhz * 1e6 / r['cycles_per_token']:,.1f}"] for r in rows]
     print(table(["chip", "batch", "context", "projection", "attention", "weights", "KV", "larger",
-                 "cycles/token", "tokens/s at 100 MHz"], body, ["<", ">", ">", ">", ">", ">", ">", "<", ">", ">"]))
+                 "cycles/token", f"tokens/s at {clock_mhz:g} MHz"], body,
+                ["<", ">", ">", ">", ">", ">", ">", "<", ">", ">"]))
     print(f"KV overtakes the weights where B x {sh['kv_heads']} x 2 x L x {sh['d']} reaches the "
           f"{rows[0]['weights']:,} weight words of a block: B x L >= "
           f"{rows[0]['weights'] / (sh['kv_heads'] * 2 * sh['d']):,.0f} (the 'larger' column is the measured one: "
@@ -411,6 +418,9 @@ def register(sub):
                    help="context lengths (default 64,256,1024)")
     y.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
     y.add_argument("--no-progress", action="store_true", help="no progress bar")
+    y.add_argument("--clock-mhz", type=Int(1, 1000), default=CLOCK_MHZ,
+                   help="the clock for the tokens/s column, 1..1000 MHz (default %(default)s: the clock target; "
+                        "docs/LLM.md has the measured Fmax of the online unit's chip)")
     y.set_defaults(func=_cycles, check=_check_cycles)
     c = llm.add_parser("scores", help="how large real attention logits get, per block, against GA-2's score ranges")
     c.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
