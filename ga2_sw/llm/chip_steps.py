@@ -145,9 +145,10 @@ class ChipAttention:
         where = f"block {step.block}, position {step.pos}"
         if not np.array_equal(out8, step.out8) or (fine8 is not None and not np.array_equal(fine8, step.fine8)):
             raise ChipMismatch(f"{self.sim}: the attention outputs of {where} differ from the GA-2 path's")
-        if got.counters != cycle_counts(prog, self.config)[0]:
+        predicted = cycle_counts(prog, self.config)[0]
+        if got.counters != predicted:
             raise ChipMismatch(f"{self.sim}: the counters of {where} differ from the cycle model's "
-                               f"({got.counters} against {cycle_counts(prog, self.config)[0]})")
+                               f"({got.counters} against {predicted})")
         self.steps += 1
         self.cycles += got.counters.cycles
         return out8, fine8

@@ -243,8 +243,9 @@ class Ga2Model(FloatModel):
         keys, vals = cache
         keys.append(k8)
         vals.append(v8)
-        K8 = np.stack(keys).transpose(1, 0, 2)[shared]               # (heads, tokens, head_dim)
-        V8 = np.stack(vals).transpose(1, 0, 2)[shared]
+        K_kv = np.stack(keys).transpose(1, 0, 2)                      # (kv_heads, tokens, head_dim)
+        V_kv = np.stack(vals).transpose(1, 0, 2)
+        K8, V8 = K_kv[shared], V_kv[shared]                           # (heads, tokens, head_dim)
         v_scale, o_scale = cal.v_proj[b][shared], cal.out[b] * OUT_HEADROOM
         score = [mantissa_shift(float(qs / math.sqrt(c.head_dim) * SCORE_UNIT)) for qs in q_scale]
         norm = [mantissa_shift(float(vs / os)) for vs, os in zip(v_scale, o_scale)]
@@ -257,13 +258,10 @@ class Ga2Model(FloatModel):
             fine = [mantissa_shift(float(vs / fs)) for vs, fs in zip(v_scale, fine_scale)]
             fine8 = V.normalise(partial, total, *zip(*fine))
         if self.on_attention is not None:
-            self.on_attention(b, pos, q8, np.stack(keys).transpose(1, 0, 2), np.stack(vals).transpose(1, 0, 2),
-                              score, norm, out8, fine, fine8)
+            self.on_attention(b, pos, q8, K_kv, V_kv, score, norm, out8, fine, fine8)
         if self.chip is not None:
             from .chip_steps import Step
-            out8, fine8 = self.chip(Step(0, b, pos, q8, np.stack(keys).transpose(1, 0, 2),
-                                         np.stack(vals).transpose(1, 0, 2), score, norm, out8, self.group, fine,
-                                         fine8))
+            out8, fine8 = self.chip(Step(0, b, pos, q8, K_kv, V_kv, score, norm, out8, self.group, fine, fine8))
         if fine8 is None:
             return (out8 * o_scale[:, None]).astype(np.float32)
         return read_outputs(out8, fine8, o_scale, fine_scale)

@@ -49,15 +49,18 @@ def projection_program(config, batch, d_model, q_rows, kv_rows, v_mn=(1, 0), dig
     ex_out = ex_x + inputs * d_model
     starts = range(0, rows, C)
 
-    def load(k):        # tile k's weight rows into buffer k % 2
+    def buffer(k):      # tile k's weight rows live in buffer k % 2
+        return W + (k % 2) * C * d_model
+
+    def load(k):
         r0 = starts[k]
-        return ld(dst=W + (k % 2) * C * d_model, src=ex_w + r0 * d_model, len=min(C, rows - r0) * d_model)
+        return ld(dst=buffer(k), src=ex_w + r0 * d_model, len=min(C, rows - r0) * d_model)
     prog = [ld(dst=X, src=ex_x, len=inputs * d_model), load(0)]
     for k, r0 in enumerate(starts):
         if k + 1 < len(starts):     # the next tile's load before this tile's MMs: the DMA lane never waits on them
             prog.append(load(k + 1))
-        prog += [mm(dst=OUT + i0 * rows + r0, A=X + i0 * d_model, B=W + (k % 2) * C * d_model, M=min(R, inputs - i0),
-                    K=d_model, N=min(C, rows - r0), tb=1, lda=d_model, ldb=d_model, ldc=rows)
+        prog += [mm(dst=OUT + i0 * rows + r0, A=X + i0 * d_model, B=buffer(k), M=min(R, inputs - i0), K=d_model,
+                    N=min(C, rows - r0), tb=1, lda=d_model, ldb=d_model, ldc=rows)
                  for i0 in range(0, inputs, R)]
     if digits == 1:     # v to the value cache's int8 (one RQ per token row)
         prog += [rq(dst=OUT + b * rows + q_rows + kv_rows, src=OUT + b * rows + q_rows + kv_rows, len=kv_rows,
