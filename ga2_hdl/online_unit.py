@@ -32,9 +32,10 @@ class OnlineUnit(Unit):
 
     * SMC: reads ``st``, ``st+1``, then the ``n`` scores (cycles 1 .. n+2); each score's ``scale_score`` enters
       the buffer ``SMC_SCORE_DEPTH`` cycles after its data, beside the running maximum of the chunk; then the new
-      maximum, alpha's exp-table read, alpha; the weights pass reads the buffer: distance to the maximum, the
-      exp table, ``w = (e * 4095 + 2**15) >> 16`` (the high digit written, ``w`` back into the buffer, the sum
-      accumulated), then the low digits from the buffer, then ``M'``, ``S'``, alpha.
+      maximum, alpha's exp-table read, alpha; the weights pass reads the buffer: the score registered, its
+      distance to the maximum, the exp table, ``w = (e * 4095 + 2**15) >> 16`` (the high digit written, ``w``
+      back into the buffer, the sum accumulated), then the low digits from the buffer, then ``M'``, ``S'``,
+      alpha.
     * RSA: reads alpha's word, then per element the low product, the high product and the running output; the
       rescaled sum enters the buffer ``RSA_DEPTH`` cycles after the running output's data; then the writes.
     * NRM: reads ``S``, then the running outputs; ``floor((2 p m + S 2**s) / (2 S 2**s))`` as
@@ -78,7 +79,9 @@ class OnlineUnit(Unit):
             m.d.sync += [op.eq(instr.op), n.eq(length), dst.eq(instr.dst), src.eq(instr.src),
                          mult.eq(instr.m), shift.eq(instr.s), step.eq(1),
                          st.eq(Mux(instr.op == Op.RSA, instr.a, instr.st)), ld.eq(instr.ld),
-                         new_max_at.eq(length + first_pass - 3), weights_at.eq(length + first_pass - 1),
+                         # (the weights pass reads the buffer from P0 - 1: its scores are registered before
+                         # the distance, so the buffer's output and the exp table's address are never on one path)
+                         new_max_at.eq(length + first_pass - 3), weights_at.eq(length + first_pass - 2),
                          # (the writing passes are switched on a cycle before their first buffer read)
                          lows_at.eq(2 * length + first_pass + 2), state_at.eq(3 * length + first_pass + 4),
                          drain_at.eq(Mux(instr.op == Op.RSA, 3 * length + L + RSA_DEPTH + 1,
@@ -221,9 +224,11 @@ class OnlineUnit(Unit):
         with m.If(is_smc & (step == new_max_at)):
             m.d.sync += new_max.eq(Mux(chunk_max > state_max, chunk_max, state_max))
         distance = Signal(signed(WORD + 2), name="distance")
-        weights_rd = Signal(name="weights_rd")          # the weights pass reads the buffer (cycles P0 .. P0+n-1)
-        at_x = delayed(m, weights_rd, 1, "weights_x")   # the score is on the buffer's read port
-        m.d.comb += distance.eq(new_max - Mux(at_x, buf_rd.data[:16].as_signed(), state_max))
+        weights_rd = Signal(name="weights_rd")          # the weights pass reads the buffer (cycles P0-1 .. P0+n-2)
+        x = Signal(signed(16), name="weights_x")        # the score read, registered
+        m.d.sync += x.eq(buf_rd.data[:16].as_signed())
+        at_x = delayed(m, weights_rd, 2, "weights_at_x")    # x holds a score of the weights pass
+        m.d.comb += distance.eq(new_max - Mux(at_x, x, state_max))
         m.d.comb += [far.eq(distance >= EXP_DISTANCES), rom_addr.eq(distance[:len(rom_addr)]),
                      rom_rd.addr.eq(rom_addr)]
         far_d = delayed(m, far, 1, "far_d")
@@ -235,7 +240,8 @@ class OnlineUnit(Unit):
         with m.If(is_smc & (step == new_max_at + 6)):          # S * alpha is the product then
             m.d.sync += scaled_sum.eq((product + (1 << 15)) >> 16)
 
-        # The weights pass: buffer read in P0 + i, the exp in P0 + i + 2, w registered, written in P0 + i + 3.
+        # The weights pass: buffer read in P0 - 1 + i, the score registered, the exp in P0 + i + 2, w registered,
+        # written in P0 + i + 3.
         wi = Signal(range(nmax), name="weights_index")
         with m.If(is_smc & (step == weights_at)):
             m.d.sync += [weights_rd.eq(1), wi.eq(0)]
@@ -243,8 +249,8 @@ class OnlineUnit(Unit):
             m.d.sync += [wi.eq(wi + 1), weights_rd.eq(wi + 1 != n)]
         weight = Signal(range(WEIGHT_MAX + 1), name="weight")
         m.d.sync += weight.eq(((exp << 12) - exp + (1 << 15)) >> 16)
-        v_weight = delayed(m, weights_rd, 3, "v_weight")
-        i_weight = delayed(m, wi, 3, "i_weight")
+        v_weight = delayed(m, weights_rd, 4, "v_weight")
+        i_weight = delayed(m, wi, 4, "i_weight")
         total = Signal(WORD, name="weight_sum")
         with m.If(~busy):
             m.d.sync += total.eq(0)
