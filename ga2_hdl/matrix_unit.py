@@ -1,10 +1,10 @@
 """The matrix unit: executes MM on the systolic array, with the operand feeder of the chip's mode."""
 
 from amaranth.hdl import Module, Signal
-from amaranth.lib.wiring import In, connect, flipped
+from amaranth.lib.wiring import In, Out, connect, flipped
 
 from .feeder import MatrixFields, latch_fields
-from .ports import Unit, check_config
+from .ports import SpWriteSignature, Unit, check_config, sp_addr_width
 from .result_writer import ResultWriter
 from .staged_feeder import StagedFeeder
 from .stream_feeder import StreamFeeder
@@ -51,8 +51,8 @@ class MatrixUnit(Unit):
         Decoupled: the read port of array row ``i``.
     b_rd : Out(SpReadSignature).array(cols)
         Decoupled: the read port of array column ``j``.
-    sp_wr : Out(SpWriteSignature)
-        Scratchpad write port.
+    sp_wr : Out(SpWriteSignature), or Out(SpWriteSignature).array(cols) with ``row_writes``
+        Scratchpad write port(s): the result writer's.
     vector_banks_next : In(sp_banks)
         Decoupled: the banks the vector lane asks port B for in the next cycle; the operands and results on
         them wait then (``ga2_sw.cycles.mm_schedule``). The feeder and the result writer each register it.
@@ -64,11 +64,17 @@ class MatrixUnit(Unit):
         members = self._feeder_class.read_members(config)
         if config.decoupled:
             members["vector_banks_next"] = In(config.sp_banks)
+        if config.row_writes:       # the result writer's port per column, each a requester of its own
+            members["sp_wr"] = Out(SpWriteSignature(sp_addr_width(config))).array(config.cols)
         super().__init__(config, members, read_port=False)
 
     @property
     def read_ports(self):
         return [*self.a_rd, *self.b_rd] if self._config.decoupled else [self.sp_rd]
+
+    @property
+    def write_ports(self):
+        return list(self.sp_wr) if self._config.row_writes else [self.sp_wr]
 
     def elaborate(self, platform):
         m = Module()
@@ -76,7 +82,8 @@ class MatrixUnit(Unit):
         m.submodules.writer = writer = ResultWriter(self._config)
         for port, feeder_port in zip(self.read_ports, feeder.read_ports):
             connect(m, flipped(port), feeder_port)
-        connect(m, flipped(self.sp_wr), writer.sp_wr)
+        for port, writer_port in zip(self.write_ports, writer.sp_wr if self._config.row_writes else [writer.sp_wr]):
+            connect(m, flipped(port), writer_port)
         fields = Signal(MatrixFields)
         dst = Signal.like(self.ctl.instr.dst, name="dst")
         m.d.comb += [feeder.ctl.start.eq(self.ctl.start), feeder.ctl.instr.eq(self.ctl.instr),

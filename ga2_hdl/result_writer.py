@@ -1,6 +1,7 @@
-"""The matrix unit's write-back: the M x N results of an MM, in row-major order, one per cycle."""
+"""The matrix unit's write-back: the M x N results of an MM, in row-major order, one per cycle (or, with
+``Config.row_writes``, a row per cycle)."""
 
-from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -35,6 +36,12 @@ class ResultWriter(wiring.Component):
     from ``L + 1`` to its last write. Its request has port B before the next tile's operand reads, which keep
     off the bank in ``claim``.
 
+    With ``row_writes`` (decoupled) the walk moves a row at a time: row ``i`` (``N`` words, each on its own bank:
+    ``cols < sp_banks``) is written through ``N`` ports in one cycle, the first row ``N - 1`` cycles after
+    PE(0,0)'s result (when PE(0, N-1) is done; row ``i`` finishes ``i`` cycles after row 0, never later than its
+    turn), each row in a cycle in which the vector lane asks for none of its banks. ``claim`` then holds the
+    row's banks (``ga2_sw.timing.mm_write_cycles``, ``ga2_sw.cycles.mm_schedule``).
+
     Members
     -------
     dst : In(addr_width)
@@ -55,11 +62,12 @@ class ResultWriter(wiring.Component):
     busy : Out(1)
         Decoupled: a tile's results are still to write (from the cycle after ``go`` to the last write).
     claim : Out(sp_banks)
-        Decoupled: the bank of the result the writer wants to write this cycle (one bit; none when not writing).
+        Decoupled: the bank of the result the writer wants to write this cycle (one bit; with ``row_writes`` the
+        banks of its row; none when not writing).
     done : Out(1)
         The last result, (M-1, N-1), is written this cycle.
-    sp_wr : Out(SpWriteSignature)
-        Scratchpad write port.
+    sp_wr : Out(SpWriteSignature), or Out(SpWriteSignature).array(cols) with ``row_writes``
+        Scratchpad write port; with ``row_writes`` one per array column (port ``j`` writes column ``j``).
     """
 
     def __init__(self, config):
@@ -68,7 +76,8 @@ class ResultWriter(wiring.Component):
         super().__init__({
             "dst": In(aw), "fields": In(MatrixFields),
             "acc": In(data.ArrayLayout(signed(32), config.rows * config.cols)),
-            "done": Out(1), "sp_wr": Out(SpWriteSignature(aw)),
+            "done": Out(1),
+            "sp_wr": Out(SpWriteSignature(aw)).array(config.cols) if config.row_writes else Out(SpWriteSignature(aw)),
             **({"go": In(1), "vector_banks_next": In(config.sp_banks), "busy": Out(1), "claim": Out(config.sp_banks)}
                if config.decoupled else {"en": In(1)}),
         })
@@ -79,6 +88,9 @@ class ResultWriter(wiring.Component):
         aw = sp_addr_width(self._config)
         if self._config.decoupled:
             en, en_next, dst, fields = self._phases(m)
+            if self._config.row_writes:
+                self._row_walk(m, en, en_next, dst, fields)
+                return m
         else:
             en, dst, fields = self.en, self.dst, self.fields
 
@@ -143,12 +155,62 @@ class ResultWriter(wiring.Component):
         m.d.comb += self.busy.eq(waiting | writing)
         with m.If(~self.busy):
             m.d.sync += [dst.eq(self.dst), fields.eq(self.fields)]
-        ready = delayed(m, self.go, MM_DRAIN_CYCLES, "result_ready")
+        ready = delayed(m, self.go, MM_DRAIN_CYCLES, "result_ready")      # PE(0,0)'s result is there
+        if self._config.row_writes:         # ... and PE(0, N-1)'s another N - 1 cycles later
+            lag = Signal.like(fields.n_last, name="row_lag")
+            with m.If(ready):
+                m.d.sync += lag.eq(fields.n_last)
+            with m.Elif(lag != 0):
+                m.d.sync += lag.eq(lag - 1)
+            first = (ready & (fields.n_last == 0)) | (lag == 1)
+        else:
+            first = ready
         with m.If(self.go):
             m.d.sync += waiting.eq(1)
-        with m.If(ready):
+        with m.If(first):
             m.d.sync += waiting.eq(0)
-        # The last write of a tile comes before the next tile's `go`, so `ready` and `done` never meet.
-        writing_next = ready | (writing & ~self.done)
+        # The last write of a tile comes before the next tile's `go`, so `first` and `done` never meet.
+        writing_next = first | (writing & ~self.done)
         m.d.sync += writing.eq(writing_next)
         return writing, writing_next, dst, fields
+
+    def _row_walk(self, m, en, en_next, dst, fields):
+        """``row_writes``: row ``i`` of the tile, the words ``dst + i*ldc + j`` for ``j <= n_last``, through port
+        ``j`` in one cycle; the walk, the banks and the claim as the element walk's, a row wide."""
+        config = self._config
+        rows, cols, aw = config.rows, config.cols, sp_addr_width(config)
+        row, row_next = Signal(aw, name="row_addr"), Signal(aw, name="next_row_addr")     # dst + i*ldc, + ldc
+        i = Signal(range(rows + 1), name="row_index")
+        used = Cat(*(fields.n_last >= j for j in range(cols)))      # the tile's columns: constant while writing
+        # The banks of the row being written (one bit each), a register stepped with the walk, as the element
+        # walk's `on_bank`: the write decision is the vector lane's banks against two registers.
+        on_banks, next_banks = Signal(config.sp_banks, name="on_banks"), Signal(config.sp_banks)
+        vector_banks = Signal(config.sp_banks, name="writer_vector_banks")
+        m.d.sync += vector_banks.eq(self.vector_banks_next)
+        write = Signal()
+        m.d.comb += [write.eq(en & ~(vector_banks & on_banks).any()), next_banks.eq(on_banks)]
+        m.d.sync += [on_banks.eq(next_banks), self.claim.eq(Mux(en_next, next_banks, 0))]
+
+        def banks_of(a):
+            """The banks of the row starting at ``a`` (its words on distinct banks: cols < sp_banks)."""
+            return _or(Mux(used[j], Const(1, config.sp_banks) << bank_index(a + j, config), 0)
+                       for j in range(cols))
+
+        with m.If(~en):
+            m.d.sync += [row.eq(dst), row_next.eq(dst + fields.ldc), i.eq(0)]
+            m.d.comb += next_banks.eq(banks_of(dst))
+        with m.Elif(write):
+            m.d.sync += [row.eq(row_next), row_next.eq(row_next + fields.ldc), i.eq(i + 1)]
+            m.d.comb += next_banks.eq(banks_of(row_next))
+        for j, port in enumerate(self.sp_wr):
+            column = Array(self.acc[r * cols + j] for r in range(rows))
+            m.d.comb += [port.en.eq(write & used[j]), port.addr.eq(row + j), port.data.eq(column[i])]
+        m.d.comb += self.done.eq(write & (i == fields.m_last))
+
+
+def _or(values):
+    """The OR of ``values``."""
+    out = Const(0, 1)
+    for v in values:
+        out = out | v
+    return out

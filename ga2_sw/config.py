@@ -48,6 +48,7 @@ _RANGES = {
     "online_unit": (0, 1),
     "bus_bytes":   (1, 16),
     "axi":         (0, 1),
+    "row_writes":  (0, 1),
     "ext_write_latency": (1, 64),
     "clock_mhz":   (1, 1000),
 }
@@ -70,6 +71,8 @@ _HELP = {
     "online_unit": "1: build the long-context instructions SMC, RSA, NRM (docs/LONG_CONTEXT.md)",
     "bus_bytes": "int8 elements per external-memory beat: 1 is the chapter's one element per 32-bit word; 4, 8 "
                  "or 16 pack bytes (decoupled mode; docs/ISA.md, \"Packed external memory\")",
+    "row_writes": "1: the matrix unit writes a row of an MM's results a cycle (up to cols words, one per bank) "
+                  "rather than one result a cycle (decoupled mode, sp_banks > cols; docs/ARCHITECTURE.md)",
     "axi": "1: the external port is an AXI4 manager (bursts, valid/ready on every channel; docs/ARCHITECTURE.md)",
     "ext_write_latency": "with axi = 1: cycles from a write burst's last beat to its answer on B",
     "clock_mhz": "the chip's clock in MHz, as the external memory's timing sees it (with a DRAM memory)",
@@ -101,6 +104,7 @@ class Config:
     online_unit: int = 0
     bus_bytes: int = 1
     axi: int = 0
+    row_writes: int = 0
     ext_write_latency: int = 1
     clock_mhz: int = 100
     memory: str = "ideal"
@@ -143,6 +147,15 @@ class Config:
             if self.ext_words % self.bus_bytes:
                 raise ValueError(f"Config field 'ext_words' must be a multiple of bus_bytes ({self.bus_bytes}), "
                                  f"not {self.ext_words!r}")
+        if self.row_writes:
+            # A row's words are written in one cycle through one port-B requester each: only the banked
+            # scratchpad has the ports, and N <= cols consecutive words take distinct banks while cols < sp_banks.
+            if self.mode is not Mode.DECOUPLED:
+                raise ValueError(f"Config field 'row_writes' must be 0 in inorder mode (a row's writes need the "
+                                 f"decoupled chip's banked scratchpad), not {self.row_writes!r}")
+            if self.cols >= self.sp_banks:
+                raise ValueError(f"Config field 'row_writes' needs cols ({self.cols}) less than sp_banks "
+                                 f"({self.sp_banks}), so that a row's words take distinct banks")
         if self.memory != "ideal" and not self.axi:
             raise ValueError(f"Config field 'memory' must be ideal on the bare port (a DRAM answers the AXI4 port: "
                              f"axi = 1), not {self.memory!r}")

@@ -17,7 +17,7 @@ from .dram import DramTiming
 from .packing import beat_bytes, beat_of, bursts, byte_address
 from .timing import (FETCH_CYCLES, ISSUE_CYCLES, RQ_DEPTH, SP_WRITE_DELAY, DIVIDER_LATENCY, SM_OVERHEAD,
                      STREAM_MM_OVERHEAD, MM_DRAIN_CYCLES, MM_PLAN_CYCLES, PORT_B_ANNOUNCE, rq_latency, sm_overhead,
-                     smc_phases, rsa_busy, nrm_busy)
+                     smc_phases, rsa_busy, nrm_busy, mm_write_cycles)
 
 __all__ = ["Counters", "busy_cycles", "unit_of", "lane_of", "accesses", "conflict", "ranges_conflict", "EXT_SPACE",
            "cycle_counts", "run_program", "DecoupledTimer", "InorderTimer", "ExternalPort", "vector_port_b", "mm_schedule", "online_requests",
@@ -156,7 +156,7 @@ class MMSchedule:
     start: int
     last_read: int      # the feeder's last cycle: the matrix lane takes the next MM from the cycle after
     last_write: int     # the result writer's last write: the MM is in flight until then
-    claims: dict        # cycle -> the bank the result writer asks port B for in it (every cycle it writes or waits)
+    claims: dict        # cycle -> the banks the result writer asks port B for in it (every cycle it writes or waits)
 
 
 def mm_schedule(instr, start, taken, config, before=None):
@@ -173,26 +173,32 @@ def mm_schedule(instr, start, taken, config, before=None):
     after the writer's last write. The last slice's
     last reads are the feeder's last cycle, ``last_read``. ``MM_DRAIN_CYCLES`` later the first result can be
     written; the results are written in row-major order, one a cycle, each in the first cycle from then on in
-    which the vector lane does not ask for its bank. Alone, this is ``last_write = start +
-    busy_cycles(instr)`` (``banking.mm_extra_cycles``)."""
+    which the vector lane does not ask for its bank. With ``row_writes`` a row is written a cycle instead,
+    from ``N - 1`` cycles later (when the first row's last PE is done), each row in the first cycle in which
+    the vector lane asks for none of its banks. Alone, this is ``last_write = start + busy_cycles(instr)``
+    (``banking.mm_extra_cycles``, ``timing.mm_write_cycles``)."""
     plain = start + busy_cycles(instr, config)
     first_read = start + 1 + MM_PLAN_CYCLES
     if before is not None and before.last_write < first_read - 1:
         before = None               # finished before this MM's plan cycle: no effect
     if before is None and not any(cycle in taken for cycle in range(first_read, plain + 1)):
-        last_read = plain - instr.M * instr.N - MM_DRAIN_CYCLES     # nothing in the way: the slices alone
+        last_read = plain - mm_write_cycles(instr.M, instr.N, config) - MM_DRAIN_CYCLES  # the slices alone
     else:
         last_read = _last_read(instr, first_read, taken, before, config)
     cycle = last_read + 1 + MM_DRAIN_CYCLES             # the first write's cycle at the earliest
+    if config.row_writes:
+        cycle += instr.N - 1
+        writes = [[instr.dst + i * instr.ldc + j for j in range(instr.N)] for i in range(instr.M)]
+    else:
+        writes = [[instr.dst + i * instr.ldc + j] for i in range(instr.M) for j in range(instr.N)]
     claims = {}
-    for i in range(instr.M):
-        for j in range(instr.N):
-            bank = bank_of(instr.dst + i * instr.ldc + j, config)
-            claims[cycle] = bank
-            while bank in taken.get(cycle, ()):
-                cycle += 1
-                claims[cycle] = bank
+    for words in writes:
+        banks = {bank_of(a, config) for a in words}
+        claims[cycle] = banks
+        while banks & taken.get(cycle, set()):
             cycle += 1
+            claims[cycle] = banks
+        cycle += 1
     return MMSchedule(start, last_read, cycle - 1, claims)
 
 
@@ -202,7 +208,7 @@ def _last_read(instr, first_read, taken, before, config):
 
     def held(cycle):
         banks = taken.get(cycle, set())
-        return banks | {writer[cycle]} if cycle in writer else banks
+        return banks | writer[cycle] if cycle in writer else banks
     cycle = first_read
     for k in range(instr.K):
         if k == instr.K - 1 and before is not None and before.last_write >= cycle - 1:

@@ -6,7 +6,8 @@ from enum import IntEnum
 from .banking import mm_extra_cycles, rq_write_skew
 from .numerics import MAX_SHIFT, NRM_MAX_SHIFT
 from .packing import beats
-from .timing import STREAM_MM_OVERHEAD, dma_read_latency, nrm_busy, rq_latency, rsa_busy, sm_overhead, smc_busy
+from .timing import (STREAM_MM_OVERHEAD, dma_read_latency, mm_write_cycles, nrm_busy, rq_latency, rsa_busy,
+                     sm_overhead, smc_busy)
 
 __all__ = ["Op", "Err", "Instr", "FIELDS", "SLOTS", "OPS", "OpSpec", "UNITS", "LANES", "unit_ops", "unit_lane", "encode",
            "decode", "check", "WIDE", "ONLINE_OPS", "enabled", "units_of", "smc", "rsa", "nrm", "EXT_ADDR_BITS", "field_slots", "rq_overlaps_partly", "footprints", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS",
@@ -98,7 +99,7 @@ class OpSpec:
 
 def _mm_busy(i, config):
     if config.decoupled:    # streaming: a whole k-slice per cycle (more where operands share a bank), results
-        return i.K + mm_extra_cycles(i, config) + STREAM_MM_OVERHEAD + i.M * i.N    # written as PEs finish
+        return i.K + mm_extra_cycles(i, config) + STREAM_MM_OVERHEAD + mm_write_cycles(i.M, i.N, config)
     return (i.K + 1) * (i.M + i.N) + i.M * i.N     # staged: one operand word per cycle, then a flush
 
 

@@ -6,7 +6,7 @@ and the build fails until this file, the cycle model and docs/ISA.md say the sam
 
 __all__ = ["FETCH_CYCLES", "ISSUE_CYCLES", "SP_WRITE_DELAY", "DEBUG_READ_LATENCY", "RQ_DEPTH", "DIVIDER_LATENCY",
            "SM_OVERHEAD", "STREAM_MM_OVERHEAD", "CHECK_LATENCY", "BANKED_READ_DELAY", "BANKED_DATA_DELAY",
-           "BANKED_SELECT_DELAY", "MM_PLAN_CYCLES", "MM_DRAIN_CYCLES", "PORT_B_ANNOUNCE",
+           "BANKED_SELECT_DELAY", "MM_PLAN_CYCLES", "MM_DRAIN_CYCLES", "PORT_B_ANNOUNCE", "mm_write_cycles",
            "vector_read_latency",
            "compute_read_latency", "dma_read_latency", "rq_latency", "sm_overhead", "SMC_SCORE_DEPTH", "RSA_DEPTH",
            "NRM_DEPTH", "smc_busy", "rsa_busy", "nrm_busy", "smc_phases"]
@@ -48,6 +48,14 @@ MM_PLAN_CYCLES = 2
 # and PE(0,0)'s last accumulate
 MM_DRAIN_CYCLES = 3 + BANKED_READ_DELAY + BANKED_DATA_DELAY + BANKED_SELECT_DELAY
 STREAM_MM_OVERHEAD = MM_PLAN_CYCLES + MM_DRAIN_CYCLES
+
+
+def mm_write_cycles(M, N, config):
+    """Cycles from an M x N tile's first possible write to its last, plus one, with nothing in the way (decoupled):
+    one result a cycle in row-major order (PE(i, j) finishes ``i + j`` cycles after PE(0, 0), never later than
+    its turn), ``M * N``; with ``row_writes`` a row a cycle, each row once its last PE, PE(i, N - 1), is done,
+    the first ``N - 1`` cycles after PE(0, 0): ``N - 1 + M``."""
+    return N - 1 + M if config.row_writes else M * N
 CHECK_LATENCY = 4       # load-time validation: cycles from the host's write to the error code's write
 
 

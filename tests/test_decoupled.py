@@ -250,3 +250,40 @@ def test_back_to_back_tiles_overlap_on_the_chip():
     assert counters.cycles < 0.75 * alone and counters.mm < counters.cycles, (counters, alone)
     got = run_pysim(cfg, program, [0] * cfg.ext_words, [0] * cfg.sp_words)
     assert got.counters == counters
+
+
+ROWS = DECOUPLED.replace(sp_banks=16, row_writes=1)
+ROW_MM = isa.mm(dst=900, A=0, B=20, M=2, K=4, N=3, lda=4, ldb=3, ldc=3)
+
+
+def test_row_writes_alone_worked_by_hand():
+    """Config.row_writes, worked from docs/ISA.md on 16 banks: the MM starts in cycle 2, plans in 3 and 4 and
+    reads its 4 slices in 5..8 (A on banks k and 4 + k, B on 5 + 3k .. 7 + 3k mod 16: no two on one bank); PE(0,0)'s result can be written from
+    cycle 8 + 1 + 6 = 15, PE(0,2)'s two cycles later: row 0 (words 900..902, banks 12, 13, 14) in cycle 17,
+    row 1 (903..905, banks 15, 0, 1) in 18. Written a result a cycle, the last would go in 15 + 5 = 20."""
+    from ga2_sw.cycles import DecoupledTimer
+    timer = DecoupledTimer(ROWS)
+    assert timer.issue(ROW_MM) == 2
+    schedule = timer.schedules[0]
+    assert (schedule.last_read, schedule.last_write) == (8, 18)
+    assert schedule.claims == {17: {12, 13, 14}, 18: {15, 0, 1}}
+    element = DecoupledTimer(ROWS.replace(row_writes=0))
+    element.issue(ROW_MM)
+    assert element.schedules[0].last_write == 20
+
+
+@pytest.mark.parametrize("name, prog", [
+    ("rows beside a requantise", [ROW_MM, BESIDE_RQ, isa.sm(700, 18, 12),
+                                  isa.mm(950, 2, 4, 2, 6, 3, lda=2, ldb=3, ldc=3), isa.halt()]),
+    ("row after row", [isa.mm(300, 0, 40, 4, 5, 4, lda=5, ldb=4, ldc=4),
+                       isa.mm(330, 20, 60, 4, 3, 4, lda=3, ldb=4, ldc=7), isa.rq(360, 300, 16, 5, 3),
+                       isa.mm(400, 300, 340, 1, 4, 1, lda=4, ldb=1, ldc=1), isa.halt()]),
+])
+def test_row_writes_on_pysim_match_the_model(name, prog):
+    """The row writer in pysim against the model: memories and all six counters."""
+    rng = random.Random(name)
+    ext, sp = random_words(rng, 200), random_words(rng, 1000)
+    ref = Machine(ROWS).run(prog, ext, sp)
+    got = run_pysim(ROWS, prog, ext, sp)
+    assert ref.ok and (got.counters, got.error, got.pc) == (ref.counters, ref.error, ref.pc)
+    assert got.ext == ref.ext and got.sp == ref.sp

@@ -43,6 +43,9 @@ ONLINE_DECOUPLED = FUZZ_DECOUPLED.replace(online_unit=1)
 # Packed external memory (bus_bytes > 1, decoupled only): 4 bytes a beat on the default 8 banks, 16 on 32.
 PACKED_4 = FUZZ_DECOUPLED.replace(bus_bytes=4)
 PACKED_16 = FUZZ_DECOUPLED.replace(bus_bytes=16, sp_banks=32)
+# The result writer a row a cycle (Config.row_writes), on the word port and on a packed one.
+ROW_WRITES = FUZZ_DECOUPLED.replace(row_writes=1)
+ROW_WRITES_PACKED = PACKED_4.replace(row_writes=1)
 
 BATCH = 10
 SETTINGS = dict(derandomize=True, deadline=None, database=None, print_blob=True,
@@ -143,6 +146,38 @@ def test_programs_on_a_packed_port(sims, batch):
     check_batch(sims(PACKED_4), PACKED_4, batch)
 
 
+@settings(max_examples=10, **SETTINGS)
+@given(st.lists(cases(ROW_WRITES, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
+def test_programs_with_row_writes(sims, batch):
+    """An MM's results a row a cycle, beside the vector lane's requests and the next MM's operand reads."""
+    check_batch(sims(ROW_WRITES), ROW_WRITES, batch)
+
+
+def test_row_writes_fuzz_really_contends():
+    """The generator's strength for the row writer, on the model: many programs have a row wait for the vector
+    lane's banks (a row goes only when none of its banks is asked for), and many have an MM whose operands
+    are read while the previous MM's rows are written."""
+    from ga2_sw.cycles import DecoupledTimer
+    from ga2_sw.isa import Op
+    waited_row = waited_read = 0
+    for seed in range(300):
+        program, _, _ = fuzz_job(ROW_WRITES, seed, fault_rate=0.0)
+        timer = DecoupledTimer(ROW_WRITES)
+        for instr in program[:-1]:
+            timer.issue(instr)
+        rows_waited = reads_waited = False
+        for n, (instr, start, _) in enumerate(timer.starts):
+            if instr.op != Op.MM:
+                continue
+            schedule = timer.schedules[n]
+            rows_waited |= len(schedule.claims) > instr.M        # a row claimed its banks for more than a cycle
+            before = timer.schedules.get(timer._before.get(n))
+            reads_waited |= before is not None and any(start < c <= schedule.last_read for c in before.claims)
+        waited_row += rows_waited
+        waited_read += reads_waited
+    assert waited_row > 0.1 * 300 and waited_read > 0.1 * 300, (waited_row, waited_read)
+
+
 def test_decoupled_fuzz_really_overlaps_and_hazards():
     """The generator's strength in decoupled mode, measured on the model: most programs run a load or
     store beside compute, many instructions wait on the scoreboard for a conflicting one in flight, many
@@ -189,8 +224,10 @@ def test_every_fault_kind(sims, config):
     assert {r.error for r in results} == set(Err) - {Err.NONE}      # every code is reached
 
 
-@pytest.mark.parametrize("config", [FUZZ_CONFIG, FUZZ_DECOUPLED, FUZZ_ONLINE, ONLINE_DECOUPLED, PACKED_4, PACKED_16],
-                         ids=["inorder", "decoupled", "inorder-online", "decoupled-online", "packed-4", "packed-16"])
+@pytest.mark.parametrize("config", [FUZZ_CONFIG, FUZZ_DECOUPLED, FUZZ_ONLINE, ONLINE_DECOUPLED, PACKED_4, PACKED_16,
+                                    ROW_WRITES, ROW_WRITES_PACKED],
+                         ids=["inorder", "decoupled", "inorder-online", "decoupled-online", "packed-4", "packed-16",
+                              "row-writes", "row-writes-packed-4"])
 def test_seeded_fuzz(capsys, config):
     """The `ga2 fuzz` loop itself: 300 seeded programs, fast path (no Hypothesis)."""
     done, seconds, failure = fuzz(config, 300, seed=2024, progress=False)
