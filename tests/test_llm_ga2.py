@@ -361,3 +361,28 @@ def test_cycles_command_tokens_per_second_at_a_given_clock(tmp_path, capsys):
     [row] = r["rows"]
     assert r["clock_mhz"] == 83 and row["tokens_per_second"] == round(83e6 / row["cycles_per_token"], 3)
     assert "tokens/s at 83 MHz" in capsys.readouterr().out
+
+
+def test_measured_fmax_is_of_the_steps_chip_and_sets_the_tokens_per_second(tmp_path):
+    """The Fmax the cycles table quotes was measured on the chip of the sampled steps (the command's options
+    build ``STEP_CONFIG``, a 4 x 4), and each row's tokens/s at Fmax is that clock over its cycles per token."""
+    import shlex
+
+    from ga2_sw.cli import main
+    from ga2_sw.llm.chip_steps import STEP_CONFIG
+    from ga2_sw.llm.step_cycles import FMAX_COMMAND, MEASURED_FMAX_MHZ
+    from synth.__main__ import build_parser, config_from_args
+    words = shlex.split(FMAX_COMMAND)
+    assert words[:3] == ["python", "-m", "synth"]
+    args = build_parser().parse_args(words[3:])
+    assert config_from_args(args) == STEP_CONFIG and args.seeds == "1,2,3" and args.device == "85k"
+    assert set(MEASURED_FMAX_MHZ) == {f"{STEP_CONFIG.rows}x{STEP_CONFIG.cols}"}
+    out = tmp_path / "cycles.json"
+    assert main(["llm", "cycles", "--chips", "4,8", "--batches", "4", "--contexts", "64", "--json", str(out),
+                 "--no-progress"]) == 0
+    rows = {r["chip"]: r for r in json.loads(out.read_text())["rows"]}
+    fmax = MEASURED_FMAX_MHZ["4x4"]
+    assert rows["4x4"]["fmax_mhz"] == fmax
+    assert rows["4x4"]["tokens_per_second_at_fmax"] == (None if fmax is None else
+                                                        round(fmax * 1e6 / rows["4x4"]["cycles_per_token"], 3))
+    assert rows["8x8"]["fmax_mhz"] is None and rows["8x8"]["tokens_per_second_at_fmax"] is None

@@ -329,10 +329,17 @@ def print_cycles(rows, clock_mhz=CLOCK_MHZ):
           f"output projection, MLP and LM head stay on the host and are not counted")
     body = [[r["chip"], r["batch"], f"{r['context']:,}", f"{r['projection']:,}", f"{r['attention']:,}",
              f"{r['weights']:,}", f"{r['kv']:,}", "KV" if r["attention"] > r["projection"] else "weights",
-             f"{r['cycles_per_token']:,}", f"{clock_mhz * 1e6 / r['cycles_per_token']:,.1f}"] for r in rows]
+             f"{r['cycles_per_token']:,}", f"{clock_mhz * 1e6 / r['cycles_per_token']:,.1f}",
+             "-" if r["tokens_per_second_at_fmax"] is None else f"{r['tokens_per_second_at_fmax']:,.1f}"]
+            for r in rows]
     print(table(["chip", "batch", "context", "projection", "attention", "weights", "KV", "larger",
-                 "cycles/token", f"tokens/s at {clock_mhz:g} MHz"], body,
-                ["<", ">", ">", ">", ">", ">", ">", "<", ">", ">"]))
+                 "cycles/token", f"tokens/s at {clock_mhz:g} MHz", "tokens/s at Fmax"], body,
+                ["<", ">", ">", ">", ">", ">", ">", "<", ">", ">", ">"]))
+    measured = sorted({(r["chip"], r["fmax_mhz"]) for r in rows if r["fmax_mhz"] is not None})
+    unmeasured = sorted({r["chip"] for r in rows if r["fmax_mhz"] is None})
+    print("Fmax: " + "; ".join([f"{chip} {mhz:g} MHz, the median of three placement seeds on an LFE5U-85F "
+                                f"(ga2_sw.llm.step_cycles.FMAX_COMMAND)" for chip, mhz in measured] +
+                               [f"{chip} not placed and routed ('-')" for chip in unmeasured]))
     print(f"KV overtakes the weights where B x {sh['kv_heads']} x 2 x L x {sh['d']} reaches the "
           f"{rows[0]['weights']:,} weight words of a block: B x L >= "
           f"{rows[0]['weights'] / (sh['kv_heads'] * 2 * sh['d']):,.0f} (the 'larger' column is the measured one: "

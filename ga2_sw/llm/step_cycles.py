@@ -23,10 +23,19 @@ from ..decode import traffic
 from ..isa import halt, ld, mm, rq, st
 from ..online_program import Group, GroupedLayout, grouped_program
 
-__all__ = ["SMOLLM2", "projection_program", "block_programs", "block_cycles", "StepCycles", "table"]
+__all__ = ["SMOLLM2", "FMAX_COMMAND", "MEASURED_FMAX_MHZ", "projection_program", "block_programs", "block_cycles", "StepCycles", "table"]
 
 # SmolLM2-135M's attention shape (docs/LLM.md): 30 blocks, d_model 576, 9 query heads over 3 key/value heads of 64.
 SMOLLM2 = {"blocks": 30, "d_model": 576, "heads": 9, "kv_heads": 3, "d": 64}
+
+# The measured Fmax of the table's chips, None where none has been measured: the 4 x 4's is the median of nextpnr
+# seeds 1, 2 and 3 of FMAX_COMMAND on an LFE5U-85F (docs/SYNTH.md, "The online unit's chip"), the 4 x 4 with the
+# online unit at the sizes of ``chip_steps.STEP_CONFIG`` (the table's 4 x 4 but for its memories, a scratchpad of
+# 32,768 words and 4,096 instruction words: the table's largest memories do not fit an ECP5). The 8 x 8 has not
+# been placed.
+FMAX_COMMAND = ("python -m synth fmax --mode decoupled --online-unit 1 --d 64 --sp-banks 16 --sp-words 32768 "
+                "--imem-words 4096 --ext-words 131072 --rows 4 --cols 4 --target ecp5 --device 85k --seeds 1,2,3")
+MEASURED_FMAX_MHZ = {"4x4": None}
 
 
 def _chip(size):
@@ -141,15 +150,19 @@ class StepCycles:
 
 
 def table(sizes=(4, 8), batches=(1, 2, 4, 8), contexts=(64, 256, 1024), shape=SMOLLM2, progress=None):
-    """Rows ``{"chip", "batch", "context", "cycles_per_token", ...}``: the blocks' cycles per generated token
-    (``blocks x block cycles / batch``), batches up to the array's rows."""
+    """Rows ``{"chip", "batch", "context", "cycles_per_token", "fmax_mhz", "tokens_per_second_at_fmax", ...}``:
+    the blocks' cycles per generated token (``blocks x block cycles / batch``), batches up to the array's rows,
+    and tokens/s at the chip's measured Fmax (``MEASURED_FMAX_MHZ``; None where it has not been measured)."""
     rows = []
     for size in sizes:
         for B in (b for b in batches if b <= size):
             for L in contexts:
                 r = block_cycles(size, B, L, shape)
-                rows.append({"chip": f"{size}x{size}", "batch": B, "context": L, **r,
-                             "cycles_per_token": round(shape["blocks"] * r["cycles"] / B)})
+                per_token = round(shape["blocks"] * r["cycles"] / B)
+                fmax = MEASURED_FMAX_MHZ.get(f"{size}x{size}")
+                rows.append({"chip": f"{size}x{size}", "batch": B, "context": L, **r, "cycles_per_token": per_token,
+                             "fmax_mhz": fmax,
+                             "tokens_per_second_at_fmax": None if fmax is None else round(fmax * 1e6 / per_token, 3)})
                 if progress:
                     progress()
     return rows
