@@ -258,9 +258,10 @@ ROW_MM = isa.mm(dst=900, A=0, B=20, M=2, K=4, N=3, lda=4, ldb=3, ldc=3)
 
 def test_row_writes_alone_worked_by_hand():
     """Config.row_writes, worked from docs/ISA.md on 16 banks: the MM starts in cycle 2, plans in 3 and 4 and
-    reads its 4 slices in 5..8 (A on banks k and 4 + k, B on 5 + 3k .. 7 + 3k mod 16: no two on one bank); PE(0,0)'s result can be written from
-    cycle 8 + 1 + 6 = 15, PE(0,2)'s two cycles later: row 0 (words 900..902, banks 12, 13, 14) in cycle 17,
-    row 1 (903..905, banks 15, 0, 1) in 18. Written a result a cycle, the last would go in 15 + 5 = 20."""
+    reads its 4 slices in 5..8 (A on banks k and 4 + k, B on 5 + 3k .. 7 + 3k mod 16: no two on one bank);
+    PE(0,0)'s result can be written from cycle 8 + 1 + 6 = 15, PE(0,2)'s two cycles later: row 0 (words
+    900..902, banks 12, 13, 14) in cycle 17, row 1 (903..905, banks 15, 0, 1) in 18. Written a result a cycle,
+    the last would go in 15 + 5 = 20."""
     from ga2_sw.cycles import DecoupledTimer
     timer = DecoupledTimer(ROWS)
     assert timer.issue(ROW_MM) == 2

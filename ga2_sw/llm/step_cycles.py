@@ -23,7 +23,8 @@ from ..decode import traffic
 from ..isa import halt, ld, mm, rq, st
 from ..online_program import Group, GroupedLayout, grouped_program
 
-__all__ = ["SMOLLM2", "FMAX_COMMAND", "MEASURED_FMAX_MHZ", "projection_program", "block_programs", "block_cycles", "StepCycles", "table"]
+__all__ = ["SMOLLM2", "FMAX_COMMAND", "MEASURED_FMAX_MHZ", "projection_program", "block_programs", "block_cycles",
+           "StepCycles", "table"]
 
 # SmolLM2-135M's attention shape (docs/LLM.md): 30 blocks, d_model 576, 9 query heads over 3 key/value heads of 64.
 SMOLLM2 = {"blocks": 30, "d_model": 576, "heads": 9, "kv_heads": 3, "d": 64}
