@@ -138,9 +138,7 @@ class Config:
             # A beat's elements are written to (read from) the scratchpad in one cycle, each through its own
             # port-A requester: only the banked scratchpad has the ports, and consecutive addresses take
             # distinct banks only while a beat spans fewer than sp_banks of them (ga2_sw.banking).
-            if self.mode is not Mode.DECOUPLED:
-                raise ValueError(f"Config field 'bus_bytes' must be 1 in inorder mode (packed beats need the "
-                                 f"decoupled chip's banked scratchpad), not {self.bus_bytes!r}")
+            self._needs_banks("bus_bytes", 1, "packed beats")
             if self.bus_bytes >= self.sp_banks:
                 raise ValueError(f"Config field 'bus_bytes' must be less than sp_banks ({self.sp_banks}), "
                                  f"not {self.bus_bytes!r}")
@@ -150,9 +148,7 @@ class Config:
         if self.row_writes:
             # A row's words are written in one cycle through one port-B requester each: only the banked
             # scratchpad has the ports, and N <= cols consecutive words take distinct banks while cols < sp_banks.
-            if self.mode is not Mode.DECOUPLED:
-                raise ValueError(f"Config field 'row_writes' must be 0 in inorder mode (a row's writes need the "
-                                 f"decoupled chip's banked scratchpad), not {self.row_writes!r}")
+            self._needs_banks("row_writes", 0, "a row's writes")
             if self.cols >= self.sp_banks:
                 raise ValueError(f"Config field 'row_writes' needs cols ({self.cols}) less than sp_banks "
                                  f"({self.sp_banks}), so that a row's words take distinct banks")
@@ -163,6 +159,12 @@ class Config:
             # (with the online unit, attention streams the context in chunks of at most sm_max_len)
             raise ValueError(f"Config field 'sm_max_len' must be at least max_ctx ({self.max_ctx}) so attention "
                              f"over a full context fits the softmax unit, not {self.sm_max_len!r}")
+
+    def _needs_banks(self, field, off, what):
+        """``field`` asks for ports only the decoupled chip's banked scratchpad has: ``off`` in inorder mode."""
+        if self.mode is not Mode.DECOUPLED:
+            raise ValueError(f"Config field '{field}' must be {off} in inorder mode ({what} need the decoupled "
+                             f"chip's banked scratchpad), not {getattr(self, field)!r}")
 
     # -- derived figures ------------------------------------------------------------------------------
     @property

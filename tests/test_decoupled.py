@@ -288,3 +288,17 @@ def test_row_writes_on_pysim_match_the_model(name, prog):
     got = run_pysim(ROWS, prog, ext, sp)
     assert ref.ok and (got.counters, got.error, got.pc) == (ref.counters, ref.error, ref.pc)
     assert got.ext == ref.ext and got.sp == ref.sp
+
+
+def test_row_writes_config_rules(capsys):
+    """Row writes need the banked scratchpad and a row's words on distinct banks; the command line says so in
+    one line (exit status 2)."""
+    from ga2_sw.cli import main
+    with pytest.raises(ValueError, match="'row_writes' must be 0 in inorder mode"):
+        Config(row_writes=1)
+    with pytest.raises(ValueError, match=r"'row_writes' needs cols \(8\) less than sp_banks \(8\)"):
+        Config(mode="decoupled", rows=8, cols=8, sp_banks=8, row_writes=1)
+    assert Config(mode="decoupled", rows=8, cols=8, sp_banks=16, row_writes=1).row_writes == 1
+    assert main(["decode-table", "--mode", "inorder", "--row-writes", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "row_writes" in err and len(err.splitlines()) == 1, err
