@@ -82,7 +82,7 @@ class MatrixUnit(Unit):
         m.submodules.writer = writer = ResultWriter(self._config)
         for port, feeder_port in zip(self.read_ports, feeder.read_ports):
             connect(m, flipped(port), feeder_port)
-        for port, writer_port in zip(self.write_ports, writer.sp_wr if self._config.row_writes else [writer.sp_wr]):
+        for port, writer_port in zip(self.write_ports, writer.write_ports):
             connect(m, flipped(port), writer_port)
         fields = Signal(MatrixFields)
         dst = Signal.like(self.ctl.instr.dst, name="dst")

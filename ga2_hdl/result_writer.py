@@ -10,6 +10,7 @@ from ga2_sw.timing import MM_DRAIN_CYCLES
 from .banked_scratchpad import bank_index
 from .feeder import MatrixFields
 from .ports import SpWriteSignature, check_config, sp_addr_width
+from .scratchpad import or_all
 from .valid_chain import delayed
 
 __all__ = ["ResultWriter"]
@@ -81,6 +82,11 @@ class ResultWriter(wiring.Component):
             **({"go": In(1), "vector_banks_next": In(config.sp_banks), "busy": Out(1), "claim": Out(config.sp_banks)}
                if config.decoupled else {"en": In(1)}),
         })
+
+    @property
+    def write_ports(self):
+        """The scratchpad write ports: one, or with ``row_writes`` one per column."""
+        return list(self.sp_wr) if self._config.row_writes else [self.sp_wr]
 
     def elaborate(self, platform):
         m = Module()
@@ -193,8 +199,8 @@ class ResultWriter(wiring.Component):
 
         def banks_of(a):
             """The banks of the row starting at ``a`` (its words on distinct banks: cols < sp_banks)."""
-            return _or(Mux(used[j], Const(1, config.sp_banks) << bank_index(a + j, config), 0)
-                       for j in range(cols))
+            return or_all([Mux(used[j], Const(1, config.sp_banks) << bank_index(a + j, config), 0)
+                           for j in range(cols)])
 
         with m.If(~en):
             m.d.sync += [row.eq(dst), row_next.eq(dst + fields.ldc), i.eq(0)]
@@ -206,11 +212,3 @@ class ResultWriter(wiring.Component):
             column = Array(self.acc[r * cols + j] for r in range(rows))
             m.d.comb += [port.en.eq(write & used[j]), port.addr.eq(row + j), port.data.eq(column[i])]
         m.d.comb += self.done.eq(write & (i == fields.m_last))
-
-
-def _or(values):
-    """The OR of ``values``."""
-    out = Const(0, 1)
-    for v in values:
-        out = out | v
-    return out

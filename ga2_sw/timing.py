@@ -48,6 +48,7 @@ MM_PLAN_CYCLES = 2
 # and PE(0,0)'s last accumulate
 MM_DRAIN_CYCLES = 3 + BANKED_READ_DELAY + BANKED_DATA_DELAY + BANKED_SELECT_DELAY
 STREAM_MM_OVERHEAD = MM_PLAN_CYCLES + MM_DRAIN_CYCLES
+CHECK_LATENCY = 4       # load-time validation: cycles from the host's write to the error code's write
 
 
 def mm_write_cycles(M, N, config):
@@ -56,7 +57,6 @@ def mm_write_cycles(M, N, config):
     its turn), ``M * N``; with ``row_writes`` a row a cycle, each row once its last PE, PE(i, N - 1), is done,
     the first ``N - 1`` cycles after PE(0, 0): ``N - 1 + M``."""
     return N - 1 + M if config.row_writes else M * N
-CHECK_LATENCY = 4       # load-time validation: cycles from the host's write to the error code's write
 
 
 def compute_read_latency(config):
