@@ -5,7 +5,7 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ga2_sw.isa import LANES
+from ga2_sw.isa import LANES, OPS, enabled
 
 from .ports import access_layout
 from .scratchpad import or_all
@@ -79,9 +79,9 @@ class Scoreboard(wiring.Component):
         with m.If(self.load):
             m.d.sync += [cand.eq(self.ranges), *(meet.eq(_conflict(self.ranges, entry))
                                                  for meet, entry in zip(meets, entries))]
-        for n in range(len(LANES)):
+        for n, lane in enumerate(LANES):
             with m.If(self.issue[n]):
-                m.d.sync += entries[n].eq(cand)
+                m.d.sync += _copy_kinds(entries[n], cand, lane_kinds(lane, self._config))
         with m.If(self.issue[matrix]):
             m.d.sync += entries[-1].eq(entries[matrix])
         in_flight = [*self.busy, self.busy[matrix] & self.draining]
@@ -93,6 +93,34 @@ class Scoreboard(wiring.Component):
         return m
 
 
+def lane_kinds(lane, config):
+    """``{range: set of "r"/"w"}``: how the instructions of ``lane`` may use each range (``ga2_sw.isa.OPS``)."""
+    kinds = {p: set() for p in RANGES}
+    for op, spec in OPS.items():
+        if spec.lane == lane and enabled(op, config):
+            for p, (_, k) in zip(RANGES, spec.sp):
+                kinds[p] |= set(k)
+    return kinds
+
+
+def _copy_kinds(entry, cand, kinds):
+    """entry = cand, keeping only the flags that the entry's lane can set: the others stay at their reset 0, so
+    synthesis drops their flip-flops and every comparison they gate (a DMA entry has one range, not three)."""
+    out = []
+    for p in RANGES:
+        e, c = getattr(entry, p), getattr(cand, p)
+        if kinds[p]:
+            out += [e.lo.eq(c.lo), e.hi.eq(c.hi)]
+        out += [getattr(e, f).eq(getattr(c, f)) for f, k in (("rd", "r"), ("wr", "w")) if k in kinds[p]]
+    return out
+
+
+def _at_most(a, b):
+    """a <= b as the borrow of b - a: one carry chain (CCU2C on ECP5), where a comparator left to the LUT mapper
+    took three or four LUT levels in front of the conflict's AND-OR."""
+    return ~(b.as_unsigned() - a.as_unsigned())[len(b)]
+
+
 def _conflict(x, y):
     """Any range of x overlaps any range of y with one of the two written."""
     terms = []
@@ -101,5 +129,5 @@ def _conflict(x, y):
         for q in RANGES:
             yq = getattr(y, q)
             kinds = (xp.wr & (yq.rd | yq.wr)) | (xp.rd & yq.wr)
-            terms.append(kinds & (xp.lo <= yq.hi) & (yq.lo <= xp.hi))
+            terms.append(kinds & _at_most(xp.lo, yq.hi) & _at_most(yq.lo, xp.hi))
     return or_all(terms)

@@ -11,6 +11,7 @@ from ga2_sw.timing import (BANKED_DATA_DELAY, BANKED_READ_DELAY, BANKED_SELECT_D
 from .banked_scratchpad import bank_index
 from .feeder import FeederSignature
 from .ports import SpReadSignature, check_config, sp_addr_width
+from .scratchpad import or_all
 from .valid_chain import delayed
 
 __all__ = ["StreamFeeder"]
@@ -42,8 +43,9 @@ class StreamFeeder(wiring.Component):
     cycles as the most operands on one bank (``ga2_sw.banking.slice_rounds``). The vector lane shares port B
     and has it first: an operand whose bank it asks for in a cycle waits a cycle (``vector_banks``;
     ``ga2_sw.cycles.mm_schedule`` is this rule in the cycle model). Which operands share a bank is
-    registered with the slice's addresses (computed from the next addresses while the slice before is read),
-    so a read cycle holds only registers, a few gates and the scratchpad's routing.
+    registered with the slice's addresses (from the next slice's addresses and banks, which are registers
+    too), and so is, per bank, how many of its operands are still to read (the slice ends when no bank has
+    two, or one on a bank taken), so a read cycle holds only registers, a few gates and the scratchpad's routing.
 
     Schedule, with ``start`` in cycle 0:
 
@@ -120,7 +122,13 @@ class StreamFeeder(wiring.Component):
         firsts = ([base_a + times(lda, i) for i in range(rows)] +
                   [base_b + Mux(tb, times(ldb, j), j) for j in range(config.cols)])
         addr = [Signal(aw, name=f"op{p}_addr") for p in range(n_ops)]      # the slice being read
-        nexts = [a + s for a, s in zip(addr, [1] * rows + [ctl.fields.b_kstride] * config.cols)]
+        steps = [1] * rows + [ctl.fields.b_kstride] * config.cols
+        # The next slice's addresses and banks are registers too (`ahead`, `ahead_bank`), stepped with the slice:
+        # so a new slice's plan (which operands share a bank, how many wait on each) is a few gates of registers,
+        # not an adder, the bank adders and the counts behind the slice's end.
+        ahead = [Signal(aw, name=f"op{p}_ahead") for p in range(n_ops)]
+        nexts = [Signal(aw, name=f"op{p}_next") for p in range(n_ops)]     # the slice after `ahead`'s
+        next_banks = [Signal(config.sp_banks, name=f"op{p}_next_bank") for p in range(n_ops)]
         used = [Signal(name=f"op{p}_used") for p in range(n_ops)]
         # Which operands the slice being read has read already: operand p has when its bit equals `phase`,
         # which flips with every slice read, so a new slice needs no clearing of the bits (clearing them on the
@@ -131,16 +139,30 @@ class StreamFeeder(wiring.Component):
         served = [~(r ^ phase) for r in read_in]
         same = {pq: Signal(name=f"op{pq[0]}_op{pq[1]}_same_bank") for pq in pairs}
         on_bank = [Signal(config.sp_banks, name=f"op{p}_bank") for p in range(n_ops)]     # one bit per bank
+        ahead_bank = [Signal(config.sp_banks, name=f"op{p}_ahead_bank") for p in range(n_ops)]
         # Slices still to read after the one being read, and whether it is the last (a register: the state
         # machine and the array's mark take it without a compare).
         left = Signal(16)
         on_last = Signal(name="on_last_slice")
         next_is_last = left == 1
 
-        def same_banks(addresses):
-            banks = [bank_index(a, config) for a in addresses]
-            return ([same[q, p].eq(banks[q] == banks[p]) for q, p in pairs] +
-                    [hit.eq(Const(1, config.sp_banks) << bank) for hit, bank in zip(on_bank, banks)])
+        # Per bank, how many of the slice's operands are still to read, as a thermometer code: `waiting[b][k]` is
+        # high while more than k are. A read cycle reads one from each bank that has any and is not held, so a
+        # bank's code shifts down by one then; and the slice is done when no bank has two waiting, or one
+        # waiting on a held bank. The operands' own flags (`pending`, `reads`) say the same, but the slice's end
+        # from them was every operand's bank and arbitration in a row, seven LUTs in front of the addresses'
+        # and counters' enables (96.64 MHz on a 25F, one seed of three); from the codes it is four.
+        waiting = [Signal(n_ops, name=f"bank{b}_waiting") for b in range(config.sp_banks)]
+
+        def bank_bit(address):
+            return Const(1, config.sp_banks) << bank_index(address, config)
+
+        def plan(hits, name):
+            """The slice whose operands sit on the banks ``hits`` (one bit each) becomes the one being read."""
+            return ([same[q, p].eq((hits[q] & hits[p]).any()) for q, p in pairs] +
+                    [hit.eq(h) for hit, h in zip(on_bank, hits)] +
+                    [code.eq(thermometer(m, [u & h[b] for u, h in zip(used, hits)], f"{name}_bank{b}"))
+                     for b, code in enumerate(waiting)])
 
         # This cycle's reads: each operand still to read, unless an earlier one still to read shares its bank, or
         # the vector lane or the result writer asks for its bank.
@@ -151,7 +173,7 @@ class StreamFeeder(wiring.Component):
         free = [~(hit & held).any() for hit in on_bank]
         reads = [pending[p] & free[p] & ~Cat(*(pending[q] & same[q, p] for q in range(p))).any()
                  for p in range(n_ops)]
-        slice_done = Cat(*(~pend | rd for pend, rd in zip(pending, reads))).all()
+        slice_done = ~Cat(*(code[1] | (code[0] & held[b]) for b, code in enumerate(waiting))).any()
 
         with m.FSM(name="stream_fsm") as fsm:
             with m.State("IDLE"):
@@ -163,7 +185,8 @@ class StreamFeeder(wiring.Component):
             # The last slice waits in WAIT while the result writer is busy, entered from the cycle before it
             # would be read: a state, so that the wait is not one more term of every read's arbitration.
             with m.State("PLAN"):
-                m.d.sync += same_banks(addr)
+                m.d.sync += [*plan([bank_bit(a) for a in addr], "first"), *(a.eq(n) for a, n in zip(ahead, nexts)),
+                             *(h.eq(n) for h, n in zip(ahead_bank, next_banks))]
                 with m.If(on_last & self.writer_busy):
                     m.next = "WAIT"
                 with m.Else():
@@ -178,6 +201,9 @@ class StreamFeeder(wiring.Component):
                 with m.If(~self.writer_busy):
                     m.next = "READ"
 
+        # In PLAN the slice after the first is the first's addresses stepped, later the one after `ahead`'s.
+        for a, h, base, ah, step in zip(nexts, next_banks, addr, ahead, steps):
+            m.d.comb += [a.eq(Mux(fsm.ongoing("PLAN"), base, ah) + step), h.eq(bank_bit(a))]
         reading = fsm.ongoing("READ")
         slice_read = reading & slice_done
         # Idle, the fields follow the instruction, which holds still in the start cycle: `start` (the end of
@@ -187,8 +213,11 @@ class StreamFeeder(wiring.Component):
                          tb.eq(instr.tb), *(u.eq(f) for u, f in zip(used, useds(instr, config))),
                          left.eq(instr.K - 1), on_last.eq(instr.K == 1)]
         with m.Elif(slice_read):
-            m.d.sync += [*(a.eq(n) for a, n in zip(addr, nexts)), *same_banks(nexts),
+            m.d.sync += [*(a.eq(n) for a, n in zip(addr, ahead)), *plan(ahead_bank, "ahead"),
+                         *(a.eq(n) for a, n in zip(ahead, nexts)), *(h.eq(n) for h, n in zip(ahead_bank, next_banks)),
                          left.eq(left - 1), on_last.eq(next_is_last)]
+        with m.If(reading & ~slice_done):
+            m.d.sync += [code.eq(Mux(held[b], code, code[1:])) for b, code in enumerate(waiting)]
         with m.If(reading):
             m.d.sync += phase.eq(phase ^ slice_done)
             for bit, rd in zip(read_in, reads):
@@ -220,6 +249,22 @@ def times(value, n):
     for term in terms:
         out = out + term
     return out
+
+
+def thermometer(m, bits, name):
+    """``out[k]`` = more than ``k`` of ``bits`` are set: the count of ``bits`` as a thermometer code, through a
+    tree of merges (log2(n) levels, each a signal: as one expression it grows with every level it nests)."""
+    def merge(x, y):        # the code of both halves': more than k when more than i in x and k - 1 - i in y
+        def more(code, i):  # more than i set in code (always for i < 0, never beyond it)
+            return Const(1, 1) if i < 0 else code[i] if i < len(code) else Const(0, 1)
+        out = Signal(len(x) + len(y), name=f"{name}_{len(x)}_{len(y)}")
+        m.d.comb += out.eq(Cat(*(or_all([more(x, i) & more(y, k - 1 - i) for i in range(-1, k + 1)])
+                                 for k in range(len(out)))))
+        return out
+    codes = [Cat(bit) for bit in bits]
+    while len(codes) > 1:
+        codes = [merge(*codes[i:i + 2]) if i + 1 < len(codes) else codes[i] for i in range(0, len(codes), 2)]
+    return codes[0]
 
 
 def useds(instr, config):
