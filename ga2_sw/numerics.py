@@ -9,7 +9,8 @@ __all__ = ["quantize", "scale_for", "mantissa_shift", "requant", "EXP_TABLE", "s
            "s8", "s32", "u32", "sat8", "Q16_ONE", "MAX_SHIFT", "M_BITS", "SCORE_UNIT", "SCORE_MIN", "SCORE_MAX",
            "EXP64_TABLE", "EXP_DISTANCES", "WEIGHT_BITS", "WEIGHT_MAX", "DIGIT_BITS", "ONLINE_MAX_CTX", "ONLINE_START",
            "exp64", "scale_score", "online_softmax_step", "weight_digits", "rescale_add", "normalise", "NRM_MAX_SHIFT",
-           "ALPHA_BITS", "smc_words", "rsa_word", "nrm_word"]
+           "ALPHA_BITS", "smc_words", "rsa_word", "nrm_word", "WIDE_KEY_MAX", "wide_key_scale_for",
+           "quantize_wide_key", "wide_key_digits"]
 
 Q16_ONE = 1 << 16
 MAX_SHIFT = 47          # the requantiser's product is 48 bits wide
@@ -153,6 +154,32 @@ def online_softmax_step(scores, state):
 def weight_digits(weights):
     """The int8 operands of a chunk's P V products: (high digits ``w >> 7``, 0..31; low digits ``w & 127``)."""
     return [w >> DIGIT_BITS for w in weights], [w & ((1 << DIGIT_BITS) - 1) for w in weights]
+
+
+# Wide keys (docs/LONG_CONTEXT.md, "Wide keys"): a key as two int8 digits, ``k = 128 * hi + lo``, hi in -127..127 and
+# lo in -64..63, so 15-bit keys, -16256..16256. The chip multiplies each digit plane by the queries (two score
+# MMs) and RSA, with alpha 0, adds them as ``128 * hi + lo``: the scores are exact int32 products q.k
+# (|q.k| <= 127 * 16256 * 64 < 2**27, well inside the SMC multiplier's 32 bits).
+WIDE_KEY_MAX = 127 << DIGIT_BITS
+
+
+def wide_key_scale_for(values):
+    """The symmetric scale of a set of floats as wide keys: max |v| / WIDE_KEY_MAX (1.0 for an all-zero set)."""
+    peak = max((abs(v) for v in values), default=0.0)
+    return peak / WIDE_KEY_MAX if peak > 0 else 1.0
+
+
+def quantize_wide_key(x, scale):
+    """Float to a wide key: round(x / scale), half away from zero, saturated to -WIDE_KEY_MAX..WIDE_KEY_MAX."""
+    return max(-WIDE_KEY_MAX, min(WIDE_KEY_MAX, _round_half_away(x / scale)))
+
+
+def wide_key_digits(k):
+    """A wide key's two int8 digits ``(hi, lo)``, ``k = 128 * hi + lo``: hi in -127..127, lo in -64..63."""
+    if not -WIDE_KEY_MAX <= k <= WIDE_KEY_MAX:
+        raise ValueError(f"a wide key is in -{WIDE_KEY_MAX}..{WIDE_KEY_MAX}, not {k}")
+    hi = (k + (1 << (DIGIT_BITS - 1))) >> DIGIT_BITS
+    return hi, k - (hi << DIGIT_BITS)
 
 
 def rescale_add(partial, alpha, high, low):

@@ -11,14 +11,19 @@ rows at once (MM with ``M = 2``, one per ``cols`` value columns) and RSA (the ru
 alpha plus the two products); after a group's last chunk NRM writes each head's int8 outputs, and a group with
 fine scalings has a second NRM per head read the same running outputs at a finer scale (two int8 readings of
 one output: the host takes the fine one where it is inside its range).
+
+With wide keys (``key_digits = 2``, docs/LONG_CONTEXT.md) each key is 15 bits as two int8 digits, ``128 hi +
+lo`` (``numerics.wide_key_digits``), held as two digit planes of the cache: the K chunk is two loads, the scores
+two MMs (one per plane) that RSA adds with alpha 0 (a word holding 0), ``128 * q.hi + q.lo``, before SMC. The
+keys' traffic doubles; the scores' error from rounding the keys all but vanishes.
 ``ga2_sw.llm.vector_numerics.online_attention`` is the same computation written with numpy over whole arrays,
-the tests' reference."""
+the tests' reference (it takes the wide keys whole: no digits)."""
 
 from dataclasses import dataclass
 
 from . import isa
 from .banking import spread_stride
-from .numerics import ONLINE_START, u32
+from .numerics import ONLINE_START, u32, wide_key_digits
 
 __all__ = ["Group", "GroupedLayout", "grouped_program", "grouped_ext_image", "grouped_outputs"]
 
@@ -43,14 +48,20 @@ class Group:
 class GroupedLayout:
     """Addresses of a grouped attention program: the chunk buffers, scores, digits and products are shared;
     each query head of the largest group has its query, running outputs, state and output. External memory:
-    per group its queries, caches and outputs, one after the other, then the state's start."""
+    per group its queries, caches (K as ``key_digits`` planes of int8 digits) and outputs, one after the other,
+    then the state's start."""
     config: object
     groups: tuple
     d: int
     chunk: int
+    key_digits: int = 1     # 1: int8 keys; 2: wide keys, two digit planes
 
     def __post_init__(self):
         c = self.config
+        if self.key_digits not in (1, 2):
+            raise ValueError(f"keys have 1 or 2 int8 digits, not {self.key_digits}")
+        if ONLINE_START[1] != 0:
+            raise AssertionError("wide keys' RSA reads its alpha of 0 from the state's starting sum")
         if not c.online_unit:
             raise ValueError("Grouped attention needs the online unit (Config field 'online_unit' = 1)")
         if not (1 <= self.chunk <= c.sm_max_len and 1 <= self.d <= c.sm_max_len and c.rows >= 2):
@@ -68,19 +79,22 @@ class GroupedLayout:
         """Int8 readings of each output: 2 when any group has fine scalings, else 1."""
         return 2 if any(g.fines for g in self.groups) else 1
 
-    def K(self, k):
-        return (k % 2) * self.chunk * self.d
+    def K(self, k, plane=0):        # K chunk buffer k % 2, its digit planes one after the other
+        return ((k % 2) * self.key_digits + plane) * self.chunk * self.d
 
     def V(self, k):
-        return (2 + k % 2) * self.chunk * self.d
+        return (2 * self.key_digits + k % 2) * self.chunk * self.d
 
     @property
     def S(self):                    # the scores: one row of a chunk per query head (ldc = chunk)
-        return 4 * self.chunk * self.d
+        return (2 * self.key_digits + 2) * self.chunk * self.d
+
+    def S_plane(self, plane):       # wide keys: the scores of each digit plane, then RSA adds them into S's rows
+        return self.S + plane * self.heads * self.chunk
 
     @property
     def D(self):
-        return self.S + self.heads * self.chunk
+        return self.S_plane(self.key_digits)
 
     @property
     def PR(self):
@@ -111,8 +125,12 @@ class GroupedLayout:
         return self.OUT(h) + self.d
 
     @property
-    def sp_needed(self):
+    def ZERO(self):                 # wide keys: a word holding 0, RSA's alpha when it adds the planes' scores
         return self.Q(self.heads)
+
+    @property
+    def sp_needed(self):
+        return self.Q(self.heads) + (self.key_digits == 2)
 
     # external memory
     def ex_group(self, g):
@@ -120,7 +138,7 @@ class GroupedLayout:
 
     def group_words(self, g):
         heads, L = len(self.groups[g].scores), self.groups[g].length
-        return (1 + self.readings) * heads * self.d + 2 * L * self.d
+        return (1 + self.readings) * heads * self.d + (self.key_digits + 1) * L * self.d
 
     def ex_q(self, g, h):
         return self.ex_group(g) + h * self.d
@@ -128,8 +146,11 @@ class GroupedLayout:
     def ex_k(self, g):
         return self.ex_group(g) + len(self.groups[g].scores) * self.d
 
+    def ex_k_plane(self, g, plane):
+        return self.ex_k(g) + plane * self.groups[g].length * self.d
+
     def ex_v(self, g):
-        return self.ex_k(g) + self.groups[g].length * self.d
+        return self.ex_k_plane(g, self.key_digits)
 
     def ex_out(self, g, h):
         return self.ex_v(g) + self.groups[g].length * self.d + h * self.d
@@ -154,11 +175,15 @@ def grouped_program(lay):
     c, d, n, C = lay.config, lay.d, lay.chunk, lay.config.cols
     chunks = [(g, c0, min(n, grp.length - c0)) for g, grp in enumerate(lay.groups) for c0 in range(0, grp.length, n)]
 
+    planes = range(lay.key_digits)
+
     def loads(k):
         g, c0, size = chunks[k]
-        return [isa.ld(dst=lay.K(k), src=lay.ex_k(g) + c0 * d, len=size * d),
+        return [*(isa.ld(dst=lay.K(k, p), src=lay.ex_k_plane(g, p) + c0 * d, len=size * d) for p in planes),
                 isa.ld(dst=lay.V(k), src=lay.ex_v(g) + c0 * d, len=size * d)]
     prog = loads(0)
+    if lay.key_digits == 2:
+        prog.append(isa.ld(dst=lay.ZERO, src=lay.ex_state + 1, len=1))
     for k, (g, c0, size) in enumerate(chunks):
         grp = lay.groups[g]
         if c0 == 0:
@@ -168,11 +193,14 @@ def grouped_program(lay):
                          isa.rq(dst=lay.PARTIAL(h), src=lay.PARTIAL(h), len=d, m=0, s=0)]
         if k + 1 < len(chunks):
             prog += loads(k + 1)
-        # The group's scores: its query heads are the rows of one MM per cols keys (rows at a time).
+        # The group's scores: its query heads are the rows of one MM per cols keys (rows at a time), per plane.
         heads = len(grp.scores)
-        prog += [isa.mm(dst=lay.S + h0 * n + j0, A=lay.Q(h0), B=lay.K(k) + j0 * d, M=min(c.rows, heads - h0), K=d,
-                        N=min(C, size - j0), tb=1, lda=lay.head_stride, ldb=d, ldc=n)
-                 for h0 in range(0, heads, c.rows) for j0 in range(0, size, C)]
+        prog += [isa.mm(dst=lay.S_plane(p) + h0 * n + j0, A=lay.Q(h0), B=lay.K(k, p) + j0 * d,
+                        M=min(c.rows, heads - h0), K=d, N=min(C, size - j0), tb=1, lda=lay.head_stride, ldb=d, ldc=n)
+                 for p in planes for h0 in range(0, heads, c.rows) for j0 in range(0, size, C)]
+        if lay.key_digits == 2:     # 128 * (q . hi) + q . lo, in place: RSA reads everything before it writes
+            prog += [isa.rsa(dst=lay.S + h * n, src=lay.S + h * n, len=size, ld=lay.heads * n, a=lay.ZERO)
+                     for h in range(heads)]
         for h, score in enumerate(grp.scores):
             prog.append(isa.smc(dst=lay.D, src=lay.S + h * n, len=size, m=score[0], s=score[1], st=lay.STATE(h),
                                 ld=n))
@@ -190,13 +218,17 @@ def grouped_program(lay):
 
 
 def grouped_ext_image(lay, data):
-    """External memory of a grouped program: ``data[g] = (q8 (heads, d), K8 (L, d), V8 (L, d))``."""
+    """External memory of a grouped program: ``data[g] = (q8 (heads, d), K (L, d), V8 (L, d))``, the keys int8
+    or, with ``key_digits = 2``, wide (stored as their two digit planes)."""
     img = [0] * lay.config.ext_words
     for g, (q8, K8, V8) in enumerate(data):
         for h, q in enumerate(q8):
             img[lay.ex_q(g, h):lay.ex_q(g, h) + lay.d] = [u32(int(v)) for v in q]
         L = lay.groups[g].length
-        img[lay.ex_k(g):lay.ex_k(g) + L * lay.d] = [u32(int(v)) for v in K8.reshape(-1)]
+        keys = [int(v) for v in K8.reshape(-1)]
+        planes = [keys] if lay.key_digits == 1 else [list(p) for p in zip(*map(wide_key_digits, keys))]
+        for p, plane in enumerate(planes):
+            img[lay.ex_k_plane(g, p):lay.ex_k_plane(g, p) + L * lay.d] = [u32(v) for v in plane]
         img[lay.ex_v(g):lay.ex_v(g) + L * lay.d] = [u32(int(v)) for v in V8.reshape(-1)]
     img[lay.ex_state:lay.ex_state + 2] = [u32(v) for v in ONLINE_START]
     return img

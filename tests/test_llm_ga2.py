@@ -342,6 +342,9 @@ def test_block_cycle_programs():
     small = block_cycles(4, 2, 70)
     assert small["projection"] >= small["weights"] and small["attention"] >= small["kv"]
     assert small["weights"] == 15 * 64 * 576 and small["kv"] == 2 * 3 * 2 * 70 * 64
+    wide = block_cycles(4, 2, 70, key_digits=2)         # two digit planes of K: 3/2 the cache's words
+    assert wide["kv"] == 2 * 3 * 3 * 70 * 64 and wide["attention"] >= wide["kv"] > small["attention"]
+    assert wide["projection"] == small["projection"]
 
 
 def test_cycles_command_refuses_a_chip_without_a_batch(capsys):
@@ -361,6 +364,12 @@ def test_cycles_command_tokens_per_second_at_a_given_clock(tmp_path, capsys):
     [row] = r["rows"]
     assert r["clock_mhz"] == 83 and row["tokens_per_second"] == round(83e6 / row["cycles_per_token"], 3)
     assert "tokens/s at 83 MHz" in capsys.readouterr().out
+    assert main(["llm", "cycles", "--chips", "4", "--batches", "2", "--contexts", "64", "--key-digits", "2",
+                 "--json", str(out), "--no-progress"]) == 0
+    wide = json.loads(out.read_text())
+    assert wide["key_digits"] == 2 and wide["rows"][0]["cycles_per_token"] > row["cycles_per_token"]
+    assert "wide keys" in capsys.readouterr().out
+    assert main(["llm", "cycles", "--key-digits", "0"]) == 2 and "--key-digits" in capsys.readouterr().err
 
 
 def test_measured_fmax_is_of_the_steps_chip_and_sets_the_tokens_per_second(tmp_path):

@@ -133,8 +133,46 @@ def test_accuracy_online_command(tmp_path, capsys):
     assert [(r["workload"], r["length"], r["chunk"]) for r in rows] == [
         ("random", 16, 64), ("random", 200, 64), ("peaked", 16, 64), ("peaked", 200, 64)]
     assert all({"max_lsb", "mean_lsb", "rms_rel"} <= set(r) for r in rows)
+    assert main(["accuracy", "--online", "--d", "16", "--lengths", "40", "--seeds", "0", "--key-digits", "2",
+                 "--json", str(out)]) == 0
+    assert "wide keys (15 bits, two int8 digits)" in capsys.readouterr().out
+    wide = json.loads(out.read_text())
+    assert wide["key_digits"] == 2 and all(r["key_digits"] == 2 for r in wide["rows"])
+    assert main(["accuracy", "--key-digits", "2"]) == 2
+    assert "--key-digits goes with --online" in capsys.readouterr().err
+    assert main(["accuracy", "--online", "--key-digits", "3"]) == 2
+    assert "--key-digits" in capsys.readouterr().err
     assert main(["accuracy", "--online", "--lengths", "4097"]) == 2
     assert "argument --lengths: must be comma-separated whole numbers in 1..4096" in capsys.readouterr().err
+
+
+def test_wide_key_digits_cover_the_range():
+    """Every wide key is 128 hi + lo with int8 digits, hi in -127..127 and lo in -64..63; one past either end is
+    refused; quantising saturates there."""
+    for k in range(-N.WIDE_KEY_MAX, N.WIDE_KEY_MAX + 1):
+        hi, lo = N.wide_key_digits(k)
+        assert 128 * hi + lo == k and -127 <= hi <= 127 and -64 <= lo <= 63
+    for k in (-N.WIDE_KEY_MAX - 1, N.WIDE_KEY_MAX + 1):
+        with pytest.raises(ValueError):
+            N.wide_key_digits(k)
+    assert N.WIDE_KEY_MAX == 127 * 128
+    assert N.quantize_wide_key(1e9, 1.0) == N.WIDE_KEY_MAX and N.quantize_wide_key(-2.5, 1.0) == -3
+    assert N.wide_key_scale_for([0.5, -2.0]) == 2.0 / N.WIDE_KEY_MAX
+
+
+def test_wide_keys_cut_a_peaked_heads_error():
+    """Peaked heads (logits over tens of units) at 1,000 tokens: wide keys cut the output's error against float
+    attention (the int8 keys' rounding is most of it), and random heads lose nothing."""
+    int8_keys, wide_keys = (online_accuracy([1000], d=64, seeds=(0, 1), workloads=("peaked",), key_digits=kd)[0]
+                            for kd in (1, 2))
+    assert wide_keys["key_digits"] == 2
+    assert wide_keys["mean_lsb"] < 0.85 * int8_keys["mean_lsb"] and wide_keys["rms_rel"] < 0.85 * int8_keys["rms_rel"]
+    assert wide_keys["max_lsb"] <= 4
+    random8, random_wide = (online_accuracy([300], d=64, seeds=(0,), workloads=("random",), key_digits=kd)[0]
+                            for kd in (1, 2))
+    assert random_wide["mean_lsb"] <= random8["mean_lsb"] * 1.05
+    with pytest.raises(ValueError, match="1 or 2"):
+        integer_attention(*head_workload(4, 4, 0), 1.0, key_digits=3)
 
 
 def test_error_budget_separates_the_sources():
@@ -145,6 +183,10 @@ def test_error_budget_separates_the_sources():
     rows = error_budget([2000], d=32, seeds=(0, 1), workloads=("peaked",))
     by = {r["variant"]: r for r in rows}
     assert [r["variant"] for r in rows] == [v[0] for v in BUDGET_VARIANTS]
-    chapter, chip = by[BUDGET_VARIANTS[1][0]], by[BUDGET_VARIANTS[2][0]]
+    chapter = by["1/16-logit scores, 7-bit weights (exact q, K, V)"]
+    chip = by["1/64-logit scores, 12-bit weights (exact q, K, V)"]
     assert chip["mean_lsb"] < chapter["mean_lsb"] / 3 and chip["max_lsb"] < 2
+    # on a peaked head the int8 keys' rounding is much of the error: wide keys take off a fifth of it or more
+    int8_keys, wide_keys = by["int8 q, K, V only"], by["int8 q, V, wide K only"]
+    assert wide_keys["mean_lsb"] < 0.8 * int8_keys["mean_lsb"]
     assert main(["accuracy", "--budget"]) == 2

@@ -20,7 +20,7 @@ from ga2_sw.cycles import cycle_counts, online_requests
 from ga2_sw.isa import Err, Op
 from ga2_sw.llm.vector_numerics import online_attention
 from ga2_sw.machine import Machine
-from ga2_sw.numerics import mantissa_shift, nrm_word, rsa_word, smc_words
+from ga2_sw.numerics import WIDE_KEY_MAX, mantissa_shift, nrm_word, rsa_word, smc_words
 from ga2_sw.online_program import Group, GroupedLayout, grouped_ext_image, grouped_outputs, grouped_program
 from sim.backends import get_backend
 from sim.compare import compare_results
@@ -98,18 +98,21 @@ def test_requests_are_all_reads_then_writes_one_per_cycle(mode):
         assert {a for _, a, _ in reqs} <= footprint
 
 
-def head(L, d, seed, peaked=False):
+def head(L, d, seed, peaked=False, key_digits=1):
+    """Random int8 q and V and keys of ``key_digits`` int8 digits (wide keys: -WIDE_KEY_MAX..WIDE_KEY_MAX)."""
     rng = np.random.default_rng(seed)
     q8 = rng.integers(-127, 128, d) if not peaked else rng.choice([-127, 127], d)
-    return q8, rng.integers(-127, 128, (L, d)), rng.integers(-127, 128, (L, d))
+    k_max = 127 if key_digits == 1 else WIDE_KEY_MAX
+    return q8, rng.integers(-k_max, k_max + 1, (L, d)), rng.integers(-127, 128, (L, d))
 
 
-def run_head(config, L, d, chunk, seed, sim="model", peaked=False):
+def run_head(config, L, d, chunk, seed, sim="model", peaked=False, key_digits=1):
     """One head's attention as a program (a group of one query head): (layout, program, image, expected)."""
-    q8, K8, V8 = head(L, d, seed, peaked)
-    score = mantissa_shift(64 * 40 / (127 * 127 * math.sqrt(d)))       # logits over tens of units
+    q8, K8, V8 = head(L, d, seed, peaked, key_digits)
+    k_max = 127 if key_digits == 1 else WIDE_KEY_MAX
+    score = mantissa_shift(64 * 40 / (127 * k_max * math.sqrt(d)))     # logits over tens of units
     out = mantissa_shift(1.0)
-    lay = GroupedLayout(config, (Group(L, (score,), (out,)),), d, chunk)
+    lay = GroupedLayout(config, (Group(L, (score,), (out,)),), d, chunk, key_digits)
     prog = grouped_program(lay)
     ext = grouped_ext_image(lay, [(q8[None], K8, V8)])
     want = list(online_attention(q8[None], K8[None], V8[None], [score[0]], [score[1]], [out[0]], [out[1]],
@@ -134,6 +137,37 @@ def test_chunk_loop_program_is_online_attention(mode, L, d, chunk):
         assert r.counters == cycle_counts(prog, config)[0]
 
 
+@pytest.mark.parametrize("mode", ["inorder", "decoupled"])
+@pytest.mark.parametrize("L,d,chunk", [(1, 16, 64), (65, 16, 64), (130, 8, 16), (300, 64, 64)])
+def test_wide_key_program_is_online_attention(mode, L, d, chunk):
+    """Wide keys (two digit planes, two score MMs added by RSA with alpha 0): the program's outputs are
+    online_attention's on the 15-bit keys whole, which multiplies them without digits; and they are not what
+    the high digits alone would give."""
+    config = Config(online_unit=1, mode=mode, sp_words=32768, ext_words=65536, imem_words=1024)
+    for seed, peaked in ((L, False), (L + 1, True)):
+        lay, prog, ext, want = run_head(config, L, d, chunk, seed, peaked=peaked, key_digits=2)
+        r = Machine(config).run(prog, ext)
+        assert r.ok, r.error
+        assert output(lay, r.ext) == want and len(set(want)) > 1
+        assert r.counters == cycle_counts(prog, config)[0]
+        assert sum(i.op == Op.RSA for i in prog) == 2 * -(-L // chunk)
+        # the last chunk's scores, as RSA left them: q . k exactly (numpy, on the whole keys), not q . 128 hi
+        q8, K, _ = head(L, d, seed, peaked, 2)
+        last = K[(L - 1) // chunk * chunk:]
+        dots = [s32(w) for w in r.sp[lay.S:lay.S + len(last)]]
+        assert dots == list(last @ q8) and dots != list((128 * ((last + 64) >> 7)) @ q8)
+
+
+def test_wide_keys_refused_outside_their_range():
+    with pytest.raises(ValueError, match="1 or 2 int8 digits"):
+        GroupedLayout(ONLINE, (Group(4, ((1, 0),), ((1, 0),)),), 4, 4, key_digits=3)
+    config = ONLINE.replace(mode="decoupled")
+    lay = GroupedLayout(config, (Group(4, ((1, 0),), ((1, 0),)),), 4, 4, key_digits=2)
+    with pytest.raises(ValueError, match="wide key"):
+        grouped_ext_image(lay, [(np.zeros((1, 4), dtype=int), np.full((4, 4), WIDE_KEY_MAX + 1), np.zeros((4, 4),
+                                                                                                      dtype=int))])
+
+
 def test_a_long_context_step_is_bound_by_its_cache():
     """Decoupled, the chunk loop runs beside the cache's loads: L = 1,000, d = 64 within 1.05 x its words."""
     config = Config(online_unit=1, mode="decoupled", sp_words=32768, ext_words=262144, imem_words=1024, sp_banks=16)
@@ -145,9 +179,10 @@ def test_a_long_context_step_is_bound_by_its_cache():
 
 
 @pytest.mark.parametrize("mode", ["inorder", "decoupled"])
-def test_chunk_loop_on_pysim(mode):
+@pytest.mark.parametrize("key_digits", [1, 2])
+def test_chunk_loop_on_pysim(mode, key_digits):
     config = ONLINE.replace(mode=mode)
-    lay, prog, ext, want = run_head(config, 11, 4, 4, 3)
+    lay, prog, ext, want = run_head(config, 11, 4, 4, 3, key_digits=key_digits)
     (got,) = get_backend("pysim").run_many(config, [(prog, ext)])
     assert not compare_results(Machine(config).run(prog, ext), got)
     assert output(lay, got.ext) == want
@@ -159,8 +194,8 @@ def test_chunk_loop_on_verilator(mode):
     if backend.unavailable_reason():
         pytest.skip(backend.unavailable_reason())
     config = ONLINE.replace(mode=mode)
-    jobs = [run_head(config, L, d, chunk, seed) for L, d, chunk, seed in
-            ((15, 8, 4, 1), (9, 4, 8, 2), (20, 4, 6, 3))]
+    jobs = [run_head(config, L, d, chunk, seed, key_digits=kd) for L, d, chunk, seed, kd in
+            ((15, 8, 4, 1, 1), (9, 4, 8, 2, 1), (20, 4, 6, 3, 1), (13, 4, 4, 4, 2), (7, 8, 8, 5, 2))]
     results = backend.run_many(config, [(prog, ext) for _, prog, ext, _ in jobs])
     for (lay, prog, ext, want), got in zip(jobs, results):
         assert not compare_results(Machine(config).run(prog, ext), got)

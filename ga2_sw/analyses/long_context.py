@@ -4,19 +4,23 @@
 This is the arithmetic the chip's long-context programs are to compute, chunk by chunk: scores from int8 q and
 K (an int32 matrix product), scaled to 1/64 logits in 16 bits, the online softmax's 12-bit weights, int32 partial
 outputs from their two int8 digits times int8 values, rescaled as the maximum grows, one division at the end. The products
-are exact integers (numpy int64); everything else is ``ga2_sw.numerics``. ``ga2 accuracy --online`` reports it."""
+are exact integers (numpy int64); everything else is ``ga2_sw.numerics``. ``ga2 accuracy --online`` reports it.
+With ``key_digits = 2`` the keys are wide (15 bits as two int8 digits, ``numerics.key_digits``): one score product
+per digit plane, added as RSA adds them (``rescale_add`` with alpha 0)."""
 
 import math
 
 import numpy as np
 
 from ..numerics import (ONLINE_START, SCORE_UNIT, mantissa_shift, normalise, online_softmax_step, quantize,
-                        rescale_add, scale_for, scale_score, weight_digits)
+                        quantize_wide_key, rescale_add, scale_for, scale_score, weight_digits, wide_key_digits,
+                        wide_key_scale_for)
 
 __all__ = ["WORKLOADS", "head_workload", "float_attention", "integer_attention", "online_accuracy", "error_budget",
-           "BUDGET_VARIANTS", "DEFAULT_CHUNK"]
+           "BUDGET_VARIANTS", "DEFAULT_CHUNK", "KEY_DIGITS"]
 
 DEFAULT_CHUNK = 64          # tokens per chunk: the softmax unit's default sm_max_len
+KEY_DIGITS = (1, 2)         # int8 keys, or wide keys as two int8 digits
 
 # The float workloads: "random" draws q, K, V from N(0, 1), so the logits q.k / sqrt(d) are about N(0, 1);
 # "peaked" scales q by 4, so the logits spread over tens of units (N(0, 16)) and a few tokens dominate.
@@ -42,21 +46,40 @@ def float_attention(q, K, V):
     return (p / p.sum()) @ V
 
 
-def _quantised(x, scale):
-    return np.array([quantize(float(v), scale) for v in np.ravel(x)], dtype=np.int64).reshape(np.shape(x))
+def _quantised(x, scale, to=quantize):
+    return np.array([to(float(v), scale) for v in np.ravel(x)], dtype=np.int64).reshape(np.shape(x))
 
 
-def integer_attention(q, K, V, out_scale, chunk=DEFAULT_CHUNK):
+def quantised_keys(K, key_digits=1):
+    """The keys as the chip holds them, with their scale: int8 (``scale_for``) or wide (``wide_key_scale_for``)."""
+    if key_digits not in KEY_DIGITS:
+        raise ValueError(f"keys have 1 or 2 int8 digits, not {key_digits}")
+    if key_digits == 1:
+        sk = scale_for(list(np.ravel(K)))
+        return _quantised(K, sk), sk
+    sk = wide_key_scale_for(list(np.ravel(K)))
+    return _quantised(K, sk, quantize_wide_key), sk
+
+
+def integer_attention(q, K, V, out_scale, chunk=DEFAULT_CHUNK, key_digits=1):
     """The int8 output of one head over ``len(K)`` tokens, ``chunk`` at a time, and what it needed: returns
-    (out8, details). Scales are per tensor (``scale_for``: max |v| / 127); ``out_scale`` is the output's."""
+    (out8, details). Scales are per tensor (``scale_for``: max |v| / 127; wide keys ``wide_key_scale_for``);
+    ``out_scale`` is the output's."""
     d = len(q)
-    sq, sk, sv = scale_for(list(q)), scale_for(list(np.ravel(K))), scale_for(list(np.ravel(V)))
-    q8, K8, V8 = _quantised(q, sq), _quantised(K, sk), _quantised(V, sv)
+    sq, sv = scale_for(list(q)), scale_for(list(np.ravel(V)))
+    q8, V8 = _quantised(q, sq), _quantised(V, sv)
+    Kq, sk = quantised_keys(K, key_digits)
+    if key_digits == 2:     # the digit planes the chip's two score MMs read
+        planes = np.array([[wide_key_digits(int(k)) for k in row] for row in Kq], dtype=np.int64)
     m_sc, s_sc = mantissa_shift(sq * sk / math.sqrt(d) * SCORE_UNIT)      # q.k to 1/64 logits
     m_o, s_o = mantissa_shift(sv / out_scale)                      # the weighted mean of int8 values to int8 out
     state, partial = ONLINE_START, [0] * d
-    for c0 in range(0, len(K8), chunk):
-        dots = K8[c0:c0 + chunk] @ q8                              # MM: int32 scores of the chunk
+    for c0 in range(0, len(Kq), chunk):
+        if key_digits == 1:
+            dots = Kq[c0:c0 + chunk] @ q8                          # MM: int32 scores of the chunk
+        else:                                                      # two MMs, one per digit plane, and RSA
+            hi_dots, lo_dots = ([int(v) for v in planes[c0:c0 + chunk, :, p] @ q8] for p in (0, 1))
+            dots = rescale_add([0] * len(hi_dots), 0, hi_dots, lo_dots)
         scores = [scale_score(int(a), m_sc, s_sc) for a in dots]
         weights, alpha, state = online_softmax_step(scores, state)
         high, low = weight_digits(weights)
@@ -67,10 +90,12 @@ def integer_attention(q, K, V, out_scale, chunk=DEFAULT_CHUNK):
     return out8, {"score_m_s": (m_sc, s_sc), "out_m_s": (m_o, s_o), "max": state[0], "sum": state[1]}
 
 
-def online_accuracy(lengths, d=64, seeds=(0, 1), workloads=tuple(WORKLOADS), chunk=DEFAULT_CHUNK, progress=None):
+def online_accuracy(lengths, d=64, seeds=(0, 1), workloads=tuple(WORKLOADS), chunk=DEFAULT_CHUNK, progress=None,
+                    key_digits=1):
     """One row per (workload, length): the int8 outputs' error against float attention over ``seeds`` heads,
     in output LSBs (|out8 - out_float / scale_o|, scale_o = max |out_float| / 127 per head) and relative to
-    the RMS of the float output (sqrt(mean (out8 * scale_o - out_float)^2) / sqrt(mean out_float^2))."""
+    the RMS of the float output (sqrt(mean (out8 * scale_o - out_float)^2) / sqrt(mean out_float^2)); keys of
+    ``key_digits`` int8 digits."""
     tick = progress or (lambda n: None)
     rows = []
     for workload in workloads:
@@ -79,34 +104,40 @@ def online_accuracy(lengths, d=64, seeds=(0, 1), workloads=tuple(WORKLOADS), chu
             for q, K, V in _heads(L, d, seeds, workload):
                 ref = float_attention(q, K, V)
                 so = scale_for(list(ref))
-                out8, _ = integer_attention(q, K, V, so, chunk)
+                out8, _ = integer_attention(q, K, V, so, chunk, key_digits)
                 got = np.array(out8, dtype=float)
                 lsb += list(np.abs(got - ref / so))
                 sq_err += float(np.sum((got * so - ref) ** 2))
                 sq_ref += float(np.sum(ref ** 2))
                 tick(1)
-            rows.append({"workload": workload, "length": L, "d": d, "chunk": chunk, "heads": len(seeds),
-                         "values": len(lsb), "max_lsb": round(max(lsb), 3), "mean_lsb": round(sum(lsb) / len(lsb), 3),
+            rows.append({"workload": workload, "length": L, "d": d, "chunk": chunk, "key_digits": key_digits,
+                         "heads": len(seeds),
+                         "values": len(lsb), "max_lsb": round(float(max(lsb)), 3),
+                         "mean_lsb": round(float(sum(lsb)) / len(lsb), 3),
                          "rms_rel": round(math.sqrt(sq_err / sq_ref), 4)})
     return rows
 
 
 # The error budget: float attention with one approximation at a time, to see which one the error comes from.
-# (quantise q, K, V to int8 per tensor; score resolution in units per logit, None for exact; weight bits, None
-# for exact.) The chip's choice is the last row but one: int8 tensors, 1/64-logit scores, 12-bit weights.
+# (the key digits of q, K, V quantised per tensor: None for exact, 1 for int8 q, K, V, 2 for int8 q, V and wide
+# keys; score resolution in units per logit, None for exact; weight bits, None for exact.) The chip's choices are
+# the last two rows: int8 or wide keys, 1/64-logit scores, 12-bit weights.
 BUDGET_VARIANTS = (
-    ("int8 q, K, V only", True, None, None),
-    ("1/16-logit scores, 7-bit weights (exact q, K, V)", False, 16, 7),
-    ("1/64-logit scores, 12-bit weights (exact q, K, V)", False, 64, 12),
-    ("int8 q, K, V, 1/16-logit scores, 7-bit weights", True, 16, 7),
-    ("int8 q, K, V, 1/64-logit scores, 12-bit weights", True, 64, 12),
+    ("int8 q, K, V only", 1, None, None),
+    ("int8 q, V, wide K only", 2, None, None),
+    ("1/16-logit scores, 7-bit weights (exact q, K, V)", None, 16, 7),
+    ("1/64-logit scores, 12-bit weights (exact q, K, V)", None, 64, 12),
+    ("int8 q, K, V, 1/16-logit scores, 7-bit weights", 1, 16, 7),
+    ("int8 q, K, V, 1/64-logit scores, 12-bit weights", 1, 64, 12),
+    ("int8 q, V, wide K, 1/64-logit scores, 12-bit weights", 2, 64, 12),
 )
 
 
-def _approximate(q, K, V, quantise, units, weight_bits):
-    if quantise:
-        q, K, V = ((_quantised(x, s) * s) for x, s in ((q, scale_for(list(q))), (K, scale_for(list(np.ravel(K)))),
-                                                       (V, scale_for(list(np.ravel(V))))))
+def _approximate(q, K, V, key_digits, units, weight_bits):
+    if key_digits:
+        sq, sv = scale_for(list(q)), scale_for(list(np.ravel(V)))
+        Kq, sk = quantised_keys(K, key_digits)
+        q, K, V = _quantised(q, sq) * sq, Kq * sk, _quantised(V, sv) * sv
     logits = K @ q / math.sqrt(len(q))
     if units:
         logits = np.floor(logits * units + 0.5) / units
@@ -124,8 +155,8 @@ def error_budget(lengths, d=64, seeds=(0, 1), workloads=tuple(WORKLOADS)):
         for L in lengths:
             heads = _heads(L, d, seeds, workload)
             refs = [float_attention(*h) for h in heads]
-            for label, quantise, units, bits in BUDGET_VARIANTS:
-                lsb = np.concatenate([np.abs(_approximate(*h, quantise, units, bits) - ref) / scale_for(list(ref))
+            for label, keys, units, bits in BUDGET_VARIANTS:
+                lsb = np.concatenate([np.abs(_approximate(*h, keys, units, bits) - ref) / scale_for(list(ref))
                                       for h, ref in zip(heads, refs)])
                 rows.append({"workload": workload, "length": L, "variant": label, "max_lsb": round(float(lsb.max()), 3),
                              "mean_lsb": round(float(lsb.mean()), 3)})

@@ -49,6 +49,8 @@ def _check_accuracy(args):
     config = config_from_args(args)
     if args.budget and not args.online:
         raise ValueError("--budget goes with --online (the error budget of the long-context numerics)")
+    if args.key_digits != 1 and not args.online:
+        raise ValueError("--key-digits goes with --online (wide keys are a long-context option)")
     if args.online:
         return                                  # a head's numerics: no layout, any length up to ONLINE_MAX_CTX
     Layout(config)
@@ -114,7 +116,10 @@ def register(sub):
                         "workloads; computed by ga2_sw.numerics in Python, not yet by the chip")
     p.add_argument("--budget", action="store_true",
                    help="with --online: also where the error comes from, float attention with one approximation "
-                        "at a time (int8 q, K, V; score resolution; weight bits)")
+                        "at a time (int8 q, K, V; wide keys; score resolution; weight bits)")
+    p.add_argument("--key-digits", metavar="N", type=Int(1, 2), default=1,
+                   help="with --online: int8 digits per key, 1..2 (default 1; 2 is wide keys, 15 bits: "
+                        "docs/LONG_CONTEXT.md)")
     p.add_argument("--json", metavar="FILE", type=json_option(), help="write the results as JSON")
     add_config_arguments(p)
     p.set_defaults(func=_accuracy, check=_check_accuracy)
@@ -226,10 +231,12 @@ def accuracy(config, lengths=DEFAULT_LENGTHS, seeds=DEFAULT_SEEDS, runner=None):
 
 def _online_accuracy(args, config):
     from ..analyses.long_context import online_accuracy
-    rows = online_accuracy(args.lengths, d=config.d, seeds=args.seeds, chunk=config.sm_max_len)
-    print(f"long-context numerics against float attention (docs/LONG_CONTEXT.md): one head, d = {config.d}, chunks "
-          f"of {config.sm_max_len} tokens, {len(args.seeds)} heads per row; error in output LSBs |out8 - out_float / "
-          f"scale_o| and relative to the float output's RMS")
+    rows = online_accuracy(args.lengths, d=config.d, seeds=args.seeds, chunk=config.sm_max_len,
+                           key_digits=args.key_digits)
+    keys = "int8 keys" if args.key_digits == 1 else "wide keys (15 bits, two int8 digits)"
+    print(f"long-context numerics against float attention (docs/LONG_CONTEXT.md): one head, d = {config.d}, {keys}, "
+          f"chunks of {config.sm_max_len} tokens, {len(args.seeds)} heads per row; error in output LSBs |out8 - "
+          f"out_float / scale_o| and relative to the float output's RMS")
     print(table(["workload", "length", "values", "max LSB", "mean LSB", "rel. RMS"],
                 [(r["workload"], r["length"], r["values"], f"{r['max_lsb']:.2f}", f"{r['mean_lsb']:.2f}",
                   f"{100 * r['rms_rel']:.1f}%") for r in rows], aligns=["<"] + [">"] * 5))
@@ -242,7 +249,8 @@ def _online_accuracy(args, config):
                     [(r["workload"], r["length"], r["variant"], f"{r['max_lsb']:.2f}", f"{r['mean_lsb']:.2f}")
                      for r in budget], aligns=["<", ">", "<", ">", ">"]))
     if args.json:
-        write_json(args.json, {"config": config.to_dict(), "online": True, "seeds": list(args.seeds), "rows": rows,
+        write_json(args.json, {"config": config.to_dict(), "online": True, "key_digits": args.key_digits,
+                               "seeds": list(args.seeds), "rows": rows,
                                **({"budget": budget} if budget is not None else {})})
     return 0
 

@@ -299,12 +299,13 @@ def _cycles(args):
     from ..llm.step_cycles import SMOLLM2, table as cycle_table
     bar = progress_bar(sum(len([b for b in args.batches if b <= size]) * len(args.contexts) for size in args.chips),
                        args.no_progress, "point")
-    rows = cycle_table(args.chips, args.batches, args.contexts, progress=lambda: bar.update(1))
+    rows = cycle_table(args.chips, args.batches, args.contexts, progress=lambda: bar.update(1),
+                       key_digits=args.key_digits)
     bar.close()
     print_cycles(rows, args.clock_mhz)
     if args.json:
         per_second = args.clock_mhz * 1e6
-        write_json(args.json, {"shape": SMOLLM2, "clock_mhz": args.clock_mhz,
+        write_json(args.json, {"shape": SMOLLM2, "clock_mhz": args.clock_mhz, "key_digits": args.key_digits,
                                "rows": [{**r, "tokens_per_second": round(per_second / r["cycles_per_token"], 3)}
                                         for r in rows]})
     return 0
@@ -324,7 +325,9 @@ def print_cycles(rows, clock_mhz=CLOCK_MHZ):
     from ..analyses.common import table
     from ..llm.step_cycles import SMOLLM2
     sh = SMOLLM2
-    print(f"SmolLM2-135M's attention blocks on GA-2 (decoupled, online unit, 4 banks per column): cycles per "
+    planes = rows[0].get("key_digits", 1) + 1           # K's digit planes and V: words per cached token and channel
+    keys = "" if planes == 2 else ", wide keys (two digit planes of K)"
+    print(f"SmolLM2-135M's attention blocks on GA-2 (decoupled, online unit, 4 banks per column{keys}): cycles per "
           f"generated token = {sh['blocks']} blocks x (projection program + attention program) / batch; the "
           f"output projection, MLP and LM head stay on the host and are not counted")
     body = [[r["chip"], r["batch"], f"{r['context']:,}", f"{r['projection']:,}", f"{r['attention']:,}",
@@ -340,9 +343,9 @@ def print_cycles(rows, clock_mhz=CLOCK_MHZ):
     print("Fmax: " + "; ".join([f"{chip} {mhz:g} MHz, the median of three placement seeds on an LFE5U-85F "
                                 f"(ga2_sw.llm.step_cycles.FMAX_COMMAND)" for chip, mhz in measured] +
                                [f"{chip} not placed and routed ('-')" for chip in unmeasured]))
-    print(f"KV overtakes the weights where B x {sh['kv_heads']} x 2 x L x {sh['d']} reaches the "
+    print(f"KV overtakes the weights where B x {sh['kv_heads']} x {planes} x L x {sh['d']} reaches the "
           f"{rows[0]['weights']:,} weight words of a block: B x L >= "
-          f"{rows[0]['weights'] / (sh['kv_heads'] * 2 * sh['d']):,.0f} (the 'larger' column is the measured one: "
+          f"{rows[0]['weights'] / (sh['kv_heads'] * planes * sh['d']):,.0f} (the 'larger' column is the measured one: "
           f"which program takes longer)")
 
 
@@ -428,6 +431,9 @@ def register(sub):
     y.add_argument("--clock-mhz", type=Int(1, 1000), default=CLOCK_MHZ,
                    help="the clock for the tokens/s column, 1..1000 MHz (default %(default)s: the clock target; "
                         "docs/LLM.md has the measured Fmax of the online unit's chip)")
+    y.add_argument("--key-digits", metavar="N", type=Int(1, 2), default=1,
+                   help="int8 digits per key, 1..2 (default 1; 2 is wide keys, two digit planes of the K cache: "
+                        "docs/LONG_CONTEXT.md)")
     y.set_defaults(func=_cycles, check=_check_cycles)
     c = llm.add_parser("scores", help="how large real attention logits get, per block, against GA-2's score ranges")
     c.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")

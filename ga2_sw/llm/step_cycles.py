@@ -84,36 +84,38 @@ def _projection(config, batch, shape):
     return projection_program(config, batch, shape["d_model"], shape["heads"] * d, shape["kv_heads"] * d)
 
 
-def _attention(config, contexts, shape):
+def _attention(config, contexts, shape, key_digits=1):
     G = shape["heads"] // shape["kv_heads"]
     # every output read twice, coarse and fine, as the GA-2 path reads it (ga2_path.FINE_RATIO)
     groups = tuple(Group(L, ((1, 0),) * G, ((1, 0),) * G, ((1, 0),) * G) for L in contexts
                    for _ in range(shape["kv_heads"]))
-    return grouped_program(GroupedLayout(config, groups, shape["d"], 64))
+    return grouped_program(GroupedLayout(config, groups, shape["d"], 64, key_digits))
 
 
-def block_programs(size, contexts, shape=SMOLLM2):
+def block_programs(size, contexts, shape=SMOLLM2, key_digits=1):
     """(config, projection program, attention program) of one block's decode step of ``len(contexts)`` sequences,
-    sequence ``n`` attending over ``contexts[n]`` tokens (ragged), on the size x size chip."""
+    sequence ``n`` attending over ``contexts[n]`` tokens (ragged), on the size x size chip; keys of
+    ``key_digits`` int8 digits (2: wide keys, docs/LONG_CONTEXT.md)."""
     config = _chip(size)
-    return config, _projection(config, len(contexts), shape), _attention(config, contexts, shape)
+    return config, _projection(config, len(contexts), shape), _attention(config, contexts, shape, key_digits)
 
 
-def _kv_words(contexts, shape):
-    return sum(shape["kv_heads"] * 2 * L * shape["d"] for L in contexts)
+def _kv_words(contexts, shape, key_digits=1):
+    """The caches' words: ``key_digits`` planes of keys and one of values, ``L d`` words each per kv head."""
+    return sum(shape["kv_heads"] * (key_digits + 1) * L * shape["d"] for L in contexts)
 
 
 def _weight_words(shape):
     return (shape["heads"] + 2 * shape["kv_heads"]) * shape["d"] * shape["d_model"]
 
 
-def block_cycles(size, batch, context, shape=SMOLLM2):
+def block_cycles(size, batch, context, shape=SMOLLM2, key_digits=1):
     """``{"projection", "attention", "cycles", "weights", "kv"}`` of one block's decode step on the size x size
     chip: the two programs' cycle-model counts and their traffic terms."""
-    config, proj, attn = block_programs(size, [context] * batch, shape)
+    config, proj, attn = block_programs(size, [context] * batch, shape, key_digits)
     p, a = cycle_counts(proj, config)[0].cycles, cycle_counts(attn, config)[0].cycles
     return {"projection": p, "attention": a, "cycles": p + a, "weights": _weight_words(shape),
-            "kv": _kv_words([context] * batch, shape)}
+            "kv": _kv_words([context] * batch, shape, key_digits)}
 
 
 class StepCycles:
@@ -150,18 +152,20 @@ class StepCycles:
 
 
 
-def table(sizes=(4, 8), batches=(1, 2, 4, 8), contexts=(64, 256, 1024), shape=SMOLLM2, progress=None):
+def table(sizes=(4, 8), batches=(1, 2, 4, 8), contexts=(64, 256, 1024), shape=SMOLLM2, progress=None, key_digits=1):
     """Rows ``{"chip", "batch", "context", "cycles_per_token", "fmax_mhz", "tokens_per_second_at_fmax", ...}``:
     the blocks' cycles per generated token (``blocks x block cycles / batch``), batches up to the array's rows,
-    and tokens/s at the chip's measured Fmax (``MEASURED_FMAX_MHZ``; None where it has not been measured)."""
+    and tokens/s at the chip's measured Fmax (``MEASURED_FMAX_MHZ``; None where it has not been measured); keys
+    of ``key_digits`` int8 digits."""
     rows = []
     for size in sizes:
         for B in (b for b in batches if b <= size):
             for L in contexts:
-                r = block_cycles(size, B, L, shape)
+                r = block_cycles(size, B, L, shape, key_digits)
                 per_token = round(shape["blocks"] * r["cycles"] / B)
                 fmax = MEASURED_FMAX_MHZ.get(f"{size}x{size}")
-                rows.append({"chip": f"{size}x{size}", "batch": B, "context": L, **r, "cycles_per_token": per_token,
+                rows.append({"chip": f"{size}x{size}", "batch": B, "context": L, "key_digits": key_digits, **r,
+                             "cycles_per_token": per_token,
                              "fmax_mhz": fmax,
                              "tokens_per_second_at_fmax": None if fmax is None else round(fmax * 1e6 / per_token, 3)})
                 if progress:
