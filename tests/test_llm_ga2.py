@@ -244,6 +244,7 @@ def test_eval_command_tracks_the_float_model(model_file, monkeypatch, tmp_path, 
     assert r["generation"][0]["ga2"].startswith(" Paris")
     text = capsys.readouterr().out
     assert "top-1 agreement" in text and "perplexity" in text
+    assert r["key_digits"] == 1 and "int8 keys" in text
     # the chip's cost per token beside the accuracy (`ga2 llm cycles`): 4x4 and 8x8, batch 1 and full
     cycles = r["cycles_per_token"]
     assert {(c["chip"], c["batch"], c["context"]) for c in cycles} == {
@@ -265,6 +266,22 @@ def test_attention_steps_as_chip_programs(ga2):
     rows = run_steps(steps, sim)
     assert len(rows) == 1 and rows[0]["heads"] == 18
     assert rows[0]["matches_model"] and rows[0]["matches_path"]
+
+
+def test_wide_key_steps_as_chip_programs(model, ga2):
+    """Wide keys on the real model (``Ga2Model(key_digits=2)``): the key cache holds 15-bit keys (beyond int8)
+    at the same calibrated peak, and a sampled step runs as a chip program of two digit planes with the path's
+    outputs, both readings, on the reference machine and the cycle model."""
+    from ga2_sw.llm.chip_steps import capture, run_steps
+    from ga2_sw.llm.ga2_path import Ga2Model
+    wide = Ga2Model(model, ga2.cal, key_digits=2)
+    [step] = capture(wide, 1, tokens=4, blocks=(17,))
+    assert step.key_digits == 2 and np.abs(step.K8).max() > 127
+    assert np.allclose(wide.k_scale * 128, ga2.k_scale)
+    [row] = run_steps([step], "model")
+    assert row["matches_model"] and row["matches_path"]
+    with pytest.raises(ValueError, match="key_digits"):
+        Ga2Model(model, ga2.cal, key_digits=3)
 
 
 def test_chip_attention_continues_from_the_simulator_and_checks_it(ga2):

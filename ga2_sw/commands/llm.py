@@ -206,13 +206,15 @@ def _eval(args):
     with progress_bar(work, args.no_progress, "tok") as bar:
         r = evaluate(model, max_text_tokens=tokens, weight_scales=args.weight_scales, key_scales=args.key_scales,
                      smoothing=None if args.no_smoothing else SMOOTHING, generate_tokens=args.generate_tokens,
-                     progress=bar.update, fine_output=not args.coarse_output, digits=args.input_digits)
+                     progress=bar.update, fine_output=not args.coarse_output, digits=args.input_digits,
+                     key_digits=args.key_digits)
     r["seconds"] = round(time.perf_counter() - t0, 1)
     smoothing = "no smoothing" if r["smoothing"] is None else f"smoothing alpha {r['smoothing']}"
     print(f"SmolLM2-135M on the GA-2 path against the float32 reference, teacher-forced over {r['tokens']} tokens "
           f"of the fixed text ({r['weight_scales']} weight scales, {r['key_scales']} key scales, {smoothing}, "
           f"{'coarse and fine output readings' if r['output_readings'] == 2 else 'coarse output reading only'}, "
-          f"{'a 15-bit input in two digits' if r['input_digits'] == 2 else 'an int8 input'}; "
+          f"{'a 15-bit input in two digits' if r['input_digits'] == 2 else 'an int8 input'}, "
+          f"{'wide keys' if r['key_digits'] == 2 else 'int8 keys'}; "
           f"calibrated on {r['calibration_prompts']} other prompts)")
     print(table(["", "float32", "GA-2 path"],
                 [("perplexity", f"{r['perplexity_float']:.3f}", f"{r['perplexity_ga2']:.3f}"),
@@ -403,6 +405,8 @@ def register(sub):
     e.add_argument("--input-digits", type=int, choices=(1, 2), default=2,
                    help="the projections' input: 2 int8 digits of a 15-bit integer, all three projections' sums "
                         "to the host (default), or 1: int8, v requantised on the chip (docs/LLM.md)")
+    e.add_argument("--key-digits", type=int, choices=(1, 2), default=1,
+                   help="the key cache: 1 int8 digit (default) or 2, wide keys of 15 bits (docs/LONG_CONTEXT.md)")
     e.add_argument("--json", metavar="FILE", type=json_option(),
                    help="write the summary, each token's log-likelihoods and the generations as JSON")
     e.add_argument("--plot", metavar="FILE.png", type=plot_option(),

@@ -41,6 +41,7 @@ class Step:
     group: int              # query heads per key/value head
     fine: list = None       # per query head: (m, s) of the fine reading's NRM ([] or None: no fine reading)
     fine8: np.ndarray = None    # (heads, d): the path's fine readings
+    key_digits: int = 1     # 2: K8 holds wide keys (15 bits), two digit planes on the chip
 
     @property
     def length(self):
@@ -62,7 +63,8 @@ def capture(model, count, tokens=80, prompts=PROMPTS, blocks=BLOCKS):
         def hook(b, pos, q8, K8, V8, score, norm, out8, fine, fine8):
             if (b, pos) in wanted:
                 taken.append(Step(p, b, pos, q8.copy(), K8.copy(), V8.copy(), list(score), list(norm), out8.copy(),
-                                  model.group, list(fine), None if fine8 is None else fine8.copy()))
+                                  model.group, list(fine), None if fine8 is None else fine8.copy(),
+                                  model.key_digits))
         model.on_attention = hook
         try:
             model.generate(prompt, max_tokens=tokens, stop=set())
@@ -86,7 +88,10 @@ def programs(steps, batch=2, config=STEP_CONFIG):
                 groups.append(Group(s.length, tuple(s.score[h] for h in heads), tuple(s.norm[h] for h in heads),
                                     tuple(s.fine[h] for h in heads) if s.fine else ()))
                 data.append((s.q8[list(heads)], s.K8[kv], s.V8[kv]))
-        lay = GroupedLayout(config, tuple(groups), config.d, min(64, config.sm_max_len))
+        key_digits = {s.key_digits for s in part}
+        if len(key_digits) != 1:
+            raise ValueError("a program's steps hold their keys alike (key_digits)")
+        lay = GroupedLayout(config, tuple(groups), config.d, min(64, config.sm_max_len), key_digits.pop())
         out.append((grouped_program(lay), grouped_ext_image(lay, data), lay, part))
     return out
 

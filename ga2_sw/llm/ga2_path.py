@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from ..numerics import SCORE_UNIT, mantissa_shift
+from ..numerics import SCORE_UNIT, WIDE_KEY_MAX, mantissa_shift
 from . import vector_numerics as V
 from .float_model import FloatModel
 from .scores import PROMPTS
@@ -139,10 +139,11 @@ class Ga2Model(FloatModel):
     scale per head). ``fine_output``: read each attention output twice on the chip (a coarse and a fine NRM,
     ``read_outputs``) rather than once at the coarse scale. ``digits``: 2 gives the projections a 15-bit input as
     two int8 digit rows and sends all three projections' int32 sums to the host; 1 gives them the int8 input and
-    requantises v on the chip (RQ)."""
+    requantises v on the chip (RQ). ``key_digits``: 2 holds the key cache as wide keys (15 bits as two int8
+    digits, docs/LONG_CONTEXT.md) at 1/128 of the int8 scale, so the same calibrated peak."""
 
     def __init__(self, model, calibration, weight_scales="per-row", key_scales="per-head", chunk=CHUNK,
-                 smoothing=SMOOTHING, fine_output=True, digits=2):
+                 smoothing=SMOOTHING, fine_output=True, digits=2, key_digits=1):
         super().__init__(model)
         if weight_scales not in WEIGHT_SCALES:
             raise ValueError(f"weight_scales must be one of {', '.join(WEIGHT_SCALES)}, not {weight_scales!r}")
@@ -151,10 +152,14 @@ class Ga2Model(FloatModel):
         self.cal, self.weight_scales, self.key_scales, self.chunk = calibration, weight_scales, key_scales, chunk
         if digits not in (1, 2):
             raise ValueError(f"digits must be 1 or 2, not {digits!r}")
-        self.smoothing, self.fine_output, self.digits = smoothing, fine_output, digits
+        if key_digits not in (1, 2):
+            raise ValueError(f"key_digits must be 1 or 2, not {key_digits!r}")
+        self.smoothing, self.fine_output, self.digits, self.key_digits = smoothing, fine_output, digits, key_digits
         c = self.c
         k = calibration.k_cache
         self.k_scale = k if key_scales == "per-channel" else np.broadcast_to(k.max(axis=-1, keepdims=True), k.shape)
+        self.k_limit = 127 if key_digits == 1 else WIDE_KEY_MAX
+        self.k_scale = self.k_scale * (127 / self.k_limit)         # the calibrated peak at the keys' limit
         self.w8, self.w_scale, self.smooth = {}, {}, {}
         for b in range(c.blocks):
             ws = {n: self.w[f"blk.{b}.attn_{n}.weight"] for n in "qkv"}
@@ -232,14 +237,14 @@ class Ga2Model(FloatModel):
         v8 = self.values(b, x8, x_scale)
         # keys at the cache's per-channel scales; each channel's scale folded into the queries that meet it, so
         # that q.k = q_scale * (q8 . k8) with one score multiplier per head
-        k8 = V.quantize(k, self.k_scale[b])
+        k8 = V.quantize(k, self.k_scale[b], self.k_limit)
         shared = np.arange(c.heads) // self.group                     # the key/value head of each query head
         q = q * self.k_scale[b][shared]
         q_scale = _scale(np.abs(q).max(axis=1))                      # per head and token
         q8 = V.quantize(q, q_scale[:, None])
         low = -127 if self.digits == 2 else -128                      # quantize's limit, requant's
         self.at_limit["v_proj"] += int(np.sum((v8 == 127) | (v8 == low)))
-        self.at_limit["k_cache"] += int(np.sum(np.abs(k8) == 127))
+        self.at_limit["k_cache"] += int(np.sum(np.abs(k8) == self.k_limit))
         keys, vals = cache
         keys.append(k8)
         vals.append(v8)
@@ -261,7 +266,8 @@ class Ga2Model(FloatModel):
             self.on_attention(b, pos, q8, K_kv, V_kv, score, norm, out8, fine, fine8)
         if self.chip is not None:
             from .chip_steps import Step
-            out8, fine8 = self.chip(Step(0, b, pos, q8, K_kv, V_kv, score, norm, out8, self.group, fine, fine8))
+            out8, fine8 = self.chip(Step(0, b, pos, q8, K_kv, V_kv, score, norm, out8, self.group, fine, fine8,
+                                         self.key_digits))
         if fine8 is None:
             return (out8 * o_scale[:, None]).astype(np.float32)
         return read_outputs(out8, fine8, o_scale, fine_scale)

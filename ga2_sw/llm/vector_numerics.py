@@ -19,11 +19,11 @@ def int_matmul(a, b):
     return np.rint(out).astype(np.int64)
 
 
-def quantize(x, scale):
+def quantize(x, scale, limit=127):
     """``numerics.quantize`` element by element: round(x / scale) half away from zero, saturated to -127..127
-    (``scale`` broadcasts, for example one per row)."""
+    (``scale`` broadcasts, for example one per row); ``limit=WIDE_KEY_MAX`` is ``numerics.quantize_wide_key``."""
     y = np.asarray(x, dtype=np.float64) / scale
-    return np.clip(np.sign(y) * np.floor(np.abs(y) + 0.5), -127, 127).astype(np.int64)
+    return np.clip(np.sign(y) * np.floor(np.abs(y) + 0.5), -limit, limit).astype(np.int64)
 
 
 def _round_shift(a, m, s):
@@ -50,7 +50,8 @@ def online_partials(q8, K8, V8, score_m, score_s, chunk):
     """Several heads' chunked online softmax (docs/LONG_CONTEXT.md), exactly as ``numerics.online_softmax_step``,
     ``weight_digits`` and ``rescale_add`` compute it one head at a time: ``q8`` (H, d) int8 queries, ``K8`` and
     ``V8`` (H, L, d) int8 keys and values (grouped-query heads pass the shared head's rows once per query head),
-    ``score_m``/``score_s`` (H,) each head's score scaling. Returns the running int32 outputs (H, d) and the
+    ``score_m``/``score_s`` (H,) each head's score scaling. Wide keys (15 bits, ``numerics.WIDE_KEY_MAX``) are
+    multiplied whole: the chip's two digit products, added by RSA, are the same integers. Returns the running int32 outputs (H, d) and the
     running sums (H,) after the last chunk: what ``normalise`` divides."""
     H, L = K8.shape[0], K8.shape[1]
     if L > (1 << 12):
