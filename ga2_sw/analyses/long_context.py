@@ -5,7 +5,7 @@ This is the arithmetic the chip's long-context programs are to compute, chunk by
 K (an int32 matrix product), scaled to 1/64 logits in 16 bits, the online softmax's 12-bit weights, int32 partial
 outputs from their two int8 digits times int8 values, rescaled as the maximum grows, one division at the end. The products
 are exact integers (numpy int64); everything else is ``ga2_sw.numerics``. ``ga2 accuracy --online`` reports it.
-With ``key_digits = 2`` the keys are wide (15 bits as two int8 digits, ``numerics.key_digits``): one score product
+With ``key_digits = 2`` the keys are wide (15 bits as two int8 digits, ``numerics.wide_key_digits``): one score product
 per digit plane, added as RSA adds them (``rescale_add`` with alpha 0)."""
 
 import math

@@ -113,7 +113,8 @@ def register(sub):
     p.add_argument("--online", action="store_true",
                    help="the long-context numerics instead (docs/LONG_CONTEXT.md): one head of dimension --d over "
                         "each length, chunks of --sm-max-len tokens through the online softmax, random and peaked "
-                        "workloads; computed by ga2_sw.numerics in Python, not yet by the chip")
+                        "workloads; computed by ga2_sw.numerics in Python, the integers the chip's programs compute "
+                        "(docs/LONG_CONTEXT.md)")
     p.add_argument("--budget", action="store_true",
                    help="with --online: also where the error comes from, float attention with one approximation "
                         "at a time (int8 q, K, V; wide keys; score resolution; weight bits)")
