@@ -9,8 +9,7 @@ __all__ = ["quantize", "scale_for", "mantissa_shift", "requant", "EXP_TABLE", "s
            "s8", "s32", "u32", "sat8", "Q16_ONE", "MAX_SHIFT", "M_BITS", "SCORE_UNIT", "SCORE_MIN", "SCORE_MAX",
            "EXP64_TABLE", "EXP_DISTANCES", "WEIGHT_BITS", "WEIGHT_MAX", "DIGIT_BITS", "ONLINE_MAX_CTX", "ONLINE_START",
            "exp64", "scale_score", "online_softmax_step", "weight_digits", "rescale_add", "normalise", "NRM_MAX_SHIFT",
-           "ALPHA_BITS", "smc_words", "rsa_word", "nrm_word", "WIDE_KEY_MAX", "wide_key_scale_for",
-           "quantize_wide_key", "wide_key_digits"]
+           "ALPHA_BITS", "smc_words", "rsa_word", "nrm_word", "KEY_DIGITS", "WIDE_KEY_MAX", "wide_key_digits"]
 
 Q16_ONE = 1 << 16
 MAX_SHIFT = 47          # the requantiser's product is 48 bits wide
@@ -40,15 +39,17 @@ def _round_half_away(x):
     return int(math.floor(abs(x) + 0.5)) * (1 if x >= 0 else -1)
 
 
-def quantize(x, scale):
-    """Float to int8 with a symmetric scale: round(x / scale), saturated to -127..127."""
-    return max(-127, min(127, _round_half_away(x / scale)))
+def quantize(x, scale, limit=127):
+    """Float to int8 with a symmetric scale: round(x / scale), saturated to -127..127 (to -limit..limit: wide
+    keys take ``limit=WIDE_KEY_MAX``)."""
+    return max(-limit, min(limit, _round_half_away(x / scale)))
 
 
-def scale_for(values):
-    """Symmetric int8 scale of a set of floats: max |v| / 127 (1.0 for an all-zero set)."""
+def scale_for(values, limit=127):
+    """Symmetric int8 scale of a set of floats: max |v| / 127 (1.0 for an all-zero set); max |v| / limit for
+    integers up to ``limit`` (wide keys: ``WIDE_KEY_MAX``)."""
     peak = max((abs(v) for v in values), default=0.0)
-    return peak / 127 if peak > 0 else 1.0
+    return peak / limit if peak > 0 else 1.0
 
 
 def mantissa_shift(r):
@@ -160,18 +161,9 @@ def weight_digits(weights):
 # lo in -64..63, so 15-bit keys, -16256..16256. The chip multiplies each digit plane by the queries (two score
 # MMs) and RSA, with alpha 0, adds them as ``128 * hi + lo``: the scores are exact int32 products q.k
 # (|q.k| <= 127 * 16256 * 64 < 2**27, well inside the SMC multiplier's 32 bits).
+# Keys are quantised with ``quantize``/``scale_for`` at ``limit=WIDE_KEY_MAX``.
+KEY_DIGITS = (1, 2)         # int8 digits per key: int8 keys, or wide keys
 WIDE_KEY_MAX = 127 << DIGIT_BITS
-
-
-def wide_key_scale_for(values):
-    """The symmetric scale of a set of floats as wide keys: max |v| / WIDE_KEY_MAX (1.0 for an all-zero set)."""
-    peak = max((abs(v) for v in values), default=0.0)
-    return peak / WIDE_KEY_MAX if peak > 0 else 1.0
-
-
-def quantize_wide_key(x, scale):
-    """Float to a wide key: round(x / scale), half away from zero, saturated to -WIDE_KEY_MAX..WIDE_KEY_MAX."""
-    return max(-WIDE_KEY_MAX, min(WIDE_KEY_MAX, _round_half_away(x / scale)))
 
 
 def wide_key_digits(k):

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from . import isa
 from .banking import spread_stride
-from .numerics import ONLINE_START, u32, wide_key_digits
+from .numerics import KEY_DIGITS, ONLINE_START, u32, wide_key_digits
 
 __all__ = ["Group", "GroupedLayout", "grouped_program", "grouped_ext_image", "grouped_outputs"]
 
@@ -58,7 +58,7 @@ class GroupedLayout:
 
     def __post_init__(self):
         c = self.config
-        if self.key_digits not in (1, 2):
+        if self.key_digits not in KEY_DIGITS:
             raise ValueError(f"keys have 1 or 2 int8 digits, not {self.key_digits}")
         if ONLINE_START[1] != 0:
             raise AssertionError("wide keys' RSA reads its alpha of 0 from the state's starting sum")

@@ -156,8 +156,8 @@ def test_wide_key_digits_cover_the_range():
         with pytest.raises(ValueError):
             N.wide_key_digits(k)
     assert N.WIDE_KEY_MAX == 127 * 128
-    assert N.quantize_wide_key(1e9, 1.0) == N.WIDE_KEY_MAX and N.quantize_wide_key(-2.5, 1.0) == -3
-    assert N.wide_key_scale_for([0.5, -2.0]) == 2.0 / N.WIDE_KEY_MAX
+    assert N.quantize(1e9, 1.0, N.WIDE_KEY_MAX) == N.WIDE_KEY_MAX and N.quantize(-2.5, 1.0, N.WIDE_KEY_MAX) == -3
+    assert N.scale_for([0.5, -2.0], N.WIDE_KEY_MAX) == 2.0 / N.WIDE_KEY_MAX
 
 
 def test_wide_keys_cut_a_peaked_heads_error():

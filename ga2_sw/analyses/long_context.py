@@ -12,15 +12,14 @@ import math
 
 import numpy as np
 
-from ..numerics import (ONLINE_START, SCORE_UNIT, mantissa_shift, normalise, online_softmax_step, quantize,
-                        quantize_wide_key, rescale_add, scale_for, scale_score, weight_digits, wide_key_digits,
-                        wide_key_scale_for)
+from ..numerics import (KEY_DIGITS, ONLINE_START, SCORE_UNIT, WIDE_KEY_MAX, mantissa_shift, normalise,
+                        online_softmax_step, quantize, rescale_add, scale_for, scale_score, weight_digits,
+                        wide_key_digits)
 
 __all__ = ["WORKLOADS", "head_workload", "float_attention", "integer_attention", "online_accuracy", "error_budget",
-           "BUDGET_VARIANTS", "DEFAULT_CHUNK", "KEY_DIGITS"]
+           "BUDGET_VARIANTS", "DEFAULT_CHUNK"]
 
 DEFAULT_CHUNK = 64          # tokens per chunk: the softmax unit's default sm_max_len
-KEY_DIGITS = (1, 2)         # int8 keys, or wide keys as two int8 digits
 
 # The float workloads: "random" draws q, K, V from N(0, 1), so the logits q.k / sqrt(d) are about N(0, 1);
 # "peaked" scales q by 4, so the logits spread over tens of units (N(0, 16)) and a few tokens dominate.
@@ -46,24 +45,22 @@ def float_attention(q, K, V):
     return (p / p.sum()) @ V
 
 
-def _quantised(x, scale, to=quantize):
-    return np.array([to(float(v), scale) for v in np.ravel(x)], dtype=np.int64).reshape(np.shape(x))
+def _quantised(x, scale, limit=127):
+    return np.array([quantize(float(v), scale, limit) for v in np.ravel(x)], dtype=np.int64).reshape(np.shape(x))
 
 
 def quantised_keys(K, key_digits=1):
-    """The keys as the chip holds them, with their scale: int8 (``scale_for``) or wide (``wide_key_scale_for``)."""
+    """The keys as the chip holds them, with their scale: int8, or wide (``scale_for`` at ``WIDE_KEY_MAX``)."""
     if key_digits not in KEY_DIGITS:
         raise ValueError(f"keys have 1 or 2 int8 digits, not {key_digits}")
-    if key_digits == 1:
-        sk = scale_for(list(np.ravel(K)))
-        return _quantised(K, sk), sk
-    sk = wide_key_scale_for(list(np.ravel(K)))
-    return _quantised(K, sk, quantize_wide_key), sk
+    limit = 127 if key_digits == 1 else WIDE_KEY_MAX
+    sk = scale_for(list(np.ravel(K)), limit)
+    return _quantised(K, sk, limit), sk
 
 
 def integer_attention(q, K, V, out_scale, chunk=DEFAULT_CHUNK, key_digits=1):
     """The int8 output of one head over ``len(K)`` tokens, ``chunk`` at a time, and what it needed: returns
-    (out8, details). Scales are per tensor (``scale_for``: max |v| / 127; wide keys ``wide_key_scale_for``);
+    (out8, details). Scales are per tensor (``scale_for``: max |v| / 127, wide keys max |k| / WIDE_KEY_MAX);
     ``out_scale`` is the output's."""
     d = len(q)
     sq, sv = scale_for(list(q)), scale_for(list(np.ravel(V)))

@@ -9,7 +9,7 @@ from ..analyses.common import json_option, progress_bar, table, write_json
 from ..check import check_batching, ragged_lengths, DEFAULT_LENGTHS, DEFAULT_SEEDS
 from ..cli import add_config_arguments, config_from_args
 from ..config import Config
-from ..numerics import ONLINE_MAX_CTX
+from ..numerics import KEY_DIGITS, ONLINE_MAX_CTX
 from ..layout import Layout
 from ..options import SEED, Float, Int, IntList, Names, Parsed
 
@@ -118,7 +118,7 @@ def register(sub):
     p.add_argument("--budget", action="store_true",
                    help="with --online: also where the error comes from, float attention with one approximation "
                         "at a time (int8 q, K, V; wide keys; score resolution; weight bits)")
-    p.add_argument("--key-digits", metavar="N", type=Int(1, 2), default=1,
+    p.add_argument("--key-digits", metavar="N", type=Int(min(KEY_DIGITS), max(KEY_DIGITS)), default=1,
                    help="with --online: int8 digits per key, 1..2 (default 1; 2 is wide keys, 15 bits: "
                         "docs/LONG_CONTEXT.md)")
     p.add_argument("--json", metavar="FILE", type=json_option(), help="write the results as JSON")

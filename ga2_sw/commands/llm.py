@@ -11,6 +11,7 @@ import time
 
 from ..analyses.common import json_option, plot_option, progress_bar, write_json
 from ..llm.ga2_path import KEY_SCALES, SMOOTHING, WEIGHT_SCALES
+from ..numerics import KEY_DIGITS
 from ..options import InputFile, Int, IntList, Text, ToolMissing
 
 CLOCK_MHZ = 100     # the tokens/s column's default clock: the project's clock target
@@ -405,7 +406,7 @@ def register(sub):
     e.add_argument("--input-digits", type=int, choices=(1, 2), default=2,
                    help="the projections' input: 2 int8 digits of a 15-bit integer, all three projections' sums "
                         "to the host (default), or 1: int8, v requantised on the chip (docs/LLM.md)")
-    e.add_argument("--key-digits", type=int, choices=(1, 2), default=1,
+    e.add_argument("--key-digits", type=int, choices=KEY_DIGITS, default=1,
                    help="the key cache: 1 int8 digit (default) or 2, wide keys of 15 bits (docs/LONG_CONTEXT.md)")
     e.add_argument("--json", metavar="FILE", type=json_option(),
                    help="write the summary, each token's log-likelihoods and the generations as JSON")
@@ -435,7 +436,7 @@ def register(sub):
     y.add_argument("--clock-mhz", type=Int(1, 1000), default=CLOCK_MHZ,
                    help="the clock for the tokens/s column, 1..1000 MHz (default %(default)s: the clock target; "
                         "docs/LLM.md has the measured Fmax of the online unit's chip)")
-    y.add_argument("--key-digits", metavar="N", type=Int(1, 2), default=1,
+    y.add_argument("--key-digits", metavar="N", type=Int(min(KEY_DIGITS), max(KEY_DIGITS)), default=1,
                    help="int8 digits per key, 1..2 (default 1; 2 is wide keys, two digit planes of the K cache: "
                         "docs/LONG_CONTEXT.md)")
     y.set_defaults(func=_cycles, check=_check_cycles)

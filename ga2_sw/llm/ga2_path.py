@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from ..numerics import SCORE_UNIT, WIDE_KEY_MAX, mantissa_shift
+from ..numerics import KEY_DIGITS, SCORE_UNIT, WIDE_KEY_MAX, mantissa_shift
 from . import vector_numerics as V
 from .float_model import FloatModel
 from .scores import PROMPTS
@@ -152,7 +152,7 @@ class Ga2Model(FloatModel):
         self.cal, self.weight_scales, self.key_scales, self.chunk = calibration, weight_scales, key_scales, chunk
         if digits not in (1, 2):
             raise ValueError(f"digits must be 1 or 2, not {digits!r}")
-        if key_digits not in (1, 2):
+        if key_digits not in KEY_DIGITS:
             raise ValueError(f"key_digits must be 1 or 2, not {key_digits!r}")
         self.smoothing, self.fine_output, self.digits, self.key_digits = smoothing, fine_output, digits, key_digits
         c = self.c

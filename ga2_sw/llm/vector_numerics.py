@@ -21,7 +21,7 @@ def int_matmul(a, b):
 
 def quantize(x, scale, limit=127):
     """``numerics.quantize`` element by element: round(x / scale) half away from zero, saturated to -127..127
-    (``scale`` broadcasts, for example one per row); ``limit=WIDE_KEY_MAX`` is ``numerics.quantize_wide_key``."""
+    (``scale`` broadcasts, for example one per row); ``limit`` as ``numerics.quantize``'s (wide keys)."""
     y = np.asarray(x, dtype=np.float64) / scale
     return np.clip(np.sign(y) * np.floor(np.abs(y) + 0.5), -limit, limit).astype(np.int64)
 
@@ -51,8 +51,8 @@ def online_partials(q8, K8, V8, score_m, score_s, chunk):
     ``weight_digits`` and ``rescale_add`` compute it one head at a time: ``q8`` (H, d) int8 queries, ``K8`` and
     ``V8`` (H, L, d) int8 keys and values (grouped-query heads pass the shared head's rows once per query head),
     ``score_m``/``score_s`` (H,) each head's score scaling. Wide keys (15 bits, ``numerics.WIDE_KEY_MAX``) are
-    multiplied whole: the chip's two digit products, added by RSA, are the same integers. Returns the running int32 outputs (H, d) and the
-    running sums (H,) after the last chunk: what ``normalise`` divides."""
+    multiplied whole: the chip's two digit products, added by RSA, are the same integers. Returns the running
+    int32 outputs (H, d) and the running sums (H,) after the last chunk: what ``normalise`` divides."""
     H, L = K8.shape[0], K8.shape[1]
     if L > (1 << 12):
         raise ValueError("online_partials covers contexts to 4,096 (numerics.ONLINE_MAX_CTX)")
