@@ -9,7 +9,8 @@ __all__ = ["quantize", "scale_for", "mantissa_shift", "requant", "EXP_TABLE", "s
            "s8", "s32", "u32", "sat8", "Q16_ONE", "MAX_SHIFT", "M_BITS", "SCORE_UNIT", "SCORE_MIN", "SCORE_MAX",
            "EXP64_TABLE", "EXP_DISTANCES", "WEIGHT_BITS", "WEIGHT_MAX", "DIGIT_BITS", "ONLINE_MAX_CTX", "ONLINE_START",
            "exp64", "scale_score", "online_softmax_step", "weight_digits", "rescale_add", "normalise", "NRM_MAX_SHIFT",
-           "ALPHA_BITS", "smc_words", "rsa_word", "nrm_word", "KEY_DIGITS", "WIDE_KEY_MAX", "wide_key_digits"]
+           "ALPHA_BITS", "smc_words", "rsa_word", "nrm_word", "KEY_DIGITS", "KEY_LIMIT", "WIDE_KEY_MAX",
+           "wide_key_digits"]
 
 Q16_ONE = 1 << 16
 MAX_SHIFT = 47          # the requantiser's product is 48 bits wide
@@ -161,9 +162,11 @@ def weight_digits(weights):
 # lo in -64..63, so 15-bit keys, -16256..16256. The chip multiplies each digit plane by the queries (two score
 # MMs) and RSA, with alpha 0, adds them as ``128 * hi + lo``: the scores are exact int32 products q.k
 # (|q.k| <= 127 * 16256 * 64 < 2**27, well inside the SMC multiplier's 32 bits).
-# Keys are quantised with ``quantize``/``scale_for`` at ``limit=WIDE_KEY_MAX``.
-KEY_DIGITS = (1, 2)         # int8 digits per key: int8 keys, or wide keys
 WIDE_KEY_MAX = 127 << DIGIT_BITS
+# The largest key of each choice of int8 digits per key: int8 keys, or wide keys (quantised with ``quantize`` and
+# ``scale_for`` at that limit).
+KEY_LIMIT = {1: 127, 2: WIDE_KEY_MAX}
+KEY_DIGITS = tuple(KEY_LIMIT)
 
 
 def wide_key_digits(k):

@@ -20,7 +20,7 @@ from ga2_sw.cycles import cycle_counts, online_requests
 from ga2_sw.isa import Err, Op
 from ga2_sw.llm.vector_numerics import online_attention
 from ga2_sw.machine import Machine
-from ga2_sw.numerics import WIDE_KEY_MAX, mantissa_shift, nrm_word, rsa_word, smc_words
+from ga2_sw.numerics import KEY_LIMIT, WIDE_KEY_MAX, mantissa_shift, nrm_word, rsa_word, smc_words
 from ga2_sw.online_program import Group, GroupedLayout, grouped_ext_image, grouped_outputs, grouped_program
 from sim.backends import get_backend
 from sim.compare import compare_results
@@ -102,15 +102,14 @@ def head(L, d, seed, peaked=False, key_digits=1):
     """Random int8 q and V and keys of ``key_digits`` int8 digits (wide keys: -WIDE_KEY_MAX..WIDE_KEY_MAX)."""
     rng = np.random.default_rng(seed)
     q8 = rng.integers(-127, 128, d) if not peaked else rng.choice([-127, 127], d)
-    k_max = 127 if key_digits == 1 else WIDE_KEY_MAX
+    k_max = KEY_LIMIT[key_digits]
     return q8, rng.integers(-k_max, k_max + 1, (L, d)), rng.integers(-127, 128, (L, d))
 
 
 def run_head(config, L, d, chunk, seed, sim="model", peaked=False, key_digits=1):
     """One head's attention as a program (a group of one query head): (layout, program, image, expected)."""
     q8, K8, V8 = head(L, d, seed, peaked, key_digits)
-    k_max = 127 if key_digits == 1 else WIDE_KEY_MAX
-    score = mantissa_shift(64 * 40 / (127 * k_max * math.sqrt(d)))     # logits over tens of units
+    score = mantissa_shift(64 * 40 / (127 * KEY_LIMIT[key_digits] * math.sqrt(d)))     # logits over tens of units
     out = mantissa_shift(1.0)
     lay = GroupedLayout(config, (Group(L, (score,), (out,)),), d, chunk, key_digits)
     prog = grouped_program(lay)
@@ -163,9 +162,9 @@ def test_wide_keys_refused_outside_their_range():
         GroupedLayout(ONLINE, (Group(4, ((1, 0),), ((1, 0),)),), 4, 4, key_digits=3)
     config = ONLINE.replace(mode="decoupled")
     lay = GroupedLayout(config, (Group(4, ((1, 0),), ((1, 0),)),), 4, 4, key_digits=2)
+    zeros = np.zeros((4, 4), dtype=int)
     with pytest.raises(ValueError, match="wide key"):
-        grouped_ext_image(lay, [(np.zeros((1, 4), dtype=int), np.full((4, 4), WIDE_KEY_MAX + 1), np.zeros((4, 4),
-                                                                                                      dtype=int))])
+        grouped_ext_image(lay, [(zeros[:1], np.full((4, 4), WIDE_KEY_MAX + 1), zeros)])
 
 
 def test_a_long_context_step_is_bound_by_its_cache():

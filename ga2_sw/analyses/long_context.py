@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..numerics import (KEY_DIGITS, ONLINE_START, SCORE_UNIT, WIDE_KEY_MAX, mantissa_shift, normalise,
+from ..numerics import (KEY_DIGITS, KEY_LIMIT, ONLINE_START, SCORE_UNIT, mantissa_shift, normalise,
                         online_softmax_step, quantize, rescale_add, scale_for, scale_score, weight_digits,
                         wide_key_digits)
 
@@ -53,7 +53,7 @@ def quantised_keys(K, key_digits=1):
     """The keys as the chip holds them, with their scale: int8, or wide (``scale_for`` at ``WIDE_KEY_MAX``)."""
     if key_digits not in KEY_DIGITS:
         raise ValueError(f"keys have 1 or 2 int8 digits, not {key_digits}")
-    limit = 127 if key_digits == 1 else WIDE_KEY_MAX
+    limit = KEY_LIMIT[key_digits]
     sk = scale_for(list(np.ravel(K)), limit)
     return _quantised(K, sk, limit), sk
 

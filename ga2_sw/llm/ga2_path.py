@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from ..numerics import KEY_DIGITS, SCORE_UNIT, WIDE_KEY_MAX, mantissa_shift
+from ..numerics import KEY_DIGITS, KEY_LIMIT, SCORE_UNIT, mantissa_shift
 from . import vector_numerics as V
 from .float_model import FloatModel
 from .scores import PROMPTS
@@ -158,7 +158,7 @@ class Ga2Model(FloatModel):
         c = self.c
         k = calibration.k_cache
         self.k_scale = k if key_scales == "per-channel" else np.broadcast_to(k.max(axis=-1, keepdims=True), k.shape)
-        self.k_limit = 127 if key_digits == 1 else WIDE_KEY_MAX
+        self.k_limit = KEY_LIMIT[key_digits]
         self.k_scale = self.k_scale * (127 / self.k_limit)         # the calibrated peak at the keys' limit
         self.w8, self.w_scale, self.smooth = {}, {}, {}
         for b in range(c.blocks):
