@@ -14,11 +14,15 @@ instructions: no new opcode.
   against keys ``0 .. t_last`` (``cols`` keys per MM), then, row by row, the chapter's softmax path over the
   row's own ``t + 1`` keys: RQ to 1/16-logit int8 scores, SM to Q16 probabilities (both in place), RQ to 7-bit
   weights. That each row stops at its own length IS the causal mask: the weights past it are never written.
-  The weight rows start at zero (an ``RQ`` with ``m = 0`` is the chip's memset: it writes 0 whatever it
-  reads) and a weight buffer's rows only ever grow, so the ``P V`` products of a block (``K = t_last + 1``)
-  see zeros where a row's future keys would be.
+  The ``P V`` products of a block (``K = t_last + 1``) see zeros where a row's future keys would be: an
+  ``RQ`` with ``m = 0`` (the chip's memset: it writes 0 whatever it reads) zeroes those words of each row
+  (with a buffer per block) or each buffer once (with two alternating, whose rows only ever grow).
 * **Outputs and caches.** Each block's output rows are requantised to int8 and stored; after the loop, the
   int8 K and V caches are stored for the decode steps that follow.
+* **The decoupled order.** A block's scores and softmax rows need only Q and K, so with a buffer per query
+  block (``PrefillLayout.buffers``) the program puts them between the V projection's tiles: the vector lane
+  works through the softmax rows while the matrix lane computes V, and the ``P V`` products follow V. Packed
+  projections are requantised a block of rows per RQ, so an MM waits only for the rows it reads.
 
 The numerics are the decode step's (``ga2_sw.decode``): prefill's output at token ``t`` is exactly the decode
 step's at ``t`` (``decode.int_reference``), which the tests check, and the reference here (:func:`reference`,
@@ -58,12 +62,23 @@ class PrefillLayout:
     banks of one parity of ``a >> b``), and the A operands (X, Q, the weights) sit on even ``a >> b``, the B
     operands (the weight buffers, K, V transposed) on odd. With ``rows`` and ``cols`` at most ``Nb / 2``
     every slice of every MM then reads in one cycle (``bank_conflict_cycles`` = 0, tested); larger arrays
-    share banks anyway."""
+    share banks anyway.
+
+    ``buffers``: how many query blocks have their own weight, score and output buffers. Two (block ``b + 2``
+    reuses block ``b``'s) suffice in order, where nothing overlaps. Decoupled, every block has its own where
+    the scratchpad holds them (``buffers=None`` chooses): then a block's softmax need not wait for the P V
+    products of the block two before it, which wait for the whole V projection, and so the softmax rows
+    run on the vector lane while the matrix lane computes V (``program``)."""
     config: object
     tokens: int
+    buffers: int = None
 
     def __post_init__(self):
         c, T = self.config, self.tokens
+        if self.buffers is None:
+            object.__setattr__(self, "buffers", self._buffers_that_fit())
+        if self.buffers < 2:
+            raise PrefillError(f"A prefill layout needs at least 2 query-block buffers, not {self.buffers}")
         if not 1 <= T <= c.sm_max_len:
             raise PrefillError(f"A prefill of {T} tokens needs 1 <= tokens <= sm_max_len ({c.sm_max_len}): each "
                                f"row's softmax is one SM over its t + 1 scores")
@@ -76,6 +91,22 @@ class PrefillLayout:
             if getattr(self, name) > isa.field_range(isa.Op.MM, "lda")[1]:
                 raise PrefillError(f"A prefill row stride ({name} = {getattr(self, name)}) exceeds the MM "
                                    f"strides' 12 bits (4095): d_model, d or tokens must be smaller")
+
+    def _buffers_that_fit(self):
+        """One buffer per query block decoupled, where the scratchpad holds them; else two."""
+        blocks = len(_blocks(self.tokens, self.config.rows))
+        if self.config.decoupled and blocks > 2:
+            try:
+                if PrefillLayout(self.config, self.tokens, blocks).sp_needed <= self.config.sp_words:
+                    return blocks
+            except PrefillError:        # more than any scratchpad holds
+                pass
+        return 2
+
+    @property
+    def block_buffers(self):
+        """Every query block has its own buffers (the decoupled program's order, ``_body``)."""
+        return self.buffers >= len(_blocks(self.tokens, self.config.rows))
 
     def _stride(self, words):
         """The row stride of an operand of ``words`` words a row: packed in order; decoupled,
@@ -156,17 +187,19 @@ class PrefillLayout:
 
     def WT(self, block):                # weight buffer of a query block: rows x lwt
         first = self._at(self.VT + self.config.d * self.lvt, "A")
-        return first + (block % 2) * self.config.rows * self.lwt
+        return first + (block % self.buffers) * self.config.rows * self.lwt
 
     def S(self, block):                 # score buffer of a query block: rows x ls
-        return self.WT(1) + self.config.rows * self.lwt + (block % 2) * self.config.rows * self.ls
+        first = self.WT(self.buffers - 1) + self.config.rows * self.lwt
+        return first + (block % self.buffers) * self.config.rows * self.ls
 
     def O(self, block):                 # output buffer of a query block: rows x d, int32 then int8
-        return self.S(1) + self.config.rows * self.ls + (block % 2) * self.config.rows * self.config.d
+        first = self.S(self.buffers - 1) + self.config.rows * self.ls
+        return first + (block % self.buffers) * self.config.rows * self.config.d
 
     @property
     def sp_needed(self):
-        return self.O(1) + self.config.rows * self.config.d
+        return self.O(self.buffers - 1) + self.config.rows * self.config.d
 
     # external memory (plain rows) ----------------------------------------------------------------------
     @property
@@ -241,11 +274,14 @@ def _rows_moved(op, sp, sp_stride, ext, ext_stride, rows, length):
     return [isa.ld(dst=a, src=x, len=n) if op == "LD" else isa.st(src=a, dst=x, len=n) for a, x, n in pairs]
 
 
-def _requantised_rows(region, stride, rows, length, mn):
-    """RQs of ``rows`` rows of ``length`` words in place: one over the block when the rows are packed, else
-    one per row (requantising the pad words between rows would cost the vector lane a cycle each)."""
+def _requantised_rows(region, stride, rows, length, mn, group=None):
+    """RQs of ``rows`` rows of ``length`` words in place: when the rows are packed, one over ``group`` rows at
+    a time (default: all of them), else one per row (requantising the pad words between rows would cost the
+    vector lane a cycle each)."""
     if stride == length:
-        return [isa.rq(dst=region, src=region, len=rows * length, m=mn[0], s=mn[1])]
+        group = group or rows
+        return [isa.rq(dst=region + r * stride, src=region + r * stride, len=min(group, rows - r) * length,
+                       m=mn[0], s=mn[1]) for r in range(0, rows, group)]
     return [isa.rq(dst=region + r * stride, src=region + r * stride, len=length, m=mn[0], s=mn[1])
             for r in range(rows)]
 
@@ -254,6 +290,7 @@ def program(config, tokens, P, lay=None):
     """The prefill of ``tokens`` tokens as one program (decoupled: reordered to overlap the lanes, as a
     decode step is). ``P``: the requantisation parameters (``decode.rq_params``). PrefillError when it does
     not fit the configuration's memories."""
+    from .cycles import cycle_counts
     from .schedule import reorder
     lay = lay or PrefillLayout(config, tokens)
     for name, needed in (("sp_words", lay.sp_needed), ("ext_words", lay.ext_needed)):
@@ -265,7 +302,16 @@ def program(config, tokens, P, lay=None):
     if len(prog) > config.imem_words:
         raise PrefillError(f"Config field 'imem_words' is {config.imem_words}, but the prefill program has "
                            f"{len(prog)} instructions")
-    return reorder(prog, config) if config.decoupled else prog
+    if not config.decoupled:
+        return prog
+    # With a buffer per query block the body's order of the MMs is a plan (``_body``): the list scheduler
+    # either keeps it or reorders the matrix lane too, whichever the cycle model finds faster (keeping it
+    # wins where the banks leave room for the vector lane beside an MM's operands: 66,345 cycles against
+    # 76,567 on the 8 x 8 with 32 banks, d_model 256, 4 bytes a beat and row writes; freeing it wins where
+    # they do not: 60,657 against 62,925 on the 8 x 8 with 8 banks, d_model 64).
+    orders = [reorder(prog, config)] + ([reorder(prog, config, ordered_lanes=("matrix",))] if lay.block_buffers
+                                        else [])
+    return min(orders, key=lambda order: cycle_counts(order, config)[0].cycles)
 
 
 def _body(config, tokens, P, lay):
@@ -273,34 +319,69 @@ def _body(config, tokens, P, lay):
     c, T, R = config, tokens, config.rows
     dm, d = c.d_model, c.d
     blocks = _blocks(T, R)
-    prog = []
-    # The weight rows start at zero: an RQ with m = 0 writes 0 whatever it reads.
-    for block in range(min(2, len(blocks))):
-        prog.append(isa.rq(dst=lay.WT(block), src=lay.WT(block), len=R * lay.lwt, m=0, s=0))
-    prog += _rows_moved("LD", lay.X, lay.lx, lay.ex_x, dm, T, dm)
-    # The weights stream through two tile buffers, a tile of output channels at a time (the next loads while
-    # this one's products run); each projection is requantised to int8 in place once its last tile is done.
-    for n, c0, h, tile in lay.tiles():
-        prog += _rows_moved("LD", tile, lay.lw, lay.ex_w + (n * d + c0) * dm, dm, h, dm)
-        prog += _projection_mms(lay, n, c0, h, tile)
+    # Decoupled, an MM waits only for the rows it reads: packed rows are requantised a block at a time.
+    group = (lambda rows: rows) if c.decoupled else (lambda rows: None)
+
+    def projection(n, c0, h, tile):
+        """One weight tile: its load, its MMs and, after the projection's last tile, the projection's RQs."""
+        out = _rows_moved("LD", tile, lay.lw, lay.ex_w + (n * d + c0) * dm, dm, h, dm)
+        out += _projection_mms(lay, n, c0, h, tile)
         if c0 + h == d:
             key = ("q", "k", "v")[n]
             if n < 2:
                 acc, ld = (lay.Q, lay.lq) if n == 0 else (lay.K, lay.lk)
-                prog += _requantised_rows(acc, ld, T, d, P[key])
+                out += _requantised_rows(acc, ld, T, d, P[key], group(R))
             else:
-                prog += _requantised_rows(lay.VT, lay.lvt, d, T, P[key])
-    for block, r0, rows in blocks:
-        prog += _score_mms(lay, block, r0, rows)
+                out += _requantised_rows(lay.VT, lay.lvt, d, T, P[key], group(lay.tile_rows(2)))
+        return out
+
+    def weights(block, r0, rows):
+        """Query block ``block``'s scores, then, row by row, the softmax path to its weights."""
+        out = _score_mms(lay, block, r0, rows)
         for i in range(rows):
             n = r0 + i + 1                                  # token r0 + i attends to keys 0 .. r0 + i
             row = lay.S(block) + i * lay.ls
-            prog += [isa.rq(dst=row, src=row, len=n, m=P["scores"][0], s=P["scores"][1]),
-                     isa.sm(dst=row, src=row, len=n),
-                     isa.rq(dst=lay.WT(block) + i * lay.lwt, src=row, len=n, m=P["weights"][0], s=P["weights"][1])]
-        prog += _pv_mms(lay, block, r0, rows)
-        prog += [isa.rq(dst=lay.O(block), src=lay.O(block), len=rows * d, m=P["out"][0], s=P["out"][1]),
-                 isa.st(src=lay.O(block), dst=lay.ex_out + r0 * d, len=rows * d)]
+            if lay.block_buffers and i + 1 < rows:          # the keys past the row's token that P V reads
+                tail = lay.WT(block) + i * lay.lwt + n
+                out.append(isa.rq(dst=tail, src=tail, len=rows - 1 - i, m=0, s=0))
+            out += [isa.rq(dst=row, src=row, len=n, m=P["scores"][0], s=P["scores"][1]),
+                    isa.sm(dst=row, src=row, len=n),
+                    isa.rq(dst=lay.WT(block) + i * lay.lwt, src=row, len=n, m=P["weights"][0], s=P["weights"][1])]
+        return out
+
+    def outputs(block, r0, rows):
+        """Query block ``block``'s weights times the values, requantised and stored."""
+        return _pv_mms(lay, block, r0, rows) + [
+            isa.rq(dst=lay.O(block), src=lay.O(block), len=rows * d, m=P["out"][0], s=P["out"][1]),
+            isa.st(src=lay.O(block), dst=lay.ex_out + r0 * d, len=rows * d)]
+
+    prog = []
+    # The weight rows start at zero: an RQ with m = 0 writes 0 whatever it reads. With a buffer per block only
+    # the words P V reads past each row's own keys are (``weights``).
+    if not lay.block_buffers:
+        for block in range(min(lay.buffers, len(blocks))):
+            prog.append(isa.rq(dst=lay.WT(block), src=lay.WT(block), len=R * lay.lwt, m=0, s=0))
+    prog += _rows_moved("LD", lay.X, lay.lx, lay.ex_x, dm, T, dm)
+    # The weights stream through two tile buffers, a tile of output channels at a time (the next loads while
+    # this one's products run); each projection is requantised to int8 in place once its last tile is done.
+    q_and_k = [tile for tile in lay.tiles() if tile[0] < 2]
+    v = [tile for tile in lay.tiles() if tile[0] == 2]
+    for tile in q_and_k:
+        prog += projection(*tile)
+    if lay.block_buffers:
+        # The softmax rows need only Q and K: query block b's go before V tile b * len(blocks) / len(v), so the
+        # vector lane works through them while the matrix lane computes V; the P V products follow V.
+        for i, tile in enumerate(v):
+            for block in blocks[i * len(blocks) // len(v):(i + 1) * len(blocks) // len(v)]:
+                prog += weights(*block)
+            prog += projection(*tile)
+        for block in blocks:
+            prog += outputs(*block)
+    else:
+        for tile in v:
+            prog += projection(*tile)
+        for block in blocks:
+            prog += weights(*block) + outputs(*block)
     prog += _rows_moved("ST", lay.K, lay.lk, lay.ex_k, d, T, d)
     prog += _rows_moved("ST", lay.VT, lay.lvt, lay.ex_vt, T, d, T)
     prog.append(isa.halt())

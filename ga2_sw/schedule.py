@@ -18,19 +18,30 @@ from .isa import Op
 __all__ = ["dependences", "reorder"]
 
 
-def dependences(program):
+def dependences(program, ordered_lanes=()):
     """For each instruction, the indices of the earlier ones it must stay behind: those it ``conflicts``
-    with in either memory (``cycles.conflict(x, y, external=True)``, the ranges computed once each)."""
+    with in either memory (``cycles.conflict(x, y, external=True)``, the ranges computed once each), and on a
+    lane of ``ordered_lanes`` the lane's instruction before it."""
     ranges = [accesses(i, external=True) for i in program]
-    return [[i for i in range(j) if ranges_conflict(ranges[i], y)] for j, y in enumerate(ranges)]
+    deps = [[i for i in range(j) if ranges_conflict(ranges[i], y)] for j, y in enumerate(ranges)]
+    before = {}
+    for j, instr in enumerate(program):
+        lane = lane_of(instr.op)
+        if lane in ordered_lanes:
+            if lane in before and before[lane] not in deps[j]:
+                deps[j].append(before[lane])
+            before[lane] = j
+    return deps
 
 
-def reorder(program, config):
-    """The instructions of ``program`` (valid, ending in HALT) in an order for decoupled execution."""
+def reorder(program, config, ordered_lanes=()):
+    """The instructions of ``program`` (valid, ending in HALT) in an order for decoupled execution; the
+    instructions of each lane in ``ordered_lanes`` keep their program order (the builder's plan for that
+    lane)."""
     if not program or program[-1].op != Op.HALT or any(i.op == Op.HALT for i in program[:-1]):
         raise ValueError("reorder needs a program of valid instructions with one HALT, at its end")
     body = program[:-1]
-    deps = dependences(body)
+    deps = dependences(body, ordered_lanes)
     users = [[] for _ in body]
     for j, ds in enumerate(deps):
         for i in ds:

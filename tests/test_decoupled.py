@@ -102,6 +102,25 @@ def test_dependences_are_every_shared_word():
     assert dependences([ld, st, rq, mm, sm]) == [[], [0], [0], [0, 2], []]
 
 
+def test_ordered_lanes_keep_a_lanes_program_order():
+    """An ordered lane's instructions depend on the lane's one before them (nothing else does), so reorder
+    keeps their order: an MM that waits for a load and an independent one, which the list scheduler swaps
+    (the second can start first), stay as written when the matrix lane is ordered."""
+    ld = isa.ld(dst=0, src=100, len=8)
+    mm1 = isa.mm(dst=320, A=0, B=4, M=2, K=2, N=2)              # reads what ld writes
+    mm2 = isa.mm(dst=300, A=400, B=410, M=1, K=4, N=1)
+    rq = isa.rq(dst=500, src=320, len=4, m=1, s=0)              # needs mm1
+    prog = [ld, mm1, mm2, rq]
+    assert dependences(prog) == [[], [0], [], [1]]
+    assert dependences(prog, ordered_lanes=("matrix",)) == [[], [0], [1], [1]]
+    assert dependences(prog, ordered_lanes=("vector", "dma")) == dependences(prog)
+    free = reorder(prog + [isa.halt()], DECOUPLED)
+    kept = reorder(prog + [isa.halt()], DECOUPLED, ordered_lanes=("matrix",))
+    mms = lambda order: [i for i in order if i.op == isa.Op.MM]
+    assert mms(free) == [mm2, mm1]
+    assert mms(kept) == [mm1, mm2]
+
+
 def test_reorder_rejects_a_program_without_a_final_halt():
     with pytest.raises(ValueError, match="one HALT, at its end"):
         reorder([isa.ld(0, 0, 1)], DECOUPLED)
