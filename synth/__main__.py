@@ -10,6 +10,8 @@ from ga2_sw.config import MODES
 from ga2_sw.options import (Float, Int, IntList, Names, OutputDir, OutputFile, Parsed, Parser, atomic_write,
                             need_matplotlib, run_main)
 
+from .nextpnr import ROUTERS
+
 
 def _write(path, obj):
     if path:
@@ -65,7 +67,8 @@ def _fmax(args):
     jobs = _jobs(args) or 1
     config = config_from_args(args)
     try:
-        r = fmax_seeds(config, args.device, seeds=seeds, freq=args.freq, cache_dir=args.cache_dir, jobs=jobs)
+        r = fmax_seeds(config, args.device, seeds=seeds, freq=args.freq, cache_dir=args.cache_dir, jobs=jobs,
+                       router=args.router)
     except DoesNotFit as exc:
         print(f"ga2 {config.rows}x{config.cols}: {exc}", file=sys.stderr)
         _write(args.json, {"config": config.to_dict(), "device": args.device, "fmax_mhz": None,
@@ -132,6 +135,9 @@ def build_parser():
     p.add_argument("--jobs", type=Int(1, 1024), default=None, metavar="N",
                    help="run the seeds in a pool of N processes, 1..1024 (default 1: one after another)")
     p.add_argument("--freq", type=Float(1, 2000), default=100, help="target MHz, 1..2000 (default %(default)s)")
+    p.add_argument("--router", choices=ROUTERS, default=ROUTERS[0],
+                   help="nextpnr's router (default %(default)s, every figure of docs/SYNTH.md unless it says "
+                        "otherwise; router2 converges where router1 oscillates on a crowded netlist)")
     add_config_arguments(p)
     p.set_defaults(func=_fmax)
 

