@@ -27,6 +27,9 @@ from .numerics import KEY_DIGITS, ONLINE_START, u32, wide_key_digits
 
 __all__ = ["Group", "GroupedLayout", "grouped_program", "grouped_ext_image", "grouped_outputs"]
 
+# Wide keys' RSA reads its alpha of 0 from the word after the state's starting maximum (``ex_state + 1``).
+assert ONLINE_START[1] == 0, "the online state's starting sum is the zero word wide keys' RSA reads"
+
 
 @dataclass(frozen=True)
 class Group:
@@ -60,8 +63,6 @@ class GroupedLayout:
         c = self.config
         if self.key_digits not in KEY_DIGITS:
             raise ValueError(f"keys have 1 or 2 int8 digits, not {self.key_digits}")
-        if ONLINE_START[1] != 0:
-            raise AssertionError("wide keys' RSA reads its alpha of 0 from the state's starting sum")
         if not c.online_unit:
             raise ValueError("Grouped attention needs the online unit (Config field 'online_unit' = 1)")
         if not (1 <= self.chunk <= c.sm_max_len and 1 <= self.d <= c.sm_max_len and c.rows >= 2):
