@@ -369,8 +369,8 @@ def _body(config, tokens, P, lay):
     for tile in q_and_k:
         prog += projection(*tile)
     if lay.block_buffers:
-        # The softmax rows need only Q and K: query block b's go before V tile b * len(blocks) / len(v), so the
-        # vector lane works through them while the matrix lane computes V; the P V products follow V.
+        # The softmax rows need only Q and K: each block's go before a V tile (the blocks spread evenly over
+        # the tiles), so the vector lane works through them while the matrix lane computes V; P V follows V.
         for i, tile in enumerate(v):
             for block in blocks[i * len(blocks) // len(v):(i + 1) * len(blocks) // len(v)]:
                 prog += weights(*block)
