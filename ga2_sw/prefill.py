@@ -290,7 +290,6 @@ def program(config, tokens, P, lay=None):
     """The prefill of ``tokens`` tokens as one program (decoupled: reordered to overlap the lanes, as a
     decode step is). ``P``: the requantisation parameters (``decode.rq_params``). PrefillError when it does
     not fit the configuration's memories."""
-    from .cycles import cycle_counts
     from .schedule import reorder
     lay = lay or PrefillLayout(config, tokens)
     for name, needed in (("sp_words", lay.sp_needed), ("ext_words", lay.ext_needed)):
@@ -309,9 +308,7 @@ def program(config, tokens, P, lay=None):
     # wins where the banks leave room for the vector lane beside an MM's operands: 66,345 cycles against
     # 76,567 on the 8 x 8 with 32 banks, d_model 256, 4 bytes a beat and row writes; freeing it wins where
     # they do not: 60,657 against 62,925 on the 8 x 8 with 8 banks, d_model 64).
-    orders = [reorder(prog, config)] + ([reorder(prog, config, ordered_lanes=("matrix",))] if lay.block_buffers
-                                        else [])
-    return min(orders, key=lambda order: cycle_counts(order, config)[0].cycles)
+    return reorder(prog, config, orderings=((), ("matrix",)) if lay.block_buffers else ((),))
 
 
 def _body(config, tokens, P, lay):

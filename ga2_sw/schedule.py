@@ -9,7 +9,8 @@ itself (``cycles.DecoupledTimer``): the ready instruction that can start first g
 that could start equally early the one heading the longest chain of dependent work. A greedy schedule can
 lose to the order it started from (an MM slowed by bank conflicts put first delays a longer chain behind it:
 one crowded random program took 559 cycles reordered, 488 as written, on 8 banks), so ``reorder`` keeps
-whichever of the two the cycle model finds faster.
+whichever the cycle model finds fastest of its schedules (one for each ordering of lanes it is asked to try)
+and the program as written.
 """
 
 from .cycles import DecoupledTimer, accesses, busy_cycles, cycle_counts, lane_of, ranges_conflict
@@ -34,13 +35,23 @@ def dependences(program, ordered_lanes=()):
     return deps
 
 
-def reorder(program, config, ordered_lanes=()):
-    """The instructions of ``program`` (valid, ending in HALT) in an order for decoupled execution; the
-    instructions of each lane in ``ordered_lanes`` keep their program order (the builder's plan for that
-    lane)."""
+def reorder(program, config, orderings=((),)):
+    """The instructions of ``program`` (valid, ending in HALT) in an order for decoupled execution: one list
+    schedule for each entry of ``orderings`` (the lanes whose instructions keep their program order, the
+    builder's plan for those lanes; ``()`` leaves every lane free), and the fastest of those schedules and
+    the program as written by the cycle model (on a tie the earliest schedule, the program last)."""
     if not program or program[-1].op != Op.HALT or any(i.op == Op.HALT for i in program[:-1]):
         raise ValueError("reorder needs a program of valid instructions with one HALT, at its end")
-    body = program[:-1]
+    if not orderings:
+        raise ValueError("reorder needs at least one ordering of lanes to try")
+    candidates = [_list_schedule(program[:-1], config, ordered_lanes) + [program[-1]]
+                  for ordered_lanes in orderings] + [list(program)]
+    return min(candidates, key=lambda order: cycle_counts(order, config)[0].cycles)
+
+
+def _list_schedule(body, config, ordered_lanes):
+    """``body`` (no HALT) list-scheduled against the cycle model, each lane of ``ordered_lanes`` in program
+    order."""
     deps = dependences(body, ordered_lanes)
     users = [[] for _ in body]
     for j, ds in enumerate(deps):
@@ -65,6 +76,4 @@ def reorder(program, config, ordered_lanes=()):
             waiting[j] -= 1
             if waiting[j] == 0:
                 ready.add(j)
-    order.append(program[-1])
-    faster = cycle_counts(order, config)[0].cycles <= cycle_counts(program, config)[0].cycles
-    return order if faster else list(program)
+    return order
