@@ -1,6 +1,7 @@
 """The batched decode builder: batch invariance, the chapter's traffic and cycle anchors, other array sizes,
 the check-batching and accuracy commands, and the mutation test of the invariance check."""
 
+import json
 import time
 
 import pytest
@@ -142,6 +143,27 @@ def test_accuracy_is_a_few_lsbs(tmp_path, capsys):
     assert res["max"] < 8 and res["mean"] < 1.5
     assert main(["accuracy", "--json", str(tmp_path / "a.json"), "--lengths", "1,2"]) == 0
     assert "max LSB" in capsys.readouterr().out
+    rows = json.loads((tmp_path / "a.json").read_text())["rows"]     # issue 16's shape, as the online rows
+    assert [(r["path"], r["workload"], r["length"]) for r in rows] == [("chapter", "random", 1), ("chapter", "random", 2)]
+    assert all(0 < r["mean_lsb"] <= r["max_lsb"] < 8 for r in rows)
+    with pytest.raises(ValueError, match="max_ctx"):
+        accuracy(CFG, lengths=[CFG.max_ctx + 1])
+
+
+def test_accuracy_past_max_ctx_measures_the_long_context_numerics(tmp_path, capsys):
+    """Issue 16's `ga2 accuracy --lengths 16,256,4096`: a length past --max-ctx is not skipped; every length goes
+    through the online softmax's numerics (one row per workload and length), and --key-digits then applies."""
+    out = tmp_path / "a.json"
+    assert main(["accuracy", "--lengths", "16,40", "--seeds", "0", "--json", str(out)]) == 0
+    assert "every length is measured with the long-context numerics" in capsys.readouterr().out
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["path"], r["workload"], r["length"]) for r in rows] == [
+        ("online", "random", 16), ("online", "random", 40), ("online", "peaked", 16), ("online", "peaked", 40)]
+    assert main(["accuracy", "--lengths", "40", "--seeds", "0", "--key-digits", "2", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["key_digits"] == 2
+    # the default lengths stay the chapter's, those within --max-ctx
+    assert main(["accuracy", "--max-ctx", "4", "--seeds", "0", "--json", str(out)]) == 0
+    assert [r["length"] for r in json.loads(out.read_text())["rows"]] == [1, 2]
 
 
 def test_mutant_anchors():

@@ -45,16 +45,28 @@ def _check_batching_args(args):
         raise ValueError(f"--batches: batch sizes must be in 1..{config.rows} (config field 'rows'), not {bad[0]}")
 
 
+def _long_context(args, config):
+    """Whether ``ga2 accuracy`` measures the long-context numerics: asked for with --online, or a length given
+    past the chapter path's cache (--max-ctx), which only the online softmax reaches."""
+    return args.online or any(L > config.max_ctx for L in args.lengths or ())
+
+
+def _accuracy_lengths(args, config):
+    """The lengths given, or the default ones (those within --max-ctx on the chapter's path: 1 always is)."""
+    if args.lengths:
+        return args.lengths
+    return [L for L in DEFAULT_LENGTHS if _long_context(args, config) or L <= config.max_ctx]
+
+
 def _check_accuracy(args):
     config = config_from_args(args)
-    if args.budget and not args.online:
-        raise ValueError("--budget goes with --online (the error budget of the long-context numerics)")
-    if args.key_digits != 1 and not args.online:
-        raise ValueError("--key-digits goes with --online (wide keys are a long-context option)")
-    if args.online:
+    if _long_context(args, config):
         return                                  # a head's numerics: no layout, any length up to ONLINE_MAX_CTX
+    if args.budget:
+        raise ValueError("--budget goes with --online (the error budget of the long-context numerics)")
+    if args.key_digits != 1:
+        raise ValueError("--key-digits goes with --online (wide keys are a long-context option)")
     Layout(config)
-    _fitting_lengths(args.lengths, config)
 
 
 def _rtl_label(text):
@@ -107,11 +119,13 @@ def register(sub):
     p = sub.add_parser("accuracy", help="error of the integer decode step against float attention, in output LSBs")
     p.add_argument("--seeds", default=",".join(map(str, DEFAULT_SEEDS)), metavar="S,S", type=_SEEDS,
                    help=f"workload seeds, each in {_SEEDS.describe()} (default %(default)s)")
-    p.add_argument("--lengths", default=",".join(map(str, DEFAULT_LENGTHS)), metavar="L,L", type=_ACCURACY_LENGTHS,
-                   help="context lengths (default %(default)s; longer than --max-ctx are skipped, except with "
-                        f"--online, which takes 1..{ONLINE_MAX_CTX})")
+    p.add_argument("--lengths", metavar="L,L", type=_ACCURACY_LENGTHS,
+                   help=f"context lengths, each in 1..{ONLINE_MAX_CTX} (default {','.join(map(str, DEFAULT_LENGTHS))}, "
+                        "those within --max-ctx unless --online; a length given past --max-ctx measures every length "
+                        "with the long-context numerics, as --online does)")
     p.add_argument("--online", action="store_true",
-                   help="the long-context numerics instead (docs/LONG_CONTEXT.md): one head of dimension --d over "
+                   help="the long-context numerics instead of the chapter's decode step (implied by a length past "
+                        "--max-ctx; docs/LONG_CONTEXT.md): one head of dimension --d over "
                         "each length, chunks of --sm-max-len tokens through the online softmax, random and peaked "
                         "workloads; computed by ga2_sw.numerics in Python, the integers the chip's programs compute "
                         "(docs/LONG_CONTEXT.md)")
@@ -210,8 +224,11 @@ def accuracy(config, lengths=DEFAULT_LENGTHS, seeds=DEFAULT_SEEDS, runner=None):
     |out8 - float / scale_o|. Returns {"lengths": [{"L", "steps", "max", "mean"}], "max", "mean", ...}."""
     from ..check import machine_runner
     run = runner or machine_runner(config)
+    if any(L > config.max_ctx for L in lengths):
+        raise ValueError(f"lengths past config field 'max_ctx' ({config.max_ctx}): the chapter's decode step "
+                         f"holds at most max_ctx tokens (the long-context numerics: analyses.long_context)")
     per_length, everything = [], []
-    for L in (L for L in lengths if L <= config.max_ctx):
+    for L in lengths:
         errors = []
         for seed in seeds:
             w = dec.make_workload(config, 1, L, 7000 + 31 * 1 + 5 * L + seed)   # check_batching's B=1 workloads
@@ -232,9 +249,13 @@ def accuracy(config, lengths=DEFAULT_LENGTHS, seeds=DEFAULT_SEEDS, runner=None):
 
 def _online_accuracy(args, config):
     from ..analyses.long_context import online_accuracy
-    rows = online_accuracy(args.lengths, d=config.d, seeds=args.seeds, chunk=config.sm_max_len,
+    lengths = _accuracy_lengths(args, config)
+    rows = online_accuracy(lengths, d=config.d, seeds=args.seeds, chunk=config.sm_max_len,
                            key_digits=args.key_digits)
     keys = "int8 keys" if args.key_digits == 1 else "wide keys (15 bits, two int8 digits)"
+    if not args.online:
+        print(f"--lengths reach past --max-ctx ({config.max_ctx}), the chapter path's cache: every length is "
+              f"measured with the long-context numerics (as --online)")
     print(f"long-context numerics against float attention (docs/LONG_CONTEXT.md): one head, d = {config.d}, {keys}, "
           f"chunks of {config.sm_max_len} tokens, {len(args.seeds)} heads per row; error in output LSBs |out8 - "
           f"out_float / scale_o| and relative to the float output's RMS")
@@ -244,23 +265,23 @@ def _online_accuracy(args, config):
     budget = None
     if args.budget:
         from ..analyses.long_context import error_budget
-        budget = error_budget(args.lengths, d=config.d, seeds=args.seeds)
+        budget = error_budget(lengths, d=config.d, seeds=args.seeds)
         print("\nerror budget: float attention with these approximations only, output LSBs")
         print(table(["workload", "length", "approximations", "max LSB", "mean LSB"],
                     [(r["workload"], r["length"], r["variant"], f"{r['max_lsb']:.2f}", f"{r['mean_lsb']:.2f}")
                      for r in budget], aligns=["<", ">", "<", ">", ">"]))
     if args.json:
         write_json(args.json, {"config": config.to_dict(), "online": True, "key_digits": args.key_digits,
-                               "seeds": list(args.seeds), "rows": rows,
+                               "seeds": list(args.seeds), "rows": [{"path": "online", **r} for r in rows],
                                **({"budget": budget} if budget is not None else {})})
     return 0
 
 
 def _accuracy(args):
     config = config_from_args(args)
-    if args.online:
+    if _long_context(args, config):
         return _online_accuracy(args, config)
-    res = accuracy(config, args.lengths, args.seeds)
+    res = accuracy(config, _accuracy_lengths(args, config), args.seeds)
     print("integer decode step against float attention of the unquantised model, error in output LSBs "
           "|out8 - out_float / scale_o| (B = 1 workloads of the invariance check)")
     rows = [(r["L"], r["steps"], r["values"], round(r["max"], 2), round(r["mean"], 2)) for r in res["lengths"]]
@@ -269,7 +290,10 @@ def _accuracy(args):
     print(table(["length", "steps", "values", "max LSB", "mean LSB"], rows, aligns=[">"] * 5))
     print(f"{100 * res['within_1_lsb']:.1f}% of the values within 1 LSB")
     if args.json:
-        write_json(args.json, {"config": config.to_dict(), **res})
+        # "rows" in the long-context output's shape (one per length), beside the chapter's own keys
+        rows = [{"path": "chapter", "workload": "random", "length": r["L"], "steps": r["steps"], "values": r["values"],
+                 "max_lsb": round(r["max"], 3), "mean_lsb": round(r["mean"], 3)} for r in res["lengths"]]
+        write_json(args.json, {"config": config.to_dict(), "online": False, **res, "rows": rows})
     return 0
 
 
