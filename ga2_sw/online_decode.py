@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import isa
-from .banking import operand_stride, spread_stride
+from .banking import may_collide, operand_stride, spread_stride
 from .config import memory_words
 from .numerics import ONLINE_START, quantize, requant, s8, u32
 
@@ -36,7 +36,8 @@ CHUNK = 64          # tokens per chunk: the online unit buffers sm_max_len words
 class OnlineDecodeLayout:
     """Addresses of a long-context decode step. External memory: the weights (each matrix transposed, ``d``
     rows of ``d_model``), the state's two starting words, then per sequence its new token's hidden state
-    (``d_model``), its K and V caches (``max_ctx`` rows of ``d``, row-major) and its output (``d``)."""
+    (``d_model``), its K cache (``max_ctx`` keys of ``d`` words, ``key_stride`` apart), its V cache (``max_ctx``
+    rows of ``d``, row-major) and its output (``d``)."""
     config: object
 
     def __post_init__(self):
@@ -67,6 +68,21 @@ class OnlineDecodeLayout:
         return spread_stride(self.chunk, self.config) if self.config.decoupled else self.chunk
 
     @property
+    def key_stride(self):
+        """Words from one key to the next, in the K chunk buffers and in the external K cache: decoupled, the
+        stride from ``d`` to ``d + 2 Nb - 1`` at which the fewest pairs of a score MM's ``cols`` keys can share
+        a bank (``banking.may_collide``), the shortest of those; ``d`` in order. With d = 64 on 16 banks that
+        is 64, but on 8 banks ``v = e + e // Nb`` is 0 for e = 64, so every slice would read its keys all on one
+        bank and take ``cols`` cycles (1.39 x the step's words at 4,096 tokens): 65 puts them on four banks. The
+        words between keys are never read, nor loaded after a chunk's last key."""
+        c = self.config
+        if not c.decoupled:
+            return c.d
+        keys = min(c.cols, self.chunk)
+        return min(range(c.d, c.d + 2 * c.sp_banks),
+                   key=lambda e: (sum(may_collide(k * e, c) for k in range(1, keys)), e))
+
+    @property
     def lx(self):
         """Row stride of the new tokens and of a weight tile's rows. Decoupled, the projections' operand rows are
         placed as prefill's (``ga2_sw.prefill.PrefillLayout``): rows an odd multiple of ``2 Nb`` apart, the
@@ -89,17 +105,15 @@ class OnlineDecodeLayout:
         c = self.config
         return self.W(1) + c.cols * self.lx + n * c.rows * c.d
 
-    def KB(self, k):                # K chunk buffer k % 2
-        c = self.config
-        return self.A(3) + (k % 2) * self.chunk * c.d
+    def KB(self, k):                # K chunk buffer k % 2: chunk keys, key_stride apart
+        return self.A(3) + (k % 2) * self.chunk * self.key_stride
 
     def VB(self, k):
-        c = self.config
-        return self.A(3) + (2 + k % 2) * self.chunk * c.d
+        return self.A(3) + 2 * self.chunk * self.key_stride + (k % 2) * self.chunk * self.config.d
 
     @property
     def S(self):
-        return self.A(3) + 4 * self.chunk * self.config.d
+        return self.A(3) + 2 * self.chunk * (self.key_stride + self.config.d)
 
     @property
     def D(self):                    # weight digits: chunk high, chunk low
@@ -138,7 +152,7 @@ class OnlineDecodeLayout:
     @property
     def ex_seq_words(self):
         c = self.config
-        return c.d_model + 2 * c.max_ctx * c.d + c.d
+        return c.d_model + c.max_ctx * (self.key_stride + c.d) + c.d
 
     @property
     def ext_seqs(self):
@@ -153,7 +167,7 @@ class OnlineDecodeLayout:
         return self.ex_x(b) + self.config.d_model
 
     def ex_v(self, b):
-        return self.ex_k(b) + self.config.max_ctx * self.config.d
+        return self.ex_k(b) + self.config.max_ctx * self.key_stride
 
     def ex_out(self, b):
         return self.ex_v(b) + self.config.max_ctx * self.config.d
@@ -184,7 +198,7 @@ def program(config, seqs, ts, P):
         raise ValueError(f"Batch of {n_seq} sequences: must be 1..{c.rows} (config field 'rows')")
     if len(ts) != n_seq or any(not 1 <= t <= c.max_ctx for t in ts):
         raise ValueError(f"Token positions {list(ts)} must be one per sequence, each in 1..{c.max_ctx}")
-    lx = lay.lx
+    lx, ks = lay.lx, lay.key_stride
     prog = [isa.ld(dst=lay.X + j * lx, src=lay.ex_x(b), len=DM) for j, b in enumerate(seqs)]
     tiles = [(wi, c0) for wi in range(3) for c0 in range(0, D, C)]
     for k, (wi, c0) in enumerate(tiles):
@@ -205,9 +219,9 @@ def program(config, seqs, ts, P):
         j, b, c0, size = chunks[k]
         new_rows = []
         if c0 + size == ts[j]:              # the sequence's last chunk holds its new row: store it first
-            new_rows = [isa.st(src=lay.A(1) + j * D, dst=lay.ex_k(b) + (ts[j] - 1) * D, len=D),
+            new_rows = [isa.st(src=lay.A(1) + j * D, dst=lay.ex_k(b) + (ts[j] - 1) * ks, len=D),
                         isa.st(src=lay.A(2) + j * D, dst=lay.ex_v(b) + (ts[j] - 1) * D, len=D)]
-        return new_rows + [isa.ld(dst=lay.KB(k), src=lay.ex_k(b) + c0 * D, len=size * D),
+        return new_rows + [isa.ld(dst=lay.KB(k), src=lay.ex_k(b) + c0 * ks, len=(size - 1) * ks + D),
                            isa.ld(dst=lay.VB(k), src=lay.ex_v(b) + c0 * D, len=size * D)]
     first = loads(0)
     prog += (projected + first) if first[0].op == isa.Op.ST else (first + projected)
@@ -217,8 +231,8 @@ def program(config, seqs, ts, P):
                      isa.rq(dst=lay.PARTIAL(j), src=lay.PARTIAL(j), len=D, m=0, s=0)]
         if k + 1 < len(chunks):
             prog += loads(k + 1)
-        prog += [isa.mm(dst=lay.S + k0, A=lay.A(0) + j * D, B=lay.KB(k) + k0 * D, M=1, K=D, N=min(C, size - k0),
-                        tb=1, lda=D, ldb=D, ldc=C) for k0 in range(0, size, C)]
+        prog += [isa.mm(dst=lay.S + k0, A=lay.A(0) + j * D, B=lay.KB(k) + k0 * ks, M=1, K=D, N=min(C, size - k0),
+                        tb=1, lda=D, ldb=ks, ldc=C) for k0 in range(0, size, C)]
         ld = lay.digit_stride
         prog.append(isa.smc(dst=lay.D, src=lay.S, len=size, m=P["scores"][0], s=P["scores"][1], st=lay.STATE(j),
                             ld=ld))
@@ -266,9 +280,10 @@ def ext_image(w, P, seqs, ts):
         x8 = X8[b]
         img[lay.ex_x(b):lay.ex_x(b) + DM] = (x8[t - 1] & 0xFFFFFFFF).astype(np.uint32)
         if t > 1:
-            for key, base, n in (("k", lay.ex_k(b), 1), ("v", lay.ex_v(b), 2)):
-                rows = _project(x8[:t - 1], W8[n], P[key])
-                img[base:base + (t - 1) * D] = (rows.reshape(-1) & 0xFFFFFFFF).astype(np.uint32)
+            for key, base, n, stride in (("k", lay.ex_k(b), 1, lay.key_stride), ("v", lay.ex_v(b), 2, D)):
+                rows = _project(x8[:t - 1], W8[n], P[key]) & 0xFFFFFFFF
+                for r, row in enumerate(rows):
+                    img[base + r * stride:base + r * stride + D] = row.astype(np.uint32)
     return [int(v) for v in img]
 
 
