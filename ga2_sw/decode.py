@@ -12,7 +12,7 @@ from . import isa
 from .layout import Layout
 from .schedule import reorder
 from .packing import beats
-from .numerics import quantize, scale_for, mantissa_shift, requant, softmax_q16, s8, u32
+from .numerics import DIGIT_BITS, quantize, scale_for, mantissa_shift, requant, softmax_q16, s8, u32
 
 __all__ = ["Workload", "make_workload", "rq_params", "ext_image", "program", "outputs", "int_reference", "beats_moved",
            "float_reference", "traffic"]
@@ -56,17 +56,26 @@ def make_workload(config, nseq, L, seed):
     return Workload(config, nseq, L, seed)
 
 
-def rq_params(w):
+def rq_params(w, key_digits=1):
     """(m, s) of every requantisation of the step, from the batch's scales. On a chip with the online unit
     (``online_decode``) the scores are in 1/64 logits and NRM divides by the weights' sum, so the output's
     multiplier is ``s_v / s_o``; on the chapter's path the scores are in 1/16 logits, the Q16 probabilities
-    become 7-bit weights and the output is scaled by ``s_v / (127 s_o)``."""
+    become 7-bit weights and the output is scaled by ``s_v / (127 s_o)``. Wide keys (``key_digits = 2``, online
+    unit only): the keys are the projection's sums over ``2**s_w`` (``"k" = (1, s_w)``), the smallest power of two
+    that brings them within 128 times the int8 keys' range, and the scores' scale follows."""
     s, d = w.scales, w.config.d
     ms = mantissa_shift
     projections = {"q": ms(s["x"] * s["wq"] / s["q"]), "k": ms(s["x"] * s["wk"] / s["k"]),
                    "v": ms(s["x"] * s["wv"] / s["v"])}
+    if key_digits != 1 and not (key_digits == 2 and w.config.online_unit):
+        raise ValueError(f"key_digits {key_digits}: 1, or 2 (wide keys) on a chip with the online unit")
     if w.config.online_unit:
-        return {**projections, "scores": ms(s["q"] * s["k"] / math.sqrt(d) * 64), "out": ms(s["v"] / s["o"])}
+        s_k = s["k"]
+        if key_digits == 2:
+            unit = s["x"] * s["wk"]                       # the scale of one unit of the int32 sums
+            shift = max(0, math.ceil(math.log2(s["k"] / (2 ** DIGIT_BITS * unit))))
+            projections["k"], s_k = (1, shift), unit * 2 ** shift
+        return {**projections, "scores": ms(s["q"] * s_k / math.sqrt(d) * 64), "out": ms(s["v"] / s["o"])}
     return {**projections, "scores": ms(s["q"] * s["k"] / math.sqrt(d) * 16), "weights": ms(127 / 65536),
             "out": ms(s["v"] / (127 * s["o"]))}
 
@@ -87,13 +96,16 @@ def ext_image(w):
     return img
 
 
-def program(config, seqs, ts, P):
+def program(config, seqs, ts, P, key_digits=1):
     """One decode step for the sequences ``seqs`` (indices into the external layout) at ``ts[j]`` tokens
     each, the new one included. Batch slot j holds sequence seqs[j]. A chip with the online unit decodes
-    over caches streamed from external memory (``ga2_sw.online_decode``)."""
+    over caches streamed from external memory (``ga2_sw.online_decode``), with keys of ``key_digits`` int8
+    digits."""
     if config.online_unit:
         from .online_decode import program as online
-        return online(config, seqs, ts, P)
+        return online(config, seqs, ts, P, key_digits)
+    if key_digits != 1:
+        raise ValueError("wide keys (key_digits = 2) are a long-context step's: the chip needs the online unit")
     lay = Layout(config)
     n, DM, D, C = len(seqs), config.d_model, config.d, config.cols
     G = lay.v_block                    # V-cache columns per block (D in order)
@@ -147,11 +159,11 @@ def program(config, seqs, ts, P):
     return reorder(prog, config) if config.decoupled else prog
 
 
-def outputs(config, ext, b):
+def outputs(config, ext, b, key_digits=1):
     """Sequence b's int8 output of its latest step, read from external memory."""
     if config.online_unit:
         from .online_decode import outputs as online
-        return online(config, ext, b)
+        return online(config, ext, b, key_digits)
     base = Layout(config).ex_out(b)
     return [s8(ext[base + i]) for i in range(config.d)]
 

@@ -33,23 +33,24 @@ def _prepared(config, w, P, lengths, machine):
     return ext
 
 
-def _batch(config, name, lengths, seed, machine):
+def _batch(config, name, lengths, seed, machine, key_digits=1):
     """One decode step of sequences 0..B-1 at ``lengths``, on a workload of seed ``seed``, with the external
     memory its earlier steps left behind."""
     w = dec.make_workload(config, len(lengths), max(lengths), seed)
-    P = dec.rq_params(w)
+    P = dec.rq_params(w, key_digits)
     seqs = list(range(len(lengths)))
     if config.online_unit:          # the caches the earlier steps leave, written directly (thousands of steps)
         from .online_decode import ext_image
-        ext = ext_image(w, P, seqs, list(lengths))
+        ext = ext_image(w, P, seqs, list(lengths), key_digits)
     else:
         ext = _prepared(config, w, P, lengths, machine)
-    return TableProgram(name, len(lengths), lengths, dec.program(config, seqs, list(lengths), P), ext)
+    return TableProgram(name, len(lengths), lengths, dec.program(config, seqs, list(lengths), P, key_digits), ext)
 
 
-def decode_table_programs(config, seed=4242, batches=None, lengths=None):
+def decode_table_programs(config, seed=4242, batches=None, lengths=None, key_digits=1):
     """The decode-table programs for ``config``: B = 1..rows at token max_ctx, then the ragged batch; or, with
-    ``lengths``, one batch of sequences at those lengths (each 1..max_ctx, at most rows of them)."""
+    ``lengths``, one batch of sequences at those lengths (each 1..max_ctx, at most rows of them); keys of
+    ``key_digits`` int8 digits (2: wide keys, long-context steps only)."""
     machine = Machine(config)
     if lengths is not None:
         lengths = tuple(lengths)
@@ -58,10 +59,10 @@ def decode_table_programs(config, seed=4242, batches=None, lengths=None):
                              f"1..{config.max_ctx} (config field 'max_ctx')")
         name = f"B={len(lengths)} lengths {lengths}" if len(set(lengths)) > 1 else \
             f"B={len(lengths)} (all at token {lengths[0]})"
-        return [_batch(config, name, lengths, seed, machine)]
+        return [_batch(config, name, lengths, seed, machine, key_digits)]
     L = config.max_ctx
-    out = [_batch(config, f"B={n} (all at token {L})", (L,) * n, seed, machine)
+    out = [_batch(config, f"B={n} (all at token {L})", (L,) * n, seed, machine, key_digits)
            for n in (batches or range(1, config.rows + 1))]
     lengths = ragged_lengths(config)
-    out.append(_batch(config, f"B={len(lengths)} ragged {lengths}", lengths, seed + 101, machine))
+    out.append(_batch(config, f"B={len(lengths)} ragged {lengths}", lengths, seed + 101, machine, key_digits))
     return out

@@ -20,7 +20,7 @@ from ga2_sw.cycles import cycle_counts, online_requests
 from ga2_sw.isa import Err, Op
 from ga2_sw.llm.vector_numerics import online_attention
 from ga2_sw.machine import Machine
-from ga2_sw.numerics import KEY_LIMIT, WIDE_KEY_MAX, mantissa_shift, nrm_word, rsa_word, smc_words
+from ga2_sw.numerics import KEY_LIMIT, WIDE_KEY_MAX, mantissa_shift, nrm_word, rsa_word, s8, smc_words
 from ga2_sw.online_program import Group, GroupedLayout, grouped_ext_image, grouped_outputs, grouped_program
 from sim.backends import get_backend
 from sim.compare import compare_results
@@ -222,12 +222,13 @@ def test_random_online_instructions_on_pysim():
 
 # -- decode steps over long contexts (ga2_sw.online_decode) ------------------------------------------------------
 
-def online_step(config, lengths, seed=9):
+def online_step(config, lengths, seed=9, key_digits=1):
     from ga2_sw import decode, online_decode
     w = decode.make_workload(config, len(lengths), max(lengths), seed)
-    P = decode.rq_params(w)
+    P = decode.rq_params(w, key_digits)
     seqs = list(range(len(lengths)))
-    return w, P, decode.program(config, seqs, list(lengths), P), online_decode.ext_image(w, P, seqs, list(lengths))
+    return (w, P, decode.program(config, seqs, list(lengths), P, key_digits),
+            online_decode.ext_image(w, P, seqs, list(lengths), key_digits))
 
 
 @pytest.mark.parametrize("mode", ["inorder", "decoupled"])
@@ -243,6 +244,47 @@ def test_long_context_step_equals_the_reference(mode, lengths, d=16):
     for j, t in enumerate(lengths):
         assert online_decode.outputs(config, r.ext, j) == online_decode.int_reference(w, P, j, t), (j, t)
     assert r.counters == cycle_counts(prog, config)[0]
+
+
+@pytest.mark.parametrize("mode", ["inorder", "decoupled"])
+@pytest.mark.parametrize("lengths", [(300, 17, 100, 1), (64, 65), (1,)])
+def test_wide_key_step_equals_the_reference(mode, lengths):
+    """Wide keys (key_digits = 2): the step makes the new keys' two digits on the chip (RQ, K = 1 MMs, RSA) and
+    attends over both planes; each output equals online attention over the 15-bit keys whole, computed from the
+    projections' sums in plain Python (``128 hi + lo`` of ``online_decode.wide_key``), and differs from the int8
+    keys' output somewhere."""
+    from ga2_sw import decode, online_decode
+    config = Config(online_unit=1, mode=mode, max_ctx=300, sp_words=16384, ext_words=65536, imem_words=2048)
+    w = decode.make_workload(config, len(lengths), max(lengths), 9)
+    P = decode.rq_params(w, 2)
+    assert P["k"][0] == 1 and P["k"] != decode.rq_params(w)["k"]
+    seqs = list(range(len(lengths)))
+    prog = decode.program(config, seqs, list(lengths), P, key_digits=2)
+    r = Machine(config).run(prog, online_decode.ext_image(w, P, seqs, list(lengths), 2))
+    assert r.ok, r.error
+    assert r.counters == cycle_counts(prog, config)[0]
+    got = [online_decode.outputs(config, r.ext, j, 2) for j in seqs]
+    assert got == [online_decode.int_reference(w, P, j, t, 2) for j, t in enumerate(lengths)]
+    int8 = decode.rq_params(w)
+    assert got != [online_decode.int_reference(w, int8, j, t) for j, t in enumerate(lengths)] or lengths == (1,)
+    # the new rows' digits in the cache: 128 hi + lo is the rounded sum, each digit an int8
+    lay = online_decode.OnlineDecodeLayout(config, 2)
+    hi = [s8(v) for v in r.ext[lay.ex_k(0, 0) + (lengths[0] - 1) * lay.key_stride:][:config.d]]
+    lo = [s8(v) for v in r.ext[lay.ex_k(0, 1) + (lengths[0] - 1) * lay.key_stride:][:config.d]]
+    assert max(map(abs, lo)) <= 64 and any(hi)
+
+
+def test_wide_key_digits_of_a_sum():
+    """``wide_key``: hi the int8 requantisation of acc / 2**(s + 7), and 128 hi + lo = acc / 2**s rounded half up,
+    written here with Python's fractions."""
+    from fractions import Fraction
+    from math import floor
+    from ga2_sw.online_decode import wide_key
+    for s in (0, 1, 5, 16):
+        for acc in list(range(-3000, 3000, 7)) + [2 ** 20 + 1, -(2 ** 20) - 1, 127 << (s + 7), -128 << (s + 7)]:
+            hi, lo = wide_key(acc, s)
+            assert 128 * hi + lo == floor(Fraction(acc, 2 ** s) + Fraction(1, 2)), (acc, s)
+            assert -128 <= hi <= 127
 
 
 @pytest.mark.parametrize("lengths", [(70, 3), (64, 65, 1)])
@@ -278,11 +320,12 @@ def test_long_context_steps_on_the_simulators():
     """A ragged step on pysim and Verilator, both modes: the machine's memories and counters; with d = 3 the
     decoupled step's keys are 4 words apart (``key_stride``)."""
     from ga2_sw.online_decode import OnlineDecodeLayout
-    for mode, d in (("inorder", 4), ("decoupled", 4), ("decoupled", 3)):
-        config = Config(online_unit=1, mode=mode, rows=2, cols=2, d=d, d_model=6, max_ctx=40, sp_words=2048,
-                        ext_words=1024, imem_words=128, sp_banks=4)
+    for mode, d, key_digits in (("inorder", 4, 1), ("decoupled", 4, 1), ("decoupled", 3, 1), ("inorder", 4, 2),
+                                ("decoupled", 3, 2)):
+        config = Config(online_unit=1, mode=mode, rows=2, cols=2, d=d, d_model=6, max_ctx=40 // key_digits + 10,
+                        sp_words=2048, ext_words=1024, imem_words=128, sp_banks=4)
         assert OnlineDecodeLayout(config).key_stride == {4: 4, 3: 4}[d]
-        _, _, prog, ext = online_step(config, (23, 5))
+        _, _, prog, ext = online_step(config, (23, 5), key_digits=key_digits)
         want = Machine(config).run(prog, ext)
         for sim in ("pysim", "verilator"):
             backend = get_backend(sim)
@@ -290,6 +333,21 @@ def test_long_context_steps_on_the_simulators():
                 continue
             (got,) = backend.run_many(config, [(prog, ext)])
             assert not compare_results(want, got), (mode, sim)
+
+
+@pytest.mark.parametrize("lengths", [(1024, 1024, 1024, 1024), (1024, 17, 1000, 1)])
+def test_wide_key_step_is_bound_by_its_caches(lengths):
+    """Wide keys on the decoupled 4x4 (8 banks, d = 64, d_model = 256): the K cache's words double, and the step
+    stays within 1.05 x the words it moves (the next chunk's loads between this chunk's parts)."""
+    config = Config(online_unit=1, mode="decoupled", d=64, d_model=256, max_ctx=1024, sp_words=32768,
+                    ext_words=1 << 20, imem_words=8192)
+    _, _, prog, _ = online_step(config, lengths, key_digits=2)
+    counters, err, _ = cycle_counts(prog, config)
+    words = sum(i.len for i in prog if i.op in (Op.LD, Op.ST))
+    tensors = 4 * 256 + 3 * 256 * 64 + sum(3 * 64 * (L - 1) + 3 * 64 + 64 for L in lengths) + 3
+    assert err == Err.NONE
+    assert tensors <= words <= 1.015 * tensors, (words, tensors)     # a word in 65 of two thirds: key_stride
+    assert counters.cycles <= 1.05 * words, (counters.cycles, words)
 
 
 @pytest.mark.parametrize("banks", [8, 16])

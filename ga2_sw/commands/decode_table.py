@@ -12,6 +12,7 @@ from ..machine import Machine
 from ..config import Config
 from ..options import SEED, Int, IntList
 from ..dram import GRADES, peak_bytes_per_cycle
+from ..numerics import KEY_DIGITS
 from ..packing import beat_bytes, element_bytes, packed
 from ..workloads import decode_table_programs
 
@@ -28,14 +29,14 @@ def _chapter_key(p):
     return "ragged" if "ragged" in p.name else f"B={p.batch}"
 
 
-def decode_table(config, sim="model", seed=4242, lengths=None):
+def decode_table(config, sim="model", seed=4242, lengths=None, key_digits=1):
     """Rows of the decode table, one per program, from simulator ``sim`` (a ``sim.backends`` name); every row
     is also checked against the reference machine (memories, counters, error and pc). ``lengths``: one batch
-    of those lengths instead of the five programs."""
+    of those lengths instead of the five programs; ``key_digits`` 2: wide keys (the long-context steps)."""
     from sim.backends import get_backend
     from sim.compare import compare_results
     from sim.backends import DEFAULT_CYCLE_LIMIT
-    programs = decode_table_programs(config, seed, lengths=lengths)
+    programs = decode_table_programs(config, seed, lengths=lengths, key_digits=key_digits)
     machine = Machine(config)
     refs = [machine.run(p.program, p.ext) for p in programs]
     # Long-context steps run for millions of cycles: the limit is the reference's count with a margin.
@@ -56,7 +57,7 @@ def decode_table(config, sim="model", seed=4242, lengths=None):
                      "macs": macs, "words": words, "beats": moved, "bytes": words * element_bytes(config),
                      "bus_bytes": config.bus_bytes, "memory_bound": moved,
                      "of_memory_bound": round(moved / c.cycles, 4), "matches_reference": match,
-                     "memory": config.memory, "stall_cycles": c.stall,
+                     "memory": config.memory, "stall_cycles": c.stall, "key_digits": key_digits,
                      **({"dram_bandwidth_fraction": round(moved * beat_bytes(config) / (c.cycles * peak_bytes_per_cycle(
                          GRADES[config.memory], config.clock_mhz)), 4)} if config.memory != "ideal" else {}),
                      "chapter_cycles": CHAPTER_CYCLES.get(_chapter_key(p)) if lengths is None and config.rows == 4
@@ -194,7 +195,7 @@ def _run(args):
     by_mode, all_rows = {}, []
     for n, mode in enumerate(modes):
         cfg = config.replace(mode=mode)
-        rows, seconds = decode_table(cfg, sim, args.seed, args.lengths)
+        rows, seconds = decode_table(cfg, sim, args.seed, args.lengths, args.key_digits)
         if n:
             print()
         _print(rows, cfg, sim, seconds)
@@ -227,6 +228,9 @@ def register(sub):
     p.add_argument("--lengths", metavar="L,L,...", type=LENGTHS,
                    help="one batch of sequences at these context lengths instead of the five programs: each "
                         "1..--max-ctx, one to --rows of them")
+    p.add_argument("--key-digits", metavar="N", type=Int(min(KEY_DIGITS), max(KEY_DIGITS)), default=1,
+                   help="int8 digits per key of the long-context steps, 1..2 (default 1; 2: wide keys, the new "
+                        "keys' digits made on the chip, docs/LONG_CONTEXT.md; needs the online unit)")
     add_config_arguments(p, mode=False)
     # The memories: Config's defaults for the chapter's path; sized to the steps on a chip with the online unit
     # (table_config), unless given.
@@ -250,7 +254,8 @@ def table_config(args):
     if not config.online_unit:
         return config
     given = {name: getattr(args, f"cfg_{name}") for name in SIZED}
-    sized = sized_config(config, args.lengths or [config.max_ctx] * config.rows, sequences=config.rows)
+    sized = sized_config(config, args.lengths or [config.max_ctx] * config.rows, sequences=config.rows,
+                         key_digits=args.key_digits)
     return config.replace(**{name: given[name] if given[name] is not None else getattr(sized, name)
                              for name in SIZED})
 
@@ -261,7 +266,13 @@ def _check(args):
     from ..layout import Layout
     from ..online_decode import OnlineDecodeLayout
     config = table_config(args)
-    (OnlineDecodeLayout if config.online_unit else Layout)(config)      # the steps must fit the memories
+    if args.key_digits != 1 and not config.online_unit:
+        raise ValueError("--key-digits 2 (wide keys) needs the online unit: --online-unit 1, or --max-ctx above "
+                         "--sm-max-len")
+    if config.online_unit:                                              # the steps must fit the memories
+        OnlineDecodeLayout(config, args.key_digits)
+    else:
+        Layout(config)
     if args.lengths is not None:
         if len(args.lengths) > config.rows:
             raise ValueError(f"--lengths: at most {config.rows} lengths (config field 'rows', one sequence per "
