@@ -8,10 +8,12 @@ One step for ``B`` sequences at their own lengths: the B new tokens' hidden stat
 matrices stream through two tile buffers (``cols`` output channels a tile, each weight loaded once for the
 batch), the projections are requantised to int8 (RQ), each sequence's new K and V rows are stored at the end
 of its caches, then each sequence attends over its whole cache, ``chunk`` tokens at a time: its K and V chunks
-load into two buffers each, the next chunk's loads issued before this chunk's compute, so the DMA streams the
+load into two buffers each, the next chunk's loads issued between this chunk's parts, so the DMA streams the
 cache while the matrix and vector lanes work (in program order: no reordering pass over thousands of
 instructions). Scores are one MM per ``cols`` keys, SMC turns them into weight digits, both digit rows' ``P V``
 are one MM per ``cols`` value columns, RSA adds them into the running outputs, NRM divides once at the end.
+With wide keys (``key_digits = 2``) the new keys' two int8 digits are made on the chip (``_key_digits``) and
+the K cache is two digit planes: two score MMs per ``cols`` keys, added by RSA (``128 q.hi + q.lo``).
 
 The numerics are the long-context ones: 1/64-logit scores (``m / 2**s = s_q s_k / sqrt(d) * 64``), 12-bit
 weights, int32 running outputs, the output scaled by ``s_v / s_o``. :func:`int_reference` computes a step's
@@ -242,7 +244,7 @@ def program(config, seqs, ts, P, key_digits=1):
                  [isa.ld(dst=lay.W(k) + r * lx, src=src + r * DM, len=DM) for r in range(cols)])
         prog.append(isa.mm(dst=lay.A(wi) + c0, A=lay.X, B=lay.W(k), M=n_seq, K=DM, N=cols, tb=1, lda=lx, ldb=lx,
                            ldc=D))
-    # The chunks of every sequence in order, the loads of chunk k + 1 issued before chunk k's compute. The
+    # The chunks of every sequence in order, the loads of chunk k + 1 issued during chunk k's compute. The
     # DMA is what bounds the step, so the first chunk's loads follow the last weight tile's at once, and a
     # sequence's new K and V rows are stored just before its last chunk (the one holding them) is loaded.
     chunks = [(j, b, c0, min(n, ts[j] - c0)) for j, b in enumerate(seqs) for c0 in range(0, ts[j], n)]
