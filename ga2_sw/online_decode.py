@@ -29,7 +29,8 @@ from .banking import may_collide, operand_stride, spread_stride
 from .config import memory_words
 from .numerics import DIGIT_BITS, KEY_DIGITS, ONLINE_START, quantize, requant, s8, u32
 
-__all__ = ["OnlineDecodeLayout", "program", "sized_config", "TIMING_PARAMS", "ext_image", "outputs", "int_reference", "CHUNK"]
+__all__ = ["OnlineDecodeLayout", "program", "sized_config", "TIMING_PARAMS", "ext_image", "outputs", "int_reference",
+           "wide_key", "CHUNK"]
 
 CHUNK = 64          # tokens per chunk: the online unit buffers sm_max_len words (chunks are min(CHUNK, sm_max_len))
 

@@ -144,7 +144,8 @@ def test_accuracy_is_a_few_lsbs(tmp_path, capsys):
     assert main(["accuracy", "--json", str(tmp_path / "a.json"), "--lengths", "1,2"]) == 0
     assert "max LSB" in capsys.readouterr().out
     rows = json.loads((tmp_path / "a.json").read_text())["rows"]     # issue 16's shape, as the online rows
-    assert [(r["path"], r["workload"], r["length"]) for r in rows] == [("chapter", "random", 1), ("chapter", "random", 2)]
+    assert [(r["path"], r["workload"], r["length"]) for r in rows] == [("chapter", "random", 1),
+                                                                        ("chapter", "random", 2)]
     assert all(0 < r["mean_lsb"] <= r["max_lsb"] < 8 for r in rows)
     with pytest.raises(ValueError, match="max_ctx"):
         accuracy(CFG, lengths=[CFG.max_ctx + 1])
