@@ -255,15 +255,15 @@ def program(config, seqs, ts, P, key_digits=1):
     new_key = [lay.A(1)] if key_digits == 1 else [lay.HI, lay.A(1)]      # each plane's row of sequence 0
 
     def loads(k):
+        """Chunk k's DMA in three parts: the new rows' stores and the first K plane; the other K plane; V."""
         j, b, c0, size = chunks[k]
         new_rows = []
         if c0 + size == ts[j]:              # the sequence's last chunk holds its new row: store it first
             new_rows = [*(isa.st(src=new_key[p] + j * D, dst=lay.ex_k(b, p) + (ts[j] - 1) * ks, len=D) for p in planes),
                         isa.st(src=lay.A(2) + j * D, dst=lay.ex_v(b) + (ts[j] - 1) * D, len=D)]
-        return new_rows + [*(isa.ld(dst=lay.KB(k, p), src=lay.ex_k(b, p) + c0 * ks, len=(size - 1) * ks + D)
-                             for p in planes),
-                           isa.ld(dst=lay.VB(k), src=lay.ex_v(b) + c0 * D, len=size * D)]
-    first = loads(0)
+        keys = [isa.ld(dst=lay.KB(k, p), src=lay.ex_k(b, p) + c0 * ks, len=(size - 1) * ks + D) for p in planes]
+        return new_rows + keys[:1], keys[1:], [isa.ld(dst=lay.VB(k), src=lay.ex_v(b) + c0 * D, len=size * D)]
+    first = sum(loads(0), [])
     prog += (projected + first) if first[0].op == isa.Op.ST else (first + projected)
     for k, (j, b, c0, size) in enumerate(chunks):
         if c0 == 0:                          # a sequence starts: its state, its running outputs at zero
@@ -272,10 +272,8 @@ def program(config, seqs, ts, P, key_digits=1):
         # The next chunk's loads go between this chunk's parts, one before each, so that each part's
         # instructions issue while a load runs (in order, an LD waits for the DMA lane and holds up all
         # behind it): the new rows' stores and the first K plane, the scores; the other loads, the P V part.
-        nxt = loads(k + 1) if k + 1 < len(chunks) else []
-        split = next((i for i, x in enumerate(nxt) if x.op == isa.Op.LD), len(nxt)) + 1
-        groups = [nxt[:split]] + [[x] for x in nxt[split:]]
-        prog += groups[0]
+        before_scores, before_pv, after_pv = loads(k + 1) if k + 1 < len(chunks) else ([], [], [])
+        prog += before_scores
         prog += [isa.mm(dst=lay.S_plane(p) + k0, A=lay.A(0) + j * D, B=lay.KB(k, p) + k0 * ks, M=1, K=D,
                         N=min(C, size - k0), tb=1, lda=D, ldb=ks, ldc=C) for p in planes for k0 in range(0, size, C)]
         if key_digits == 2:     # 128 (q . hi) + q . lo = q . k, in place (alpha 0): RSA reads before it writes
@@ -283,11 +281,11 @@ def program(config, seqs, ts, P, key_digits=1):
         ld = lay.digit_stride
         prog.append(isa.smc(dst=lay.D, src=lay.S, len=size, m=P["scores"][0], s=P["scores"][1], st=lay.STATE(j),
                             ld=ld))
-        prog += sum(groups[1:-1], [])
+        prog += before_pv
         prog += [isa.mm(dst=lay.PR + k0, A=lay.D, B=lay.VB(k) + k0, M=2, K=size, N=min(C, D - k0), tb=0,
                         lda=ld, ldb=D, ldc=D) for k0 in range(0, D, C)]
         prog.append(isa.rsa(dst=lay.PARTIAL(j), src=lay.PR, len=D, ld=D, a=lay.STATE(j) + 2))
-        prog += groups[-1] if len(groups) > 1 else []
+        prog += after_pv
         if c0 + size == ts[j]:               # the sequence's last chunk
             prog += [isa.nrm(dst=lay.OUT(j), src=lay.PARTIAL(j), len=D, m=P["out"][0], s=P["out"][1],
                              st=lay.STATE(j)),
@@ -385,8 +383,8 @@ def outputs(config, ext, b, key_digits=1):
 
 def int_reference(w, P, b, t, key_digits=1):
     """Sequence b's int8 output at token t: plain-Python projections of the new token, the caches' rows from the
-    same integer projections (numpy; wide keys whole, ``128 hi + lo``), and ``vector_numerics.online_attention``
-    over them."""
+    same integer projections (numpy; wide keys whole, not as the chip's digits), and
+    ``vector_numerics.online_attention`` over them."""
     from .llm.vector_numerics import online_attention
     c = w.config
     W8, X8 = _quantised(w)
@@ -395,9 +393,8 @@ def int_reference(w, P, b, t, key_digits=1):
     if key_digits == 1:
         K = _project(X8[b][:t], W8[1], P["k"])
     else:
-        sums = (X8[b][:t] @ W8[1]).astype(np.int64)
-        K = np.array([[(hi << DIGIT_BITS) + lo for hi, lo in (wide_key(int(a), P["k"][1]) for a in row)]
-                      for row in sums], dtype=np.int64)
+        shift = P["k"][1]                       # wide keys whole: the sums over 2**shift, rounded half up
+        K = ((X8[b][:t] @ W8[1]).astype(np.int64) + (1 << shift >> 1)) >> shift
     V8 = _project(X8[b][:t], W8[2], P["v"])
     chunk = OnlineDecodeLayout(c).chunk
     out = online_attention(np.array([q]), K[None], V8[None], [P["scores"][0]], [P["scores"][1]],

@@ -16,7 +16,7 @@ from hypothesis import given, settings, strategies as st
 
 from ga2_sw import isa
 from ga2_sw.config import Config
-from ga2_sw.cycles import cycle_counts, online_requests
+from ga2_sw.cycles import accesses, cycle_counts, online_requests
 from ga2_sw.isa import Err, Op
 from ga2_sw.llm.vector_numerics import online_attention
 from ga2_sw.machine import Machine
@@ -243,6 +243,9 @@ def test_long_context_step_equals_the_reference(mode, lengths, d=16):
     assert r.ok, r.error
     for j, t in enumerate(lengths):
         assert online_decode.outputs(config, r.ext, j) == online_decode.int_reference(w, P, j, t), (j, t)
+    # the layout's size holds every scratchpad word the step touches (sized_config sizes chips by it)
+    sp_needed = online_decode.OnlineDecodeLayout(config).sp_needed
+    assert max(hi for i in prog[:-1] for _, hi, _, _ in accesses(i)) < sp_needed
     assert r.counters == cycle_counts(prog, config)[0]
 
 
