@@ -22,7 +22,7 @@ from functools import lru_cache
 
 from .timing import BANKED_DATA_DELAY, BANKED_SELECT_DELAY, PORT_B_ANNOUNCE, RQ_DEPTH, SP_WRITE_DELAY
 
-__all__ = ["bank_bits", "bank_of", "row_of", "slice_addresses", "slice_rounds", "most_on_one_bank", "mm_extra_cycles",
+__all__ = ["key_stride", "bank_bits", "bank_of", "row_of", "slice_addresses", "slice_rounds", "most_on_one_bank", "mm_extra_cycles",
            "rq_write_skew", "RQ_MAX_SKEW", "RQ_READ_TO_WRITE", "may_collide", "spread_stride", "operand_stride"]
 
 # Cycles from a decoupled RQ element's read in the memory to its write reaching the memory, without skew: the
@@ -98,6 +98,18 @@ def spread_stride(e, config, rows=2):
     while any(may_collide(k * e, config) for k in range(1, rows)):
         e += 1
     return e
+
+
+def key_stride(d, keys, config):
+    """Words from one key of ``d`` words to the next in a K buffer read by score MMs (``tb = 1``, ``keys`` keys,
+    a slice reading one word of each): decoupled, the stride from ``d`` to ``d + 2 Nb - 1`` at which the fewest
+    pairs of the keys can share a bank (``may_collide``), the shortest of those; ``d`` in order. With d = 64 on
+    16 banks that is 64, but on 8 banks ``v = e + e // Nb`` is 0 for e = 64, so every slice would read its keys
+    all on one bank and take ``keys`` cycles: 65 puts them on four banks."""
+    if not config.decoupled:
+        return d
+    return min(range(d, d + 2 * config.sp_banks),
+               key=lambda e: (sum(may_collide(k * e, config) for k in range(1, keys)), e))
 
 
 def operand_stride(words, config):

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import isa
-from .banking import may_collide, operand_stride, spread_stride
+from .banking import key_stride, operand_stride, spread_stride
 from .config import memory_words
 from .numerics import DIGIT_BITS, KEY_DIGITS, ONLINE_START, quantize, requant, s8, u32
 
@@ -76,18 +76,11 @@ class OnlineDecodeLayout:
 
     @property
     def key_stride(self):
-        """Words from one key to the next, in the K chunk buffers and in the external K cache: decoupled, the
-        stride from ``d`` to ``d + 2 Nb - 1`` at which the fewest pairs of a score MM's ``cols`` keys can share
-        a bank (``banking.may_collide``), the shortest of those; ``d`` in order. With d = 64 on 16 banks that
-        is 64, but on 8 banks ``v = e + e // Nb`` is 0 for e = 64, so every slice would read its keys all on one
-        bank and take ``cols`` cycles (1.39 x the step's words at 4,096 tokens): 65 puts them on four banks. The
-        words between keys are never read, nor loaded after a chunk's last key."""
-        c = self.config
-        if not c.decoupled:
-            return c.d
-        keys = min(c.cols, self.chunk)
-        return min(range(c.d, c.d + 2 * c.sp_banks),
-                   key=lambda e: (sum(may_collide(k * e, c) for k in range(1, keys)), e))
+        """Words from one key to the next, in the K chunk buffers and in the external K cache
+        (``banking.key_stride`` for a score MM's ``cols`` keys: 64 for d = 64 on 16 banks, 65 on 8, where 64
+        would put a slice's keys all on one bank, 1.39 x the step's words at 4,096 tokens). The words between
+        keys are never read, nor loaded after a chunk's last key."""
+        return key_stride(self.config.d, min(self.config.cols, self.chunk), self.config)
 
     @property
     def lx(self):

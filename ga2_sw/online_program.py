@@ -22,7 +22,7 @@ the tests' reference (it takes the wide keys whole: no digits)."""
 from dataclasses import dataclass
 
 from . import isa
-from .banking import spread_stride
+from .banking import key_stride, spread_stride
 from .numerics import KEY_DIGITS, ONLINE_START, u32, wide_key_digits
 
 __all__ = ["Group", "GroupedLayout", "grouped_program", "grouped_ext_image", "grouped_outputs"]
@@ -80,15 +80,22 @@ class GroupedLayout:
         """Int8 readings of each output: 2 when any group has fine scalings, else 1."""
         return 2 if any(g.fines for g in self.groups) else 1
 
+    @property
+    def key_stride(self):
+        """Words from one key to the next in the K chunk buffers and the external K cache
+        (``banking.key_stride``: ``d`` on the 16 and 32 banks of ``ga2 llm``'s chips, 65 for d = 64 on 8, where
+        64 would put a score MM's keys all on one bank). The words between keys are never read."""
+        return key_stride(self.d, min(self.config.cols, self.chunk), self.config)
+
     def K(self, k, plane=0):        # K chunk buffer k % 2, its digit planes one after the other
-        return ((k % 2) * self.key_digits + plane) * self.chunk * self.d
+        return ((k % 2) * self.key_digits + plane) * self.chunk * self.key_stride
 
     def V(self, k):
-        return (2 * self.key_digits + k % 2) * self.chunk * self.d
+        return 2 * self.key_digits * self.chunk * self.key_stride + (k % 2) * self.chunk * self.d
 
     @property
     def S(self):                    # the scores: one row of a chunk per query head (ldc = chunk)
-        return (2 * self.key_digits + 2) * self.chunk * self.d
+        return 2 * self.key_digits * self.chunk * self.key_stride + 2 * self.chunk * self.d
 
     def S_plane(self, plane):       # wide keys: the scores of each digit plane, then RSA adds them into S's rows
         return self.S + plane * self.heads * self.chunk
@@ -98,8 +105,15 @@ class GroupedLayout:
         return self.S_plane(self.key_digits)
 
     @property
+    def digit_stride(self):
+        """Words between SMC's two digit rows (the ``P V`` product's A rows): decoupled, the smallest distance
+        from a chunk at which the two never share a bank (``banking.spread_stride``: a chunk on the 16 and 32
+        banks of ``ga2 llm``'s chips; 64 on 8 banks would read both weights of every slice from one bank)."""
+        return spread_stride(self.chunk, self.config) if self.config.decoupled else self.chunk
+
+    @property
     def PR(self):
-        return self.D + 2 * self.chunk
+        return self.D + self.digit_stride + self.chunk
 
     @property
     def head_stride(self):
@@ -139,7 +153,7 @@ class GroupedLayout:
 
     def group_words(self, g):
         heads, L = len(self.groups[g].scores), self.groups[g].length
-        return (1 + self.readings) * heads * self.d + (self.key_digits + 1) * L * self.d
+        return (1 + self.readings) * heads * self.d + self.key_digits * L * self.key_stride + L * self.d
 
     def ex_q(self, g, h):
         return self.ex_group(g) + h * self.d
@@ -148,7 +162,7 @@ class GroupedLayout:
         return self.ex_group(g) + len(self.groups[g].scores) * self.d
 
     def ex_k_plane(self, g, plane):
-        return self.ex_k(g) + plane * self.groups[g].length * self.d
+        return self.ex_k(g) + plane * self.groups[g].length * self.key_stride
 
     def ex_v(self, g):
         return self.ex_k_plane(g, self.key_digits)
@@ -173,14 +187,15 @@ def grouped_program(lay):
     and every query head sharing them runs its own scores, SMC, P V and RSA on each chunk; NRM and the store per
     query head at the end. The loads of the next chunk (of this group or the next) go before this chunk's
     compute."""
-    c, d, n, C = lay.config, lay.d, lay.chunk, lay.config.cols
+    c, d, n, C, ks = lay.config, lay.d, lay.chunk, lay.config.cols, lay.key_stride
     chunks = [(g, c0, min(n, grp.length - c0)) for g, grp in enumerate(lay.groups) for c0 in range(0, grp.length, n)]
 
     planes = range(lay.key_digits)
 
     def loads(k):
         g, c0, size = chunks[k]
-        return [*(isa.ld(dst=lay.K(k, p), src=lay.ex_k_plane(g, p) + c0 * d, len=size * d) for p in planes),
+        return [*(isa.ld(dst=lay.K(k, p), src=lay.ex_k_plane(g, p) + c0 * ks, len=(size - 1) * ks + d)
+                  for p in planes),
                 isa.ld(dst=lay.V(k), src=lay.ex_v(g) + c0 * d, len=size * d)]
     prog = loads(0)
     if lay.key_digits == 2:
@@ -196,17 +211,18 @@ def grouped_program(lay):
             prog += loads(k + 1)
         # The group's scores: its query heads are the rows of one MM per cols keys (rows at a time), per plane.
         heads = len(grp.scores)
-        prog += [isa.mm(dst=lay.S_plane(p) + h0 * n + j0, A=lay.Q(h0), B=lay.K(k, p) + j0 * d,
-                        M=min(c.rows, heads - h0), K=d, N=min(C, size - j0), tb=1, lda=lay.head_stride, ldb=d, ldc=n)
+        prog += [isa.mm(dst=lay.S_plane(p) + h0 * n + j0, A=lay.Q(h0), B=lay.K(k, p) + j0 * ks,
+                        M=min(c.rows, heads - h0), K=d, N=min(C, size - j0), tb=1, lda=lay.head_stride, ldb=ks,
+                        ldc=n)
                  for p in planes for h0 in range(0, heads, c.rows) for j0 in range(0, size, C)]
         if lay.key_digits == 2:     # 128 * (q . hi) + q . lo, in place: RSA reads everything before it writes
             prog += [isa.rsa(dst=lay.S + h * n, src=lay.S + h * n, len=size, ld=lay.heads * n, a=lay.ZERO)
                      for h in range(heads)]
         for h, score in enumerate(grp.scores):
             prog.append(isa.smc(dst=lay.D, src=lay.S + h * n, len=size, m=score[0], s=score[1], st=lay.STATE(h),
-                                ld=n))
+                                ld=lay.digit_stride))
             prog += [isa.mm(dst=lay.PR + j0, A=lay.D, B=lay.V(k) + j0, M=2, K=size, N=min(C, d - j0), tb=0,
-                            lda=n, ldb=d, ldc=d) for j0 in range(0, d, C)]
+                            lda=lay.digit_stride, ldb=d, ldc=d) for j0 in range(0, d, C)]
             prog.append(isa.rsa(dst=lay.PARTIAL(h), src=lay.PR, len=d, ld=d, a=lay.STATE(h) + 2))
         if c0 + size == grp.length:
             for h, out in enumerate(grp.outs):
@@ -229,7 +245,9 @@ def grouped_ext_image(lay, data):
         keys = [int(v) for v in K8.reshape(-1)]
         planes = [keys] if lay.key_digits == 1 else [list(p) for p in zip(*map(wide_key_digits, keys))]
         for p, plane in enumerate(planes):
-            img[lay.ex_k_plane(g, p):lay.ex_k_plane(g, p) + L * lay.d] = [u32(v) for v in plane]
+            for i in range(L):      # key i at i * key_stride
+                at = lay.ex_k_plane(g, p) + i * lay.key_stride
+                img[at:at + lay.d] = [u32(v) for v in plane[i * lay.d:(i + 1) * lay.d]]
         img[lay.ex_v(g):lay.ex_v(g) + L * lay.d] = [u32(int(v)) for v in V8.reshape(-1)]
     img[lay.ex_state:lay.ex_state + 2] = [u32(v) for v in ONLINE_START]
     return img

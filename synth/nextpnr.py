@@ -61,13 +61,18 @@ def ecp5_summary(total):
             "dsp": total.get("MULT18X18D", 0), "ff": total.get("TRELLIS_FF", 0), "bram": total.get("DP16KD", 0)}
 
 
-def fits(total, device):
-    """None when the synthesised cells fit ``device``, else a message naming the resource and the numbers."""
+def fits(total, device, most=1.0):
+    """None when the synthesised cells fit ``device`` with every resource at most ``most`` of its sites used
+    (1.0: simply fit), else a message naming the resource and the numbers."""
     cap = DEVICES[device]
     s = ecp5_summary(total)
     need = {"MULT18X18D": s["dsp"], "DP16KD": s["bram"], "TRELLIS_COMB": s["lut"], "TRELLIS_FF": s["ff"]}
     over = [f"{r} {n}/{cap[r]}" for r, n in need.items() if n > cap[r]]
-    return None if not over else f"does not fit LFE5U-{device.upper()}: needs " + ", ".join(over)
+    if over:
+        return f"does not fit LFE5U-{device.upper()}: needs " + ", ".join(over)
+    crowded = [f"{r} {n}/{cap[r]} ({100 * n / cap[r]:.0f}%)" for r, n in need.items() if n > most * cap[r]]
+    return None if not crowded else \
+        f"fits LFE5U-{device.upper()} with more than {100 * most:.0f}% of a resource used: " + ", ".join(crowded)
 
 
 def _path_summary(report):

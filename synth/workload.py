@@ -7,7 +7,7 @@ from ga2_sw.decode import traffic
 from ga2_sw.layout import Layout
 from ga2_sw.workloads import decode_table_programs
 
-__all__ = ["sweep_config", "decode_step", "verilator_check"]
+__all__ = ["SWEEP_MAX_BANKS", "sweep_config", "decode_step", "verilator_check"]
 
 
 def _pow2(n):
@@ -17,14 +17,24 @@ def _pow2(n):
     return p
 
 
+# Decoupled, a sweep row has a scratchpad bank per operand port of the array (2n) up to this many. Every bank is
+# a block RAM with its own row address, write data and read data, and each reaches every operand port, so the
+# crossbar grows with banks x ports: with 16 banks the 8 x 8 did not finish routing (router1 on an LFE5U-85F, 80,000
+# arcs unrouted after 40 minutes, docs/SYNTH.md), while 16 banks buy it 2 cycles of the batched step's 5,416
+# (16 x 16: 2 of 9,909 with 16, 3 with 32). Below 8 they do cost: the 4 x 4 takes 3,261 cycles on 4 banks, 3,105
+# on 8.
+SWEEP_MAX_BANKS = 8
+
+
 def sweep_config(n, **overrides):
     """Config(rows=n, cols=n) with sp_words, ext_words and imem_words sized (powers of two) for the batched
     decode step of n sequences: the scratchpad layout's sp_needed, the weights and n external sequence blocks,
-    and the program length; and, decoupled, a scratchpad bank per operand port of the array (sp_banks the power
-    of two at least 2n, the 4 x 4's 8), so that a slice's 2n operands can all be read in one cycle."""
+    and the program length; and, decoupled, a scratchpad bank per operand port of the array up to
+    ``SWEEP_MAX_BANKS`` (sp_banks the power of two at least 2n, at least 4 and at most 8: 4, 8, 8, 8 for n = 2,
+    4, 8, 16), so that a slice's operands are read in as few cycles as the banks allow."""
     probe = Config(rows=n, cols=n, sp_words=65536, ext_words=65536, imem_words=65536, **overrides)
     if probe.decoupled and "sp_banks" not in overrides:
-        probe = probe.replace(sp_banks=max(4, _pow2(2 * n)))
+        probe = probe.replace(sp_banks=min(SWEEP_MAX_BANKS, max(4, _pow2(2 * n))))
     lay = Layout(probe)
     sp = max(64, _pow2(lay.sp_needed))
     ext = max(64, _pow2(lay.ex_w_words + n * lay.ex_seq_words))

@@ -363,6 +363,10 @@ def test_block_cycle_programs():
     assert wide["kv"] == 2 * 3 * 3 * 70 * 64
     assert wide["attention"] >= wide["kv"] and wide["attention"] > small["attention"]
     assert wide["projection"] == small["projection"]
+    # The 4 x 4's 8 banks: the operands' rows spread over them (576 words apart, every slice would read all its
+    # operands on one bank: 1.5 x the weights' words), the projections stay within 5% of their memory bound.
+    four = block_cycles(4, 4, 64)
+    assert four["weights"] <= four["projection"] <= 1.05 * four["weights"]
 
 
 def test_cycles_command_refuses_a_chip_without_a_batch(capsys):
@@ -397,13 +401,17 @@ def test_measured_fmax_is_of_the_steps_chip_and_sets_the_tokens_per_second(tmp_p
 
     from ga2_sw.cli import main
     from ga2_sw.llm.chip_steps import STEP_CONFIG
-    from ga2_sw.llm.step_cycles import FMAX_COMMAND, MEASURED_FMAX_MHZ
+    from ga2_sw.llm.step_cycles import FMAX_COMMAND, MEASURED_FMAX_MHZ, block_programs
     from synth.__main__ import build_parser, config_from_args
     words = shlex.split(FMAX_COMMAND)
     assert words[:3] == ["python", "-m", "synth"]
     args = build_parser().parse_args(words[3:])
     assert config_from_args(args) == STEP_CONFIG and args.seeds == "1,2,3" and args.device == "85k"
     assert set(MEASURED_FMAX_MHZ) == {f"{STEP_CONFIG.rows}x{STEP_CONFIG.cols}"}
+    # The placed chip is the table's 4 x 4 but for its memories: same banks, same online unit, same d.
+    table_chip = block_programs(STEP_CONFIG.rows, [64])[0]
+    assert table_chip.replace(sp_words=STEP_CONFIG.sp_words, ext_words=STEP_CONFIG.ext_words,
+                              imem_words=STEP_CONFIG.imem_words) == STEP_CONFIG
     out = tmp_path / "cycles.json"
     assert main(["llm", "cycles", "--chips", "4,8", "--batches", "4", "--contexts", "64", "--json", str(out),
                  "--no-progress"]) == 0

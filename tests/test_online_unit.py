@@ -408,3 +408,38 @@ def test_grouped_query_program_is_online_attention_per_head(mode, fine):
         else:
             assert got_fine[g] == []
     assert sum(i.op == Op.NRM for i in prog) == sum(len(g.scores) + len(g.fines) for g in groups)
+
+
+@pytest.mark.parametrize("key_digits", [1, 2])
+def test_grouped_program_spreads_its_keys_over_eight_banks(key_digits):
+    """d = 64 on 8 banks, decoupled: ``ga2 llm``'s grouped programs keep their keys 65 words apart (64 would put
+    every slice of a score MM on one bank), in the chunk buffers and in the external cache; every slice of every
+    score MM reads its keys on distinct banks, and each query head's output is still online_attention's."""
+    rng = np.random.default_rng(11)
+    config = Config(online_unit=1, mode="decoupled", sp_words=16384, ext_words=65536, imem_words=1024, sp_banks=8,
+                    d=64)
+    groups, data = [], []
+    for L, heads in ((40, 3), (7, 2)):
+        scores = tuple(mantissa_shift(float(rng.uniform(0.2, 4)) * 64 / 127 / KEY_LIMIT[key_digits] / 8)
+                       for _ in range(heads))
+        groups.append(Group(L, scores, tuple(mantissa_shift(float(rng.uniform(0.5, 2))) for _ in range(heads))))
+        k_max = KEY_LIMIT[key_digits]
+        data.append((rng.integers(-127, 128, (heads, 64)), rng.integers(-k_max, k_max + 1, (L, 64)),
+                     rng.integers(-127, 128, (L, 64))))
+    lay = GroupedLayout(config, tuple(groups), 64, 16, key_digits)
+    assert lay.key_stride == 65
+    prog = grouped_program(lay)
+    scores = [i for i in prog if i.op == Op.MM and i.tb == 1]
+    assert scores and all(i.ldb == 65 for i in scores)
+    for i in scores:
+        for k in range(i.K):
+            keys = [i.B + c * i.ldb + k for c in range(i.N)]
+            assert len({(a + a // 8) % 8 for a in keys}) == len(keys), (i, k)
+    r = Machine(config).run(prog, grouped_ext_image(lay, data))
+    assert r.ok and r.counters == cycle_counts(prog, config)[0]
+    for g, ((q8, K8, V8), grp) in enumerate(zip(data, groups)):
+        heads = len(q8)
+        K, V = np.broadcast_to(K8, (heads,) + K8.shape), np.broadcast_to(V8, (heads,) + V8.shape)
+        want = online_attention(q8, K, V, [s[0] for s in grp.scores], [s[1] for s in grp.scores],
+                                [o[0] for o in grp.outs], [o[1] for o in grp.outs], 16)
+        assert grouped_outputs(lay, r.ext)[g] == [list(map(int, row)) for row in want], g

