@@ -21,8 +21,7 @@ __all__ = ["size_row", "run_sweep", "make_executor", "plot", "ROW_KEYS", "MODES"
 # A row is placed on the smallest device with at most this share of every resource used. On a nearly full
 # device the placer has no room: the 8 x 8 chips use 69 of the LFE5U-45F's 72 multipliers, one per processing
 # element, so the array is spread over every DSP column; there the in-order 8 x 8 routed at 77.71 MHz in 623 s
-# (seed 1) and the decoupled one did not finish routing in half an hour, where on the 85F (69 of 156) the
-# in-order one routes at 90.74 MHz in 142 s (docs/SYNTH.md, "sweep").
+# (seed 1), where on the 85F (69 of 156) it routes at 90.74 MHz in 142 s (docs/SYNTH.md, "sweep").
 MOST_USED = 0.9
 
 ROW_KEYS = ["rows", "cols", "mode", "cells", "lut", "dsp", "ff", "bram", "fmax_mhz", "fmax_mhz_min", "fmax_mhz_max",

@@ -19,10 +19,10 @@ def _pow2(n):
 
 # Decoupled, a sweep row has a scratchpad bank per operand port of the array (2n) up to this many. Every bank is
 # a block RAM with its own row address, write data and read data, and each reaches every operand port, so the
-# crossbar grows with banks x ports: with 16 banks the 8 x 8 did not finish routing (router1 on an LFE5U-85F, 80,000
-# arcs unrouted after 40 minutes, docs/SYNTH.md), while 16 banks buy it 2 cycles of the batched step's 5,416
-# (16 x 16: 2 of 9,909 with 16, 3 with 32). Below 8 they do cost: the 4 x 4 takes 3,261 cycles on 4 banks, 3,105
-# on 8.
+# crossbar grows with banks x ports: with 16 banks router1 did not converge on the 8 x 8 (seed 1: 66,621 of 120,744
+# arcs unrouted after 1,900 s on an LFE5U-45F, 79,795 after 626 s on an 85F, docs/SYNTH.md), while 16 banks buy it
+# 2 cycles of the batched step's 5,416 (16 x 16: 2 of 9,909 with 16, 3 with 32). Below 8 they do cost: the 4 x 4
+# takes 3,261 cycles on 4 banks, 3,105 on 8.
 SWEEP_MAX_BANKS = 8
 
 
