@@ -345,7 +345,7 @@ def print_cycles(rows, clock_mhz=CLOCK_MHZ):
     unmeasured = sorted({r["chip"] for r in rows if r["fmax_mhz"] is None})
     print("Fmax: " + "; ".join([f"{chip} {mhz:g} MHz, the median of three placement seeds on an LFE5U-85F "
                                 f"(ga2_sw.llm.step_cycles.FMAX_COMMAND)" for chip, mhz in measured] +
-                               [f"{chip} not placed and routed ('-')" for chip in unmeasured]))
+                               [f"{chip} no median of three placement seeds ('-', docs/LLM.md)" for chip in unmeasured]))
     print(f"KV overtakes the weights where B x {sh['kv_heads']} x {planes} x L x {sh['d']} reaches the "
           f"{rows[0]['weights']:,} weight words of a block: B x L >= "
           f"{rows[0]['weights'] / (sh['kv_heads'] * planes * sh['d']):,.0f} (the 'larger' column is the measured one: "
