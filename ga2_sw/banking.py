@@ -23,7 +23,7 @@ from functools import lru_cache
 from .timing import BANKED_DATA_DELAY, BANKED_SELECT_DELAY, PORT_B_ANNOUNCE, RQ_DEPTH, SP_WRITE_DELAY
 
 __all__ = ["key_stride", "bank_bits", "bank_of", "row_of", "slice_addresses", "slice_rounds", "most_on_one_bank", "mm_extra_cycles",
-           "rq_write_skew", "RQ_MAX_SKEW", "RQ_READ_TO_WRITE", "may_collide", "spread_stride", "operand_stride"]
+           "rq_write_skew", "RQ_MAX_SKEW", "RQ_READ_TO_WRITE", "may_collide", "spread_stride", "operand_stride", "operand_start"]
 
 # Cycles from a decoupled RQ element's read in the memory to its write reaching the memory, without skew: the
 # bank's data and select registers, the RQ_DEPTH stages from the word register on, and the write's announce and
@@ -94,7 +94,10 @@ def may_collide(e, config):
 
 def spread_stride(e, config, rows=2):
     """The smallest stride ``>= e`` at which ``rows`` rows, each stepping one word per MM slice, never put two of
-    them on one bank (no multiple ``k * stride``, ``0 < k < rows``, ``may_collide``)."""
+    them on one bank (no multiple ``k * stride``, ``0 < k < rows``, ``may_collide``); ``e`` itself in order (the
+    in-order chip's scratchpad is one memory, without banks)."""
+    if not config.decoupled:
+        return e
     while any(may_collide(k * e, config) for k in range(1, rows)):
         e += 1
     return e
@@ -116,10 +119,24 @@ def operand_stride(words, config):
     """The row stride of an MM operand of ``words`` words a row placed for the banks (``ga2_sw.prefill``,
     ``ga2_sw.online_decode``): the smallest odd multiple of ``2 Nb`` that holds it. Rows starting at multiples of
     ``Nb`` cross a bank row together, so their banks differ by their ``a >> b``, which an odd multiple of ``2 Nb``
-    steps by ``2 x odd``: ``Nb / 2`` rows of one operand on distinct banks of one parity."""
+    steps by ``2 x odd``: ``Nb / 2`` rows of one operand on distinct banks of one parity. In order, ``words``
+    (packed rows: one memory, no banks)."""
+    if not config.decoupled:
+        return words
     unit = 2 * config.sp_banks
     n = -(-words // unit)
     return unit * (n if n % 2 else n + 1)
+
+
+def operand_start(addr, side, config):
+    """The first word at or after ``addr`` where a row of an MM operand placed by ``operand_stride`` may start:
+    a multiple of ``Nb`` with ``a >> b`` even for ``side`` "A", odd for "B", so that the two operands' rows sit
+    on banks of different parities; in order, ``addr`` itself."""
+    if not config.decoupled:
+        return addr
+    nb = config.sp_banks
+    a = -(-addr // nb) * nb
+    return a if (a // nb) % 2 == (side == "B") else a + nb
 
 
 def rq_write_skew(instr, config):

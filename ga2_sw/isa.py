@@ -9,7 +9,7 @@ from .packing import beats
 from .timing import (STREAM_MM_OVERHEAD, dma_read_latency, mm_write_cycles, nrm_busy, rq_latency, rsa_busy,
                      sm_overhead, smc_busy)
 
-__all__ = ["Op", "Err", "Instr", "FIELDS", "SLOTS", "OPS", "OpSpec", "UNITS", "LANES", "unit_ops", "unit_lane", "encode",
+__all__ = ["rows_moved", "Op", "Err", "Instr", "FIELDS", "SLOTS", "OPS", "OpSpec", "UNITS", "LANES", "unit_ops", "unit_lane", "encode",
            "decode", "check", "WIDE", "ONLINE_OPS", "enabled", "units_of", "smc", "rsa", "nrm", "EXT_ADDR_BITS", "field_slots", "rq_overlaps_partly", "footprints", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS",
            "EncodingError"]
 
@@ -236,6 +236,16 @@ def ld(dst, src, len):
 
 def st(src, dst, len):
     return Instr(Op.ST, src=src, dst=dst, len=len)
+
+
+def rows_moved(op, sp, sp_stride, ext, ext_stride, rows, length):
+    """LDs (``op`` = "LD") or STs of ``rows`` rows of ``length`` words between scratchpad rows ``sp_stride``
+    apart and external rows ``ext_stride`` apart: one instruction when both are packed."""
+    if sp_stride == length and ext_stride == length:
+        pairs = [(sp, ext, rows * length)]
+    else:
+        pairs = [(sp + r * sp_stride, ext + r * ext_stride, length) for r in range(rows)]
+    return [ld(dst=a, src=x, len=n) if op == "LD" else st(src=a, dst=x, len=n) for a, x, n in pairs]
 
 
 def mm(dst, A, B, M, K, N, tb=0, lda=0, ldb=0, ldc=0):

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import isa
-from .banking import key_stride, operand_stride, spread_stride
+from .banking import key_stride, operand_start, operand_stride, spread_stride
 from .config import memory_words
 from .numerics import DIGIT_BITS, KEY_DIGITS, ONLINE_START, quantize, requant, s8, u32
 
@@ -72,7 +72,7 @@ class OnlineDecodeLayout:
         """Words between SMC's two digit rows (the ``P V`` product's A rows): at least a chunk, and decoupled a
         distance at which the two rows never share a bank (``banking``: ``v = e + e // Nb`` neither 0 nor
         ``Nb - 1`` modulo Nb), so each slice of the product reads its two weights on two banks."""
-        return spread_stride(self.chunk, self.config) if self.config.decoupled else self.chunk
+        return spread_stride(self.chunk, self.config)
 
     @property
     def key_stride(self):
@@ -89,7 +89,7 @@ class OnlineDecodeLayout:
         tokens (A) on even ``a >> b``, the weights (B) on odd, so a slice's operands sit on distinct banks
         (``d_model`` words apart, every token and weight row would share one bank)."""
         c = self.config
-        return operand_stride(c.d_model, c) if c.decoupled else c.d_model
+        return operand_stride(c.d_model, c)
 
     # scratchpad
     @property
@@ -98,7 +98,7 @@ class OnlineDecodeLayout:
 
     def W(self, k):                 # weight tile buffer k % 2: cols rows (W's columns) of lx
         c = self.config
-        first = self.X + c.rows * self.lx + (c.sp_banks if c.decoupled else 0)       # odd a >> b
+        first = operand_start(self.X + c.rows * self.lx, "B", c)
         return first + (k % 2) * c.cols * self.lx
 
     def A(self, n):                 # projection n (Q, K, V): rows x d, int32 then int8 in place
@@ -234,8 +234,7 @@ def program(config, seqs, ts, P, key_digits=1):
     for k, (wi, c0) in enumerate(tiles):
         cols = min(C, D - c0)
         src = lay.ex_w + (wi * D + c0) * DM
-        prog += ([isa.ld(dst=lay.W(k), src=src, len=cols * DM)] if lx == DM else
-                 [isa.ld(dst=lay.W(k) + r * lx, src=src + r * DM, len=DM) for r in range(cols)])
+        prog += isa.rows_moved("LD", lay.W(k), lx, src, DM, cols, DM)
         prog.append(isa.mm(dst=lay.A(wi) + c0, A=lay.X, B=lay.W(k), M=n_seq, K=DM, N=cols, tb=1, lda=lx, ldb=lx,
                            ldc=D))
     # The chunks of every sequence in order, the loads of chunk k + 1 issued during chunk k's compute. The

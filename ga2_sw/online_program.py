@@ -109,7 +109,7 @@ class GroupedLayout:
         """Words between SMC's two digit rows (the ``P V`` product's A rows): decoupled, the smallest distance
         from a chunk at which the two never share a bank (``banking.spread_stride``: a chunk on the 16 and 32
         banks of ``ga2 llm``'s chips; 64 on 8 banks would read both weights of every slice from one bank)."""
-        return spread_stride(self.chunk, self.config) if self.config.decoupled else self.chunk
+        return spread_stride(self.chunk, self.config)
 
     @property
     def PR(self):
@@ -122,7 +122,7 @@ class GroupedLayout:
         share a bank (``banking``: ``v = e + e // Nb`` neither 0 nor ``Nb - 1`` modulo Nb for every multiple
         of it)."""
         e = (2 + self.readings) * self.d + 3
-        return spread_stride(e, self.config, self.heads) if self.config.decoupled else e
+        return spread_stride(e, self.config, self.heads)
 
     def Q(self, h):                 # query head h of the group being attended: q, partial, state, out
         return self.PR + 2 * self.d + h * self.head_stride

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import isa
-from .banking import mm_extra_cycles, operand_stride
+from .banking import mm_extra_cycles, operand_start, operand_stride
 from .numerics import EXP_TABLE, Q16_ONE, quantize, s8, u32
 
 __all__ = ["PrefillLayout", "PrefillError", "ext_image", "program", "reference", "results", "needed_config",
@@ -111,16 +111,11 @@ class PrefillLayout:
     def _stride(self, words):
         """The row stride of an operand of ``words`` words a row: packed in order; decoupled,
         ``banking.operand_stride``."""
-        return operand_stride(words, self.config) if self.config.decoupled else words
+        return operand_stride(words, self.config)
 
-    def _at(self, addr, side):
-        """The first word at or after ``addr`` where an operand of ``side`` ("A": even ``a >> b``, "B": odd)
-        may start; in order, ``addr`` itself."""
-        if not self.config.decoupled:
-            return addr
-        nb = self.config.sp_banks
-        a = -(-addr // nb) * nb
-        return a if (a // nb) % 2 == (side == "B") else a + nb
+    def _start(self, addr, side):
+        """Where an operand of ``side`` ("A" or "B") may start at or after ``addr``: ``banking.operand_start``."""
+        return operand_start(addr, side, self.config)
 
     # strides (words between rows) ----------------------------------------------------------------------
     @property
@@ -162,7 +157,7 @@ class PrefillLayout:
         return self.config.rows if n == 2 else self.config.cols
 
     def W(self, k):                     # weight tile buffer k % 2: up to max(rows, cols) rows of lw
-        first = self._at(self.X + self.tokens * self.lx, "B")
+        first = self._start(self.X + self.tokens * self.lx, "B")
         return first + (k % 2) * max(self.config.rows, self.config.cols) * self.lw
 
     def tiles(self):
@@ -175,18 +170,18 @@ class PrefillLayout:
 
     @property
     def Q(self):
-        return self._at(self.W(1) + max(self.config.rows, self.config.cols) * self.lw, "A")
+        return self._start(self.W(1) + max(self.config.rows, self.config.cols) * self.lw, "A")
 
     @property
     def K(self):
-        return self._at(self.Q + self.tokens * self.lq, "B")
+        return self._start(self.Q + self.tokens * self.lq, "B")
 
     @property
     def VT(self):
-        return self._at(self.K + self.tokens * self.lk, "B")
+        return self._start(self.K + self.tokens * self.lk, "B")
 
     def WT(self, block):                # weight buffer of a query block: rows x lwt
-        first = self._at(self.VT + self.config.d * self.lvt, "A")
+        first = self._start(self.VT + self.config.d * self.lvt, "A")
         return first + (block % self.buffers) * self.config.rows * self.lwt
 
     def S(self, block):                 # score buffer of a query block: rows x ls
@@ -264,16 +259,6 @@ def _pv_mms(lay, block, r0, rows):
             for c0 in range(0, c.d, c.cols)]
 
 
-def _rows_moved(op, sp, sp_stride, ext, ext_stride, rows, length):
-    """LDs (``op`` = isa.ld) or STs of ``rows`` rows of ``length`` words between strided scratchpad rows and
-    external rows: one instruction when both are packed."""
-    if sp_stride == length and ext_stride == length:
-        pairs = [(sp, ext, rows * length)]
-    else:
-        pairs = [(sp + r * sp_stride, ext + r * ext_stride, length) for r in range(rows)]
-    return [isa.ld(dst=a, src=x, len=n) if op == "LD" else isa.st(src=a, dst=x, len=n) for a, x, n in pairs]
-
-
 def _requantised_rows(region, stride, rows, length, mn, group=None):
     """RQs of ``rows`` rows of ``length`` words in place: when the rows are packed, one over ``group`` rows at
     a time (default: all of them), else one per row (requantising the pad words between rows would cost the
@@ -321,7 +306,7 @@ def _body(config, tokens, P, lay):
 
     def projection(n, c0, h, tile):
         """One weight tile: its load, its MMs and, after the projection's last tile, the projection's RQs."""
-        out = _rows_moved("LD", tile, lay.lw, lay.ex_w + (n * d + c0) * dm, dm, h, dm)
+        out = isa.rows_moved("LD", tile, lay.lw, lay.ex_w + (n * d + c0) * dm, dm, h, dm)
         out += _projection_mms(lay, n, c0, h, tile)
         if c0 + h == d:
             key = ("q", "k", "v")[n]
@@ -358,7 +343,7 @@ def _body(config, tokens, P, lay):
     if not lay.block_buffers:
         for block in range(min(lay.buffers, len(blocks))):
             prog.append(isa.rq(dst=lay.WT(block), src=lay.WT(block), len=R * lay.lwt, m=0, s=0))
-    prog += _rows_moved("LD", lay.X, lay.lx, lay.ex_x, dm, T, dm)
+    prog += isa.rows_moved("LD", lay.X, lay.lx, lay.ex_x, dm, T, dm)
     # The weights stream through two tile buffers, a tile of output channels at a time (the next loads while
     # this one's products run); each projection is requantised to int8 in place once its last tile is done.
     q_and_k = [tile for tile in lay.tiles() if tile[0] < 2]
@@ -379,8 +364,8 @@ def _body(config, tokens, P, lay):
             prog += projection(*tile)
         for block in blocks:
             prog += weights(*block) + outputs(*block)
-    prog += _rows_moved("ST", lay.K, lay.lk, lay.ex_k, d, T, d)
-    prog += _rows_moved("ST", lay.VT, lay.lvt, lay.ex_vt, T, d, T)
+    prog += isa.rows_moved("ST", lay.K, lay.lk, lay.ex_k, d, T, d)
+    prog += isa.rows_moved("ST", lay.VT, lay.lvt, lay.ex_vt, T, d, T)
     prog.append(isa.halt())
     return prog
 

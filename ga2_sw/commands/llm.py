@@ -326,11 +326,13 @@ def print_cycles(rows, clock_mhz=CLOCK_MHZ):
     """The cycles-per-token table of ``ga2_sw.llm.step_cycles.table`` (``ga2 llm cycles`` and ``ga2 llm eval``),
     tokens per second at ``clock_mhz``."""
     from ..analyses.common import table
-    from ..llm.step_cycles import SMOLLM2
+    from ..llm.step_cycles import SMOLLM2, chip_banks
     sh = SMOLLM2
     planes = rows[0].get("key_digits", 1) + 1           # K's digit planes and V: words per cached token and channel
     keys = "" if planes == 2 else ", wide keys (two digit planes of K)"
-    print(f"SmolLM2-135M's attention blocks on GA-2 (decoupled, online unit, banks: 8 on the 4x4, 32 on the 8x8{keys}): cycles per "
+    chips = sorted({r["chip"] for r in rows}, key=lambda chip: int(chip.split("x")[0]))
+    banks = ", ".join(f"{chip_banks(int(chip.split('x')[0]))} banks on the {chip}" for chip in chips)
+    print(f"SmolLM2-135M's attention blocks on GA-2 (decoupled, online unit, {banks}{keys}): cycles per "
           f"generated token = {sh['blocks']} blocks x (projection program + attention program) / batch; the "
           f"output projection, MLP and LM head stay on the host and are not counted")
     body = [[r["chip"], r["batch"], f"{r['context']:,}", f"{r['projection']:,}", f"{r['attention']:,}",

@@ -17,11 +17,11 @@ The rest of the block (the output projection, the MLP, the norms) and the LM hea
 path, and are not counted. The terms beside the measured cycles: weights = the block's q, k, v weights (one word
 each), KV = the B sequences' caches read by the attention (``2 L d`` words per key/value head and sequence)."""
 
-from ..banking import operand_stride
+from ..banking import operand_start, operand_stride
 from ..config import Config
 from ..cycles import cycle_counts
 from ..decode import traffic
-from ..isa import halt, ld, mm, rq, st
+from ..isa import halt, mm, rows_moved, rq, st
 from ..online_program import Group, GroupedLayout, grouped_program
 
 __all__ = ["SMOLLM2", "FMAX_COMMAND", "MEASURED_FMAX_MHZ", "chip_banks", "projection_program", "block_programs",
@@ -65,9 +65,9 @@ def projection_program(config, batch, d_model, q_rows, kv_rows, v_mn=(1, 0), dig
     # Decoupled, the operands' rows are placed as prefill's (``banking.operand_stride``): rows an odd multiple of
     # 2 Nb apart, the inputs (A) on even ``a >> b``, the weights (B) on odd, so a slice reads its operands on
     # distinct banks (d_model = 576 words apart, every row of both would sit on one of 8 banks).
-    lx = operand_stride(d_model, config) if config.decoupled else d_model
+    lx = operand_stride(d_model, config)
     X = 0
-    W = X + inputs * lx + (config.sp_banks if config.decoupled else 0)
+    W = operand_start(X + inputs * lx, "B", config)
     OUT = W + 2 * C * lx
     ex_w, ex_x = 0, rows * d_model
     ex_out = ex_x + inputs * d_model
@@ -76,14 +76,10 @@ def projection_program(config, batch, d_model, q_rows, kv_rows, v_mn=(1, 0), dig
     def buffer(k):      # tile k's weight rows live in buffer k % 2
         return W + (k % 2) * C * lx
 
-    def rows_to(dst, src, n):       # n rows of d_model from external memory, lx apart in the scratchpad
-        return [ld(dst=dst, src=src, len=n * d_model)] if lx == d_model else \
-            [ld(dst=dst + r * lx, src=src + r * d_model, len=d_model) for r in range(n)]
-
     def load(k):
         r0 = starts[k]
-        return rows_to(buffer(k), ex_w + r0 * d_model, min(C, rows - r0))
-    prog = [*rows_to(X, ex_x, inputs), *load(0)]
+        return rows_moved("LD", buffer(k), lx, ex_w + r0 * d_model, d_model, min(C, rows - r0), d_model)
+    prog = [*rows_moved("LD", X, lx, ex_x, d_model, inputs, d_model), *load(0)]
     for k, r0 in enumerate(starts):
         # The next tile's load before this tile's MMs, so the DMA lane never waits on them; of a load of a row
         # at a time only the first row, the rest after the MMs: the MMs issue once the first row does (when
