@@ -6,12 +6,13 @@ from amaranth.lib import memory
 from amaranth.utils import bits_for
 
 from ga2_sw.isa import Op
-from ga2_sw.numerics import ALPHA_BITS, DIGIT_BITS, EXP64_TABLE, EXP_DISTANCES, SCORE_MIN, SCORE_MAX, WEIGHT_MAX
+from ga2_sw.numerics import (ALPHA_BITS, DIGIT_BITS, EXP64_TABLE, EXP_DISTANCES, SCORE_MIN, SCORE_MAX, WEIGHT_MAX,
+                             WEIGHT64_TABLE)
 from ga2_sw.timing import (NRM_DEPTH, RSA_DEPTH, SMC_SCORE_DEPTH, nrm_busy, rsa_busy, smc_phases,
                            vector_read_latency)
 
 from .ports import WORD, Unit
-from .requant_pipeline import round_shift, saturate
+from .requant_pipeline import half_shift, round_half_saturate
 from .valid_chain import delayed
 
 __all__ = ["OnlineUnit"]
@@ -33,7 +34,8 @@ class OnlineUnit(Unit):
     * SMC: reads ``st``, ``st+1``, then the ``n`` scores (cycles 1 .. n+2); each score's ``scale_score`` enters
       the buffer ``SMC_SCORE_DEPTH`` cycles after its data, beside the running maximum of the chunk; then the new
       maximum, alpha's exp-table read, alpha; the weights pass reads the buffer: the score registered, its
-      distance to the maximum, the exp table, ``w = (e * 4095 + 2**15) >> 16`` (the high digit written, ``w``
+      distance to the maximum, the weights' table (``w = (e * 4095 + 2**15) >> 16`` of the exp table's ``e``,
+      ``ga2_sw.numerics.WEIGHT64_TABLE``; the high digit written, ``w``
       back into the buffer, the sum accumulated), then the low digits from the buffer, then ``M'``, ``S'``,
       alpha.
     * RSA: reads alpha's word, then per element the low product, the high product and the running output; the
@@ -55,7 +57,12 @@ class OnlineUnit(Unit):
         m.submodules.buffer = buf = memory.Memory(shape=WORD, depth=nmax, init=[])
         m.submodules.exp64 = rom = memory.Memory(shape=bits_for(max(EXP64_TABLE)), depth=EXP_DISTANCES,
                                                  init=EXP64_TABLE)
-        buf_wr, buf_rd, rom_rd = buf.write_port(), buf.read_port(), rom.read_port()
+        # The weights' table beside it, read at the same address: `w = (e * 4095 + 2**15) >> 16` computed from the
+        # exp table's output was the chip's worst path (the block RAM's output -> a 29-bit subtract -> `weight`:
+        # 13.2 and 13.8 ns, 75.53 and 72.29 MHz on an 85F), and a second table costs one block RAM.
+        m.submodules.weight64 = weight_rom = memory.Memory(shape=bits_for(WEIGHT_MAX), depth=EXP_DISTANCES,
+                                                           init=WEIGHT64_TABLE)
+        buf_wr, buf_rd, rom_rd, weight_rd = buf.write_port(), buf.read_port(), rom.read_port(), weight_rom.read_port()
 
         # -- fields and the schedule, loaded while idle (the start cycle is the last idle one) ----------------
         op = Signal.like(instr.op, name="op")
@@ -177,11 +184,13 @@ class OnlineUnit(Unit):
         digits = delayed(m, (high << DIGIT_BITS) + low, 3, "rsa_digits")
 
         # -- into the buffer ------------------------------------------------------------------------------------
-        # SMC: the score, shifted (round half up) and clamped to 16 bits; the chunk's maximum beside it.
+        # SMC: the score, shifted (round half up) and clamped to 16 bits; the chunk's maximum beside it. The
+        # rounding add waits for the next stage, where it is 18 bits wide: (p + 2**(s-1)) >> s is
+        # ((p << 1) >> s) + 1 >> 1, so this stage is the shifter alone (sim/formal.py, online-score).
         shifted = Signal(signed(WORD + MULT_B + 1), name="score_shifted")
         score = Signal(signed(16), name="score")
         chunk_max = Signal(signed(16), name="chunk_max")
-        m.d.sync += [shifted.eq(round_shift(product, shift)), score.eq(saturate(shifted, 16))]
+        m.d.sync += [shifted.eq(half_shift(product, shift)), score.eq(round_half_saturate(shifted, 16))]
         v_score, i_score = delayed(m, v_prod, 2, "v_score"), delayed(m, i_prod, 2, "i_score")
         assert SMC_SCORE_DEPTH == 5, "word, partials, product, shifted, score"
         with m.If(~busy):
@@ -230,7 +239,7 @@ class OnlineUnit(Unit):
         at_x = delayed(m, weights_rd, 2, "weights_at_x")    # x holds a score of the weights pass
         m.d.comb += distance.eq(new_max - Mux(at_x, x, state_max))
         m.d.comb += [far.eq(distance >= EXP_DISTANCES), rom_addr.eq(distance[:len(rom_addr)]),
-                     rom_rd.addr.eq(rom_addr)]
+                     rom_rd.addr.eq(rom_addr), weight_rd.addr.eq(rom_addr)]
         far_d = delayed(m, far, 1, "far_d")
         exp = Mux(far_d, 0, rom_rd.data)
         with m.If(is_smc & (step == new_max_at + 2)):
@@ -248,7 +257,7 @@ class OnlineUnit(Unit):
         with m.Elif(weights_rd):
             m.d.sync += [wi.eq(wi + 1), weights_rd.eq(wi + 1 != n)]
         weight = Signal(range(WEIGHT_MAX + 1), name="weight")
-        m.d.sync += weight.eq(((exp << 12) - exp + (1 << 15)) >> 16)
+        m.d.sync += weight.eq(Mux(far_d, 0, weight_rd.data))
         v_weight = delayed(m, weights_rd, 4, "v_weight")
         i_weight = delayed(m, wi, 4, "i_weight")
         total = Signal(WORD, name="weight_sum")

@@ -50,18 +50,20 @@ def saturation_thresholds(s):
     return hi, lo
 
 
-def round_half_flags(t, over, under):
-    """``sat8((t + 1) >> 1)`` given the clamp decided beforehand: ``over`` when the result exceeds 127 (``t >= 255``),
-    ``under`` when it falls below -128 (``t <= -258``). The rounding add is 10 bits wide, not 49."""
-    low = (t[:10].as_signed() + 1) >> 1
-    return Mux(over, 127, Mux(under, -128, low))[:8].as_signed()
+def round_half_flags(t, over, under, width=8):
+    """``sat((t + 1) >> 1)`` to ``signed(width)`` given the clamp decided beforehand: ``over`` when the result
+    exceeds ``2**(width-1) - 1`` (``t >= 2**width - 1``), ``under`` when it falls below ``-2**(width-1)``
+    (``t <= -2**width - 2``). The rounding add is ``width + 2`` bits wide, not the product's width."""
+    low = (t[:width + 2].as_signed() + 1) >> 1
+    top = (1 << (width - 1)) - 1
+    return Mux(over, top, Mux(under, -top - 1, low))[:width].as_signed()
 
 
-def round_half_saturate(t):
-    """``sat8((t + 1) >> 1)``, which equals ``sat8((x + 2**(s-1)) >> s)`` for ``t = half_shift(x, s)``: the clamp
-    decided on ``t`` itself (the result exceeds 127 exactly when ``t >= 255`` and falls below -128 exactly when
-    ``t <= -258``)."""
-    return round_half_flags(t, t >= 255, t <= -258)
+def round_half_saturate(t, width=8):
+    """``sat((t + 1) >> 1)`` to ``signed(width)``, which equals ``sat((x + 2**(s-1)) >> s)`` for
+    ``t = half_shift(x, s)``: the clamp decided on ``t`` itself (for 8 bits the result exceeds 127 exactly when
+    ``t >= 255`` and falls below -128 exactly when ``t <= -258``)."""
+    return round_half_flags(t, t >= (1 << width) - 1, t <= -(1 << width) - 2, width)
 
 
 def saturate(x, width):

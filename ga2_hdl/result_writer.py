@@ -101,6 +101,19 @@ class ResultWriter(wiring.Component):
             en, dst, fields = self.en, self.dst, self.fields
 
         row = Signal(aw)                                # dst + i*ldc
+        # dst + (i+1)*ldc. Decoupled, a register stepped with `row`: the next row's bank is then decoded from a
+        # register, not from an adder (row -> the ldc adder -> its bank -> `claim` was a 25F seed's worst path,
+        # 98.89 MHz). In order, the sum itself (no bank is decoded from it).
+        row_next = Signal(aw, name="next_row")
+        row_stride = fields.ldc
+        if self._config.decoupled:
+            def next_row_is(value):
+                return [row_next.eq(value)]
+        else:
+            m.d.comb += row_next.eq(row + row_stride)
+
+            def next_row_is(value):
+                return []
         addr = Signal(aw)                               # dst + i*ldc + j
         i = Signal(8)
         j = Signal(8)
@@ -131,15 +144,17 @@ class ResultWriter(wiring.Component):
                 m.d.comb += next_bank.eq(1 << bank_index(a, self._config))
 
         with m.If(~en):
-            m.d.sync += [row.eq(dst), addr.eq(dst), i.eq(0), j.eq(0), sel_row.eq(0), sel.eq(0)]
+            m.d.sync += [row.eq(dst), *next_row_is(dst + row_stride), addr.eq(dst), i.eq(0), j.eq(0), sel_row.eq(0),
+                         sel.eq(0)]
             bank_moves_to(dst)
         with m.Elif(write & last_in_row):
             m.d.sync += [i.eq(i + 1), j.eq(0),
-                         row.eq(row + fields.ldc),
-                         addr.eq(row + fields.ldc),
+                         row.eq(row_next),
+                         *next_row_is(row_next + row_stride),
+                         addr.eq(row_next),
                          sel_row.eq(sel_row + cols),
                          sel.eq(sel_row + cols)]
-            bank_moves_to(row + fields.ldc)
+            bank_moves_to(row_next)
         with m.Elif(write):
             m.d.sync += [j.eq(j + 1), addr.eq(addr + 1), sel.eq(sel + 1)]
             bank_moves_to(addr + 1)

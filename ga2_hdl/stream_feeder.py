@@ -30,6 +30,9 @@ READ_LATENCY = BANKED_READ_DELAY + 1 + BANKED_DATA_DELAY + BANKED_SELECT_DELAY
 # counts these, with the plan cycles, as STREAM_MM_OVERHEAD; the result writer waits them out (result_writer.py).
 STEP_DELAY = READ_LATENCY + 1
 DRAIN_CYCLES = STEP_DELAY + 1
+# The copies of the per-bank codes of operands still to read, one for each group of registers the slice's end
+# enables (StreamFeeder.elaborate).
+END_COPIES = 4
 
 
 class StreamFeeder(wiring.Component):
@@ -152,17 +155,26 @@ class StreamFeeder(wiring.Component):
         # waiting on a held bank. The operands' own flags (`pending`, `reads`) say the same, but the slice's end
         # from them was every operand's bank and arbitration in a row, seven LUTs in front of the addresses'
         # and counters' enables (96.64 MHz on a 25F, one seed of three); from the codes it is four.
-        waiting = [Signal(n_ops, name=f"bank{b}_waiting") for b in range(config.sp_banks)]
+        # The slice's end enables about 450 registers; one copy of it, crossing the die to all of them, was the
+        # worst path on two seeds of three (bank3_waiting -> its end -> bank1_waiting, 10.23 ns, 8.05 of routing;
+        # bank7_waiting -> its end -> the state machine, 10.71 ns: 97.78 and 93.4 MHz on a 25F). So there are
+        # END_COPIES copies of the codes, each its own loop (its end computed from its own codes, its codes
+        # stepped by its own end, so no tool can merge them), and each copy's end enables one group of registers.
+        copies = [[Signal(n_ops, name=f"bank{b}_waiting" + (f"_copy{c}" if c else "")) for b in range(config.sp_banks)]
+                  for c in range(END_COPIES)]
 
         def bank_bit(address):
             return Const(1, config.sp_banks) << bank_index(address, config)
 
-        def plan(hits, name):
-            """The slice whose operands sit on the banks ``hits`` (one bit each) becomes the one being read."""
+        def counts(hits, name):
+            """Per bank, how many of the used operands on the banks ``hits`` (one bit each) sit on it."""
+            return [thermometer(m, [u & h[b] for u, h in zip(used, hits)], f"{name}_bank{b}")
+                    for b in range(config.sp_banks)]
+
+        def plan(hits):
+            """The slice whose operands sit on the banks ``hits`` becomes the one being read (its codes apart)."""
             return ([same[q, p].eq((hits[q] & hits[p]).any()) for q, p in pairs] +
-                    [hit.eq(h) for hit, h in zip(on_bank, hits)] +
-                    [code.eq(thermometer(m, [u & h[b] for u, h in zip(used, hits)], f"{name}_bank{b}"))
-                     for b, code in enumerate(waiting)])
+                    [hit.eq(h) for hit, h in zip(on_bank, hits)])
 
         # This cycle's reads: each operand still to read, unless an earlier one still to read shares its bank, or
         # the vector lane or the result writer asks for its bank.
@@ -173,7 +185,10 @@ class StreamFeeder(wiring.Component):
         free = [~(hit & held).any() for hit in on_bank]
         reads = [pending[p] & free[p] & ~Cat(*(pending[q] & same[q, p] for q in range(p))).any()
                  for p in range(n_ops)]
-        slice_done = ~Cat(*(code[1] | (code[0] & held[b]) for b, code in enumerate(waiting))).any()
+        ends = [~Cat(*(code[1] | (code[0] & held[b]) for b, code in enumerate(waiting))).any() for waiting in copies]
+        # Each copy's end, and the registers it enables: the state machine and the slice count; the slices'
+        # addresses; the next slice's; its banks and the plan.
+        slice_done, addr_end, ahead_end, plan_end = ends
 
         with m.FSM(name="stream_fsm") as fsm:
             with m.State("IDLE"):
@@ -185,7 +200,10 @@ class StreamFeeder(wiring.Component):
             # The last slice waits in WAIT while the result writer is busy, entered from the cycle before it
             # would be read: a state, so that the wait is not one more term of every read's arbitration.
             with m.State("PLAN"):
-                m.d.sync += [*plan([bank_bit(a) for a in addr], "first"), *(a.eq(n) for a, n in zip(ahead, nexts)),
+                first_banks = [bank_bit(a) for a in addr]
+                m.d.sync += [*plan(first_banks), *(a.eq(n) for a, n in zip(ahead, nexts)),
+                             *(code.eq(count) for waiting in copies
+                               for code, count in zip(waiting, counts(first_banks, "first"))),
                              *(h.eq(n) for h, n in zip(ahead_bank, next_banks))]
                 with m.If(on_last & self.writer_busy):
                     m.next = "WAIT"
@@ -213,11 +231,21 @@ class StreamFeeder(wiring.Component):
                          tb.eq(instr.tb), *(u.eq(f) for u, f in zip(used, useds(instr, config))),
                          left.eq(instr.K - 1), on_last.eq(instr.K == 1)]
         with m.Elif(slice_read):
-            m.d.sync += [*(a.eq(n) for a, n in zip(addr, ahead)), *plan(ahead_bank, "ahead"),
-                         *(a.eq(n) for a, n in zip(ahead, nexts)), *(h.eq(n) for h, n in zip(ahead_bank, next_banks)),
-                         left.eq(left - 1), on_last.eq(next_is_last)]
-        with m.If(reading & ~slice_done):
-            m.d.sync += [code.eq(Mux(held[b], code, code[1:])) for b, code in enumerate(waiting)]
+            m.d.sync += [left.eq(left - 1), on_last.eq(next_is_last)]
+        with m.If(reading & addr_end):
+            m.d.sync += [a.eq(n) for a, n in zip(addr, ahead)]
+        with m.If(reading & ahead_end):
+            m.d.sync += [a.eq(n) for a, n in zip(ahead, nexts)]
+        with m.If(reading & plan_end):
+            m.d.sync += [*plan(ahead_bank), *(h.eq(n) for h, n in zip(ahead_bank, next_banks))]
+        # Each copy's codes, stepped by its own end: the next slice's counts, else one read from each bank that is
+        # not held.
+        ahead_counts = counts(ahead_bank, "ahead")
+        for waiting, end in zip(copies, ends):
+            with m.If(reading & end):
+                m.d.sync += [code.eq(count) for code, count in zip(waiting, ahead_counts)]
+            with m.Elif(reading):
+                m.d.sync += [code.eq(Mux(held[b], code, code[1:])) for b, code in enumerate(waiting)]
         with m.If(reading):
             m.d.sync += phase.eq(phase ^ slice_done)
             for bit, rd in zip(read_in, reads):

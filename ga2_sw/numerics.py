@@ -8,7 +8,7 @@ import math
 __all__ = ["quantize", "scale_for", "mantissa_shift", "requant", "EXP_TABLE", "softmax_q16",
            "s8", "s32", "u32", "sat8", "Q16_ONE", "MAX_SHIFT", "M_BITS", "SCORE_UNIT", "SCORE_MIN", "SCORE_MAX",
            "EXP64_TABLE", "EXP_DISTANCES", "WEIGHT_BITS", "WEIGHT_MAX", "DIGIT_BITS", "ONLINE_MAX_CTX", "ONLINE_START",
-           "exp64", "scale_score", "online_softmax_step", "weight_digits", "rescale_add", "normalise", "NRM_MAX_SHIFT",
+           "exp64", "weight_of_exp", "WEIGHT64_TABLE", "scale_score", "online_softmax_step", "weight_digits", "rescale_add", "normalise", "NRM_MAX_SHIFT",
            "ALPHA_BITS", "smc_words", "rsa_word", "nrm_word", "KEY_DIGITS", "KEY_LIMIT", "WIDE_KEY_MAX",
            "wide_key_digits"]
 
@@ -136,6 +136,15 @@ def _q16_scale(value, alpha):
     return (value * alpha + (1 << 15)) >> 16
 
 
+def weight_of_exp(e):
+    """A score's weight from its ``exp64``: ``(e * 4095 + 2**15) >> 16``, 0..4095."""
+    return (e * WEIGHT_MAX + (1 << 15)) >> 16
+
+
+# The weight of every distance in the exp table (the online unit reads it beside EXP64_TABLE).
+WEIGHT64_TABLE = tuple(weight_of_exp(e) for e in EXP64_TABLE)
+
+
 def online_softmax_step(scores, state):
     """One chunk of the online softmax: ``scores`` (1/64 logits) and ``state`` = (running maximum, running
     sum) -> (weights, alpha, new state).
@@ -148,7 +157,7 @@ def online_softmax_step(scores, state):
         raise ValueError("An online softmax step needs at least one score")
     old_max, total = state
     mx = max(old_max, max(scores))
-    weights = [(exp64(mx - x) * WEIGHT_MAX + (1 << 15)) >> 16 for x in scores]
+    weights = [weight_of_exp(exp64(mx - x)) for x in scores]
     alpha = exp64(mx - old_max)
     return weights, alpha, (mx, _q16_scale(total, alpha) + sum(weights))
 

@@ -42,7 +42,8 @@ from ga2_sw.isa import Op
 
 from ga2_hdl.dma import DMA
 from ga2_hdl.pe import ProcessingElement
-from ga2_hdl.requant_pipeline import rounding_term, saturate, half_shift, round_half_flags, saturation_thresholds
+from ga2_hdl.requant_pipeline import (rounding_term, saturate, half_shift, round_half_flags, round_half_saturate,
+                                      saturation_thresholds)
 from ga2_hdl.requantiser import Requantiser
 from ga2_hdl.sequencer import Sequencer
 from ga2_sw.isa import units_of
@@ -258,6 +259,40 @@ class RequantExprSpec(Elaboratable):
         m.d.comb += dut.eq(self._pipeline(p, s))
         ref, stmts = _sat8(_ref_round_shift(m, p, s, 47))
         m.d.comb += stmts
+        m.d.comb += Assert(dut == ref)
+        return m
+
+
+def _online_score(p, s):
+    """The online unit's two score stages as one expression (``OnlineUnit``: ``score_shifted``, then ``score``)."""
+    return round_half_saturate(half_shift(p, s), 16)
+
+
+def _online_score_floor_thresholds(p, s):
+    """A realistic bug for the mutant: the clamp decided on ``t >= 2**16`` (the threshold of the truncated,
+    not the rounded, result), so a ``t`` of 65,535 rounds to 32,768 and wraps to -32,768."""
+    t = half_shift(p, s)
+    return round_half_flags(t, t >= 1 << 16, t <= -(1 << 16) - 2, 16)
+
+
+class OnlineScoreSpec(Elaboratable):
+    """SMC's ``scale_score`` as the online unit computes it: for every 50-bit signed product ``p`` (an int32 score
+    times an 18-bit operand) and every ``s`` in 0..47, ``round_half_saturate(half_shift(p, s), 16)`` equals
+    ``sat16((p + 2**(s-1)) >> s)``, the reference shifting by a constant in each of the 48 cases of ``s``."""
+
+    def __init__(self, stages=_online_score):
+        self._stages = stages
+
+    def elaborate(self, platform):
+        m = Module()
+        p = AnyConst(signed(50))
+        s = AnyConst(6)
+        m.d.comb += Assume(s <= 47)
+        dut = Signal(signed(16))
+        m.d.comb += dut.eq(self._stages(p, s))
+        shifted = _ref_round_shift(m, p, s, 47)
+        ref = Signal(signed(16))
+        m.d.comb += ref.eq(Mux(shifted >= 32767, 32767, Mux(shifted <= -32768, -32768, shifted)))
         m.d.comb += Assert(dut == ref)
         return m
 
@@ -1019,6 +1054,8 @@ CHECKS = {c.name: c for c in [
           "half_shift + saturation_thresholds + round_half_flags, all 48-bit products, s 0..47"),
     Check("requant-mul", RequantMulSpec, "bmc", 1, "PASS",
           "requant(a, m, s) incl. the product: every int32 a, int16 m, s 0..47"),
+    Check("online-score", OnlineScoreSpec, "bmc", 1, "PASS",
+          "SMC's scale_score: half_shift + round_half_saturate to 16 bits, all 50-bit products, s 0..47"),
     Check("pe", PESpec, "bmc", 24, "PASS",
           "ProcessingElement: acc = sum of registered products, any a/b/step/clear/reset, 24 cycles"),
     Check("dma", DMASpec, "bmc", 70, "PASS",
@@ -1050,6 +1087,8 @@ MUTANTS = {c.name: c for c in [
           "FAIL", "RTL bug: the rounding add wraps in 48 bits"),
     Check("requant-mul/ties-down", lambda: RequantMulSpec(ties="down"), "bmc", 1, "FAIL",
           "wrong claim: ties round towards -infinity"),
+    Check("online-score/floor-threshold", lambda: OnlineScoreSpec(_online_score_floor_thresholds), "bmc", 1,
+          "FAIL", "RTL bug: the clamp decided on the truncated result's threshold"),
     Check("pe/unregistered", lambda: PESpec(registered=False), "bmc", 4, "FAIL",
           "wrong claim: the latest product is already in acc"),
     Check("dma/off-by-one", lambda: DMASpec(slack=1), "bmc", 8, "FAIL",

@@ -394,6 +394,19 @@ def test_cycles_command_tokens_per_second_at_a_given_clock(tmp_path, capsys):
     assert main(["llm", "cycles", "--key-digits", "0"]) == 2 and "--key-digits" in capsys.readouterr().err
 
 
+def test_cycles_command_draws_the_plot(tmp_path, capsys):
+    """`ga2 llm cycles --plot F.png` writes a PNG; a plot path in a missing folder is refused before any work."""
+    from ga2_sw.cli import main
+    png = tmp_path / "cycles.png"
+    assert main(["llm", "cycles", "--chips", "4", "--batches", "1", "--contexts", "16,32", "--plot", str(png),
+                 "--no-progress"]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    capsys.readouterr()
+    assert main(["llm", "cycles", "--plot", str(tmp_path / "missing" / "c.png")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--plot" in err and "missing" in err and len(err.splitlines()) == 1
+
+
 def test_measured_fmax_is_of_the_steps_chip_and_sets_the_tokens_per_second(tmp_path):
     """The Fmax the cycles table quotes was measured on the chip of the sampled steps (the command's options
     build ``STEP_CONFIG``, a 4 x 4), and each row's tokens/s at Fmax is that clock over its cycles per token."""

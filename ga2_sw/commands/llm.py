@@ -311,7 +311,52 @@ def _cycles(args):
         write_json(args.json, {"shape": SMOLLM2, "clock_mhz": args.clock_mhz, "key_digits": args.key_digits,
                                "rows": [{**r, "tokens_per_second": round(per_second / r["cycles_per_token"], 3)}
                                         for r in rows]})
+    if args.plot:
+        plot_cycles(args.plot, rows, args.clock_mhz)
     return 0
+
+
+def plot_cycles(path, rows, clock_mhz):
+    """Cycles per generated token against context, a line per chip and batch (a filled marker where the
+    attention program, the KV cache's, takes longer than the projections), and tokens/s at each chip's measured
+    Fmax (at ``clock_mhz``, dashed, for a chip without one)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from ..analyses.common import finish_plot
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
+    lines = sorted({(int(r["chip"].split("x")[0]), r["batch"]) for r in rows})
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for k, (size, batch) in enumerate(lines):
+        mine = sorted((r for r in rows if r["chip"] == f"{size}x{size}" and r["batch"] == batch),
+                      key=lambda r: r["context"])
+        xs = [r["context"] for r in mine]
+        colour, label = colours[k % len(colours)], f"{size}x{size}, B = {batch}"
+        left.plot(xs, [r["cycles_per_token"] / 1e6 for r in mine], color=colour, label=label)
+        for r in mine:
+            kv = r["attention"] > r["projection"]
+            left.plot(r["context"], r["cycles_per_token"] / 1e6, "o", color=colour,
+                      markerfacecolor=colour if kv else "white")
+        fmax = mine[0]["fmax_mhz"]
+        clock = fmax if fmax is not None else clock_mhz
+        right.plot(xs, [clock * 1e6 / r["cycles_per_token"] for r in mine], "o-" if fmax is not None else "o--",
+                   color=colour, label=f"{label} at {clock:g} MHz" + ("" if fmax is not None else " (no Fmax)"))
+    from matplotlib.ticker import ScalarFormatter
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted({r["context"] for r in rows}))
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.set_xlabel("context (tokens)")
+        ax.grid(alpha=0.3)
+    left.set_yscale("log")
+    left.yaxis.set_major_formatter(ScalarFormatter())
+    left.yaxis.set_minor_formatter(ScalarFormatter())
+    left.set_ylabel("cycles per generated token (millions)")
+    left.set_title("SmolLM2's attention blocks on GA-2\n(filled: the KV cache's program takes longer)")
+    right.set_ylabel("tokens per second")
+    right.set_title("at the measured Fmax (dashed: the clock target)")
+    right.legend(fontsize=7)
+    finish_plot(fig, path)
 
 
 def _check_cycles(args):
@@ -434,6 +479,9 @@ def register(sub):
     y.add_argument("--contexts", metavar="L,L", type=IntList(1, 4096), default=[64, 256, 1024],
                    help="context lengths (default 64,256,1024)")
     y.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
+    y.add_argument("--plot", metavar="FILE.png", type=plot_option(),
+                   help="draw cycles per token and tokens/s against context, a line per chip and batch "
+                        "(.png, .pdf, .svg)")
     y.add_argument("--no-progress", action="store_true", help="no progress bar")
     y.add_argument("--clock-mhz", type=Int(1, 1000), default=CLOCK_MHZ,
                    help="the clock for the tokens/s column, 1..1000 MHz (default %(default)s: the clock target; "
