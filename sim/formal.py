@@ -195,10 +195,11 @@ def _sync_domain(m, reset):
         raise ValueError(f"Reset must be 'never' or 'any', not {reset!r}")
 
 
-def _sat8(x):
-    """Clamp to -128..127, written independently of ``requant_pipeline.saturate``."""
-    out = Signal(signed(8))
-    return out, [out.eq(Mux(x >= 127, 127, Mux(x <= -128, -128, x)))]
+def _clamp_ref(x, width=8):
+    """Clamp to ``signed(width)`` (-128..127 by default), written independently of ``requant_pipeline.saturate``."""
+    out = Signal(signed(width))
+    top = (1 << (width - 1)) - 1
+    return out, [out.eq(Mux(x >= top, top, Mux(x <= -top - 1, -top - 1, x)))]
 
 
 def _ref_round_shift(m, x, s, max_s, width=None, ties="up"):
@@ -250,14 +251,16 @@ class RequantExprSpec(Elaboratable):
         else:
             self._pipeline = lambda p, s: saturate(round_shift(p, s), 8)
 
+    product_bits, result_bits = 48, 8
+
     def elaborate(self, platform):
         m = Module()
-        p = AnyConst(signed(48))
+        p = AnyConst(signed(self.product_bits))
         s = AnyConst(6)
         m.d.comb += Assume(s <= 47)
-        dut = Signal(signed(8))
+        dut = Signal(signed(self.result_bits))
         m.d.comb += dut.eq(self._pipeline(p, s))
-        ref, stmts = _sat8(_ref_round_shift(m, p, s, 47))
+        ref, stmts = _clamp_ref(_ref_round_shift(m, p, s, 47), self.result_bits)
         m.d.comb += stmts
         m.d.comb += Assert(dut == ref)
         return m
@@ -275,26 +278,15 @@ def _online_score_floor_thresholds(p, s):
     return round_half_flags(t, t >= 1 << 16, t <= -(1 << 16) - 2, 16)
 
 
-class OnlineScoreSpec(Elaboratable):
+class OnlineScoreSpec(RequantExprSpec):
     """SMC's ``scale_score`` as the online unit computes it: for every 50-bit signed product ``p`` (an int32 score
     times an 18-bit operand) and every ``s`` in 0..47, ``round_half_saturate(half_shift(p, s), 16)`` equals
     ``sat16((p + 2**(s-1)) >> s)``, the reference shifting by a constant in each of the 48 cases of ``s``."""
 
-    def __init__(self, stages=_online_score):
-        self._stages = stages
+    product_bits, result_bits = 50, 16
 
-    def elaborate(self, platform):
-        m = Module()
-        p = AnyConst(signed(50))
-        s = AnyConst(6)
-        m.d.comb += Assume(s <= 47)
-        dut = Signal(signed(16))
-        m.d.comb += dut.eq(self._stages(p, s))
-        shifted = _ref_round_shift(m, p, s, 47)
-        ref = Signal(signed(16))
-        m.d.comb += ref.eq(Mux(shifted >= 32767, 32767, Mux(shifted <= -32768, -32768, shifted)))
-        m.d.comb += Assert(dut == ref)
-        return m
+    def __init__(self, stages=_online_score):
+        self._pipeline = stages
 
 
 class RequantMulSpec(Elaboratable):
@@ -329,7 +321,7 @@ class RequantMulSpec(Elaboratable):
                     else:
                         half = (1 << (k - 1)) - (1 if self._ties == "down" else 0)
                         m.d.comb += shifted.eq((wide + half) >> k)
-        ref, stmts = _sat8(shifted)
+        ref, stmts = _clamp_ref(shifted)
         m.d.comb += stmts
         m.d.comb += Assert(dut == ref)
         return m
@@ -391,7 +383,7 @@ class RequantUnitSpec(Elaboratable):
             with m.If(dut.sp_wr.en & (writes == i)):
                 prod = Signal(signed(64), name=f"ref_prod_{i}")
                 m.d.comb += prod.eq(got[i] * mul)
-                ref, stmts = _sat8(_ref_round_shift(m, prod, s, 47, width=64, ties=self._ties))
+                ref, stmts = _clamp_ref(_ref_round_shift(m, prod, s, 47, width=64, ties=self._ties))
                 m.d.comb += stmts
                 m.d.comb += Assert(dut.sp_wr.addr == dst + i)
                 m.d.comb += Assert(dut.sp_wr.data == Cat(ref, ref[7].replicate(24)))
