@@ -104,13 +104,14 @@ class ResultWriter(wiring.Component):
         # dst + (i+1)*ldc. Decoupled, a register stepped with `row`: the next row's bank is then decoded from a
         # register, not from an adder (row -> the ldc adder -> its bank -> `claim` was a 25F seed's worst path,
         # 98.89 MHz). In order, the sum itself (no bank is decoded from it).
-        row_next = Signal(aw, name="next_row")
         row_stride = fields.ldc
         if self._config.decoupled:
+            row_next = Signal(aw, name="next_row")
+
             def next_row_is(value):
                 return [row_next.eq(value)]
         else:
-            m.d.comb += row_next.eq(row + row_stride)
+            row_next = row + row_stride
 
             def next_row_is(value):
                 return []
