@@ -32,16 +32,39 @@ class ProcessingElement(wiring.Component):
         ``b_i`` of the last step, to the cell to the south.
     acc : Out(signed(32))
         The accumulated sum of products.
+    a_mul_o : Out(signed(8))
+        ``a_i`` of the last step, like ``a_o`` but not zeroed by ``clear``: the east cell's copy of its
+        multiplier operand (see ``a_mul_i``).
+    a_mul_i : In(signed(8))
+        Only with ``a_mul_port``: the multiplier's ``a`` operand. It must equal ``a_i`` on every step where
+        ``b_i`` is not 0 (where ``b_i`` is 0 the product is 0 whatever it holds).
+
+    Parameters
+    ----------
+    a_mul_port : bool
+        Multiply ``a_mul_i`` instead of ``a_i``. The array gives every cell east of the first column its
+        own register of the west cell's operand (``a_mul_o``), so that the flip-flop driving the
+        multiplier (a MULT18X18D on ECP5) can sit beside it, while ``a_o`` travels east: the in-order
+        chip's worst path was a cell's ``a_o`` -> the east cell's multiplier -> its product, routed across
+        the DSP row. The copy is not cleared, so Yosys cannot merge it with ``a_o``; a cleared ``a_o``
+        only ever meets a cleared ``b`` (the array clears every register at once), so a stale copy
+        multiplies 0.
     """
 
-    a_i: In(signed(8))
-    b_i: In(signed(8))
-    step: In(1)
-    clear: In(1)
-    a_o: Out(signed(8))
-    b_o: Out(signed(8))
-    acc: Out(signed(32))
-    acc_next: Out(signed(32))
+    def __init__(self, a_mul_port=False):
+        self._a_mul_port = bool(a_mul_port)
+        super().__init__({
+            "a_i": In(signed(8)),
+            "b_i": In(signed(8)),
+            "step": In(1),
+            "clear": In(1),
+            "a_o": Out(signed(8)),
+            "b_o": Out(signed(8)),
+            "acc": Out(signed(32)),
+            "acc_next": Out(signed(32)),
+            "a_mul_o": Out(signed(8)),
+            **({"a_mul_i": In(signed(8))} if self._a_mul_port else {}),
+        })
 
     def elaborate(self, platform):
         m = Module()
@@ -52,14 +75,18 @@ class ProcessingElement(wiring.Component):
         # latency, which the array's schedule (and the matrix unit's flush) accounts for.
         prod = Signal(signed(16))
 
+        a_mul = self.a_mul_i if self._a_mul_port else self.a_i
+
         m.d.comb += self.acc_next.eq(self.acc + prod)
+        with m.If(self.step):
+            m.d.sync += self.a_mul_o.eq(self.a_i)
         with m.If(self.clear):
             m.d.sync += [self.a_o.eq(0), self.b_o.eq(0), prod.eq(0), self.acc.eq(0)]
         with m.Elif(self.step):
             m.d.sync += [
                 self.a_o.eq(self.a_i),
                 self.b_o.eq(self.b_i),
-                prod.eq(self.a_i * self.b_i),
+                prod.eq(a_mul * self.b_i),
                 # signed(33) into signed(32): wraps, which is the int32 semantics we want.
                 self.acc.eq(self.acc + prod),
             ]

@@ -90,7 +90,10 @@ class SystolicArray(wiring.Component):
         pe = [[None] * cols for _ in range(rows)]
         for r in range(rows):
             for c in range(cols):
-                pe[r][c] = cell = ProcessingElement()
+                # East of the first column a cell multiplies its own copy of the west cell's operand
+                # register (ProcessingElement's a_mul_port says why); the first column's a_i is a skew
+                # register or the input itself.
+                pe[r][c] = cell = ProcessingElement(a_mul_port=c > 0)
                 m.submodules[f"pe_{r}_{c}"] = cell
                 m.d.comb += [
                     cell.step.eq(self.step),
@@ -106,6 +109,8 @@ class SystolicArray(wiring.Component):
             west = self._skew(m, self.a[r], r, f"skew_a{r}")
             for c in range(cols):
                 m.d.comb += pe[r][c].a_i.eq(west)
+                if c > 0:
+                    m.d.comb += pe[r][c].a_mul_i.eq(pe[r][c - 1].a_mul_o)
                 west = pe[r][c].a_o
         for c in range(cols):
             north = self._skew(m, self.b[c], c, f"skew_b{c}")

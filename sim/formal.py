@@ -409,18 +409,32 @@ class PESpec(Elaboratable):
     are the operands of the latest step (0 after a clear).
 
     The shadow keeps the sum 48 bits wide and compares its low 32 bits. ``registered=False`` is the wrong
-    claim (the latest product already included) for the mutant."""
+    claim (the latest product already included) for the mutant.
 
-    def __init__(self, registered=True, reset="any"):
-        self._registered, self._reset = registered, reset
+    ``a_mul_port=True``: the cell multiplies ``a_mul_i``, which here is ``a_i`` where ``b_i`` is not 0 and
+    anything where it is (the port's contract); the sum must not change. And ``a_mul_o`` is ``a_i`` of the
+    latest step, whatever clears came since."""
+
+    def __init__(self, registered=True, reset="any", a_mul_port=False, a_mul_contract=True):
+        self._registered, self._reset, self._a_mul_port = registered, reset, a_mul_port
+        self._a_mul_contract = a_mul_contract   # False (the twin): the copy is junk on every step
 
     def elaborate(self, platform):
         m = Module()
         _sync_domain(m, self._reset)
-        m.submodules.pe = pe = ProcessingElement()
+        m.submodules.pe = pe = ProcessingElement(a_mul_port=self._a_mul_port)
         a, b = AnySeq(signed(8)), AnySeq(signed(8))
         step, clear = AnySeq(1), AnySeq(1)
         m.d.comb += [pe.a_i.eq(a), pe.b_i.eq(b), pe.step.eq(step), pe.clear.eq(clear)]
+        a_mul = a
+        if self._a_mul_port:
+            junk = AnySeq(signed(8))
+            a_mul = Mux(b == 0, junk, a)
+            m.d.comb += pe.a_mul_i.eq(a_mul if self._a_mul_contract else junk)
+        stepped_a = Signal(signed(8))       # a of the latest step, not cleared
+        with m.If(step):
+            m.d.sync += stepped_a.eq(a)
+        m.d.comb += Assert(pe.a_mul_o == stepped_a)
 
         total = Signal(signed(48))          # sum of the products of all steps but the latest
         latest = Signal(signed(17))         # the latest step's product
@@ -428,11 +442,17 @@ class PESpec(Elaboratable):
         with m.If(clear):
             m.d.sync += [total.eq(0), latest.eq(0), last_a.eq(0), last_b.eq(0)]
         with m.Elif(step):
-            m.d.sync += [total.eq(total + latest), latest.eq(a.as_signed() * b.as_signed()),
+            # a * b, written as a choice on b = 0 (where a_mul is anything) and a_mul * b elsewhere (where
+            # a_mul is a), so that the solver splits the cases instead of proving two multipliers equal.
+            m.d.sync += [total.eq(total + latest),
+                         latest.eq(Mux(b == 0, 0, a_mul.as_signed() * b.as_signed())),
                          last_a.eq(a), last_b.eq(b)]
         claim = total if self._registered else total + latest
         m.d.comb += [
             Assert(pe.acc == claim[:32].as_signed()),
+            # acc + the registered product: checked in every cycle, so that the solver carries the product
+            # forward as a fact instead of re-deriving each one from the operands.
+            Assert(pe.acc_next == (total + latest)[:32].as_signed()),
             Assert(pe.a_o == last_a),
             Assert(pe.b_o == last_b),
         ]
@@ -1050,6 +1070,8 @@ CHECKS = {c.name: c for c in [
           "SMC's scale_score: half_shift + round_half_saturate to 16 bits, all 50-bit products, s 0..47"),
     Check("pe", PESpec, "bmc", 24, "PASS",
           "ProcessingElement: acc = sum of registered products, any a/b/step/clear/reset, 24 cycles"),
+    Check("pe-a-mul-port", lambda: PESpec(a_mul_port=True), "bmc", 24, "PASS",
+          "ProcessingElement(a_mul_port): the same sums with a multiplier operand that may differ where b = 0"),
     Check("dma", DMASpec, "bmc", 70, "PASS",
           "DMA: any legal LD/ST, every access at start+k, k < len, busy = X; 70 cycles = every transfer whole"),
     Check("dma-seq", lambda: DMASpec(sequence=True), "bmc", 32, "PASS",
@@ -1079,6 +1101,8 @@ MUTANTS = {c.name: c for c in [
           "FAIL", "RTL bug: the rounding add wraps in 48 bits"),
     Check("requant-mul/ties-down", lambda: RequantMulSpec(ties="down"), "bmc", 1, "FAIL",
           "wrong claim: ties round towards -infinity"),
+    Check("pe-a-mul-port/stale-copy", lambda: PESpec(a_mul_port=True, a_mul_contract=False), "bmc", 4, "FAIL",
+          "broken contract: the multiplier's copy of a is junk where b is not 0"),
     Check("online-score/floor-threshold", lambda: OnlineScoreSpec(_online_score_floor_thresholds), "bmc", 1,
           "FAIL", "RTL bug: the clamp decided on the truncated result's threshold"),
     Check("pe/unregistered", lambda: PESpec(registered=False), "bmc", 4, "FAIL",

@@ -96,7 +96,12 @@ RTL_MUTANTS = (
        "m.d.sync += [self.a_o.eq(0), self.b_o.eq(0), prod.eq(0), self.acc.eq(0)]",
        "m.d.sync += [self.a_o.eq(0), self.b_o.eq(0), self.acc.eq(0)]"),
     _m("pe: a operand zero-extended (unsigned 8-bit) in the multiply", "pe",
-       "prod.eq(self.a_i * self.b_i),", "prod.eq(self.a_i.as_unsigned() * self.b_i),"),
+       "prod.eq(a_mul * self.b_i),", "prod.eq(a_mul.as_unsigned() * self.b_i),"),
+    _m("pe: the east cell's copy of a lags a step (a_mul_o <= a_o)", "pe",
+       "m.d.sync += self.a_mul_o.eq(self.a_i)", "m.d.sync += self.a_mul_o.eq(self.a_o)"),
+    _m("pe: the copy of a for the east cell is taken on every cycle, not on steps", "pe",
+       "        with m.If(self.step):\n            m.d.sync += self.a_mul_o.eq(self.a_i)",
+       "        m.d.sync += self.a_mul_o.eq(self.a_i)"),
     _m("pe: step does not pass b on to the south", "pe",
        "self.b_o.eq(self.b_i),\n", ""),
     # -- systolic array ----------------------------------------------------------------------------------
@@ -107,6 +112,8 @@ RTL_MUTANTS = (
        'north = self._skew(m, self.b[c], max(c - 1, 0), f"skew_b{c}")'),
     _m("systolic: skew registers ignore clear", "systolic", _SKEW_CLEAR,
        "            with m.If(self.step):\n                m.d.sync += reg.eq(value)\n"),
+    _m("systolic: a cell multiplies its own copy of a, not the west cell's", "systolic",
+       "pe[r][c].a_mul_i.eq(pe[r][c - 1].a_mul_o)", "pe[r][c].a_mul_i.eq(pe[r][c].a_mul_o)"),
     _m("systolic: b of column c fed to every row at once (no southward pipeline)", "systolic",
        "                north = pe[r][c].b_o\n", ""),
     # -- matrix unit -------------------------------------------------------------------------------------

@@ -70,29 +70,39 @@ def test_pe_step_clear_hold():
     run_bench(pe, tb, vcd_name="pe_basic")
 
 
-def test_pe_random_against_model():
-    pe = ProcessingElement()
+@pytest.mark.parametrize("a_mul_port", [False, True])
+def test_pe_random_against_model(a_mul_port):
+    """With ``a_mul_port`` the multiplier's operand is junk wherever b is 0 (all the port's contract allows)
+    and the sums must not change; ``a_mul_o`` is a of the latest step, never cleared."""
+    pe = ProcessingElement(a_mul_port=a_mul_port)
     rng = np.random.default_rng(7)
 
     async def tb(ctx):
-        a_o = b_o = prod = acc = 0
+        a_o = b_o = prod = acc = a_mul_o = 0
         for _ in range(300):
             a, b = (int(x) for x in rng.choice([-128, -127, -1, 0, 1, 126, 127, *range(-5, 6)], 2))
             if rng.random() < 0.5:
                 a, b = (int(x) for x in rng.integers(-128, 128, 2))
             step, clear = int(rng.random() < 0.7), int(rng.random() < 0.05)
+            if a_mul_port and rng.random() < 0.3:
+                b = 0
             ctx.set(pe.a_i, a)
             ctx.set(pe.b_i, b)
             ctx.set(pe.step, step)
             ctx.set(pe.clear, clear)
+            if a_mul_port:
+                ctx.set(pe.a_mul_i, int(rng.integers(-128, 128)) if b == 0 else a)
             await ctx.tick()
+            if step:
+                a_mul_o = a
             if clear:
                 a_o = b_o = prod = acc = 0
             elif step:
                 a_o, b_o, prod, acc = a, b, a * b, _wrap32(acc + prod)
             assert (ctx.get(pe.a_o), ctx.get(pe.b_o), ctx.get(pe.acc)) == (a_o, b_o, acc)
+            assert ctx.get(pe.a_mul_o) == a_mul_o
 
-    run_bench(pe, tb, vcd_name="pe_random")
+    run_bench(pe, tb, vcd_name=f"pe_random_{int(a_mul_port)}")
 
 
 # -- systolic array -----------------------------------------------------------------------------------
