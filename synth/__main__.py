@@ -1,4 +1,5 @@
-"""``python -m synth area|fmax|sweep``: Yosys area, nextpnr-ecp5 Fmax and array-size sweeps (docs/SYNTH.md)."""
+"""``python -m synth area|fmax|sweep|figures``: Yosys area, nextpnr-ecp5 Fmax, array-size sweeps and whether the
+documented Fmax figures are still those of today's Verilog (docs/SYNTH.md)."""
 
 import argparse
 import json
@@ -7,9 +8,10 @@ import sys
 
 from ga2_sw.cli import add_config_arguments, config_from_args
 from ga2_sw.config import MODES
-from ga2_sw.options import (Float, Int, IntList, Names, OutputDir, OutputFile, Parsed, Parser, atomic_write,
+from ga2_sw.options import (Float, InputFile, Int, IntList, Names, OutputDir, OutputFile, Parsed, Parser, atomic_write,
                             need_matplotlib, run_main)
 
+from .figures import RECORD, load_figures
 from .nextpnr import ROUTERS
 
 
@@ -100,6 +102,22 @@ def _sweep(args):
     return 0
 
 
+def _figures(args):
+    from .figures import check_figures, figures_table, load_figures
+    entries = load_figures(args.record)
+    checked = check_figures(entries, cache_dir=args.cache_dir,
+                            progress=lambda n, total, name: print(f"[{n + 1}/{total}] generating the Verilog of "
+                                                                  f"{name}", file=sys.stderr, flush=True))
+    print(figures_table(checked))
+    _write(args.json, checked)
+    stale = [e["figure"] for e in checked if not e["current"]]
+    if stale:
+        print(f"{len(stale)} of {len(checked)} figures were placed on other Verilog than today's; run each "
+              f"one's command again ({args.record})", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _seed_arguments(p):
     # Validated while parsing (the same rule as _seeds, which then reads the text).
     p.add_argument("--seeds", metavar="N,M,...", type=Parsed(lambda t: _checked_seeds("--seeds", t), "int_list",
@@ -140,6 +158,12 @@ def build_parser():
                         "otherwise; router2 converges where router1 oscillates on a crowded netlist)")
     add_config_arguments(p)
     p.set_defaults(func=_fmax)
+
+    p = sub.add_parser("figures", parents=[common],
+                       help="are the documented Fmax figures still today's Verilog? (exit 1 when one is not)")
+    p.add_argument("--record", metavar="FILE", default=str(RECORD), type=InputFile(decode=load_figures),
+                   help="the recorded figures (default synth/figures.json, the ones README and docs/SYNTH.md quote)")
+    p.set_defaults(func=_figures)
 
     p = sub.add_parser("sweep", parents=[common], help="area, Fmax and decode cycles over square array sizes")
     p.add_argument("--sizes", default="2,4,8,16", type=IntList(1, 32), help="array sizes n, n x n (default %(default)s)")

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from . import cache
-from .yosys import ecp5_netlist
+from .yosys import _verilog, ecp5_netlist
 
 __all__ = ["DEVICES", "ROUTERS", "fmax", "fmax_seeds", "median_of_seeds", "DoesNotFit", "ecp5_summary", "fits"]
 
@@ -186,4 +186,5 @@ def fmax_seeds(config, device="25k", seeds=(1,), freq=100, cache_dir=None, jobs=
                                  [router] * len(seeds)))
     else:
         runs = [fmax(config, device, seed=s, freq=freq, cache_dir=cache_dir, router=router) for s in seeds]
-    return median_of_seeds(runs)
+    # The Verilog these seeds placed: a figure belongs to it alone (synth/figures.py checks the docs' figures).
+    return {**median_of_seeds(runs), "verilog_sha256": _verilog(config, cache_dir)[1]}
