@@ -44,11 +44,11 @@ class ProcessingElement(wiring.Component):
     a_mul_port : bool
         Multiply ``a_mul_i`` instead of ``a_i``. The array gives every cell east of the first column its
         own register of the west cell's operand (``a_mul_o``), so that the flip-flop driving the
-        multiplier (a MULT18X18D on ECP5) can sit beside it, while ``a_o`` travels east: the in-order
-        chip's worst path was a cell's ``a_o`` -> the east cell's multiplier -> its product, routed across
-        the DSP row. The copy is not cleared, so Yosys cannot merge it with ``a_o``; a cleared ``a_o``
-        only ever meets a cleared ``b`` (the array clears every register at once), so a stale copy
-        multiplies 0.
+        multiplier (a MULT18X18D on ECP5) is placed for it alone, not also for the east cell's ``a_o``: the
+        in-order chip's worst path was a cell's ``a_o`` -> the east cell's multiplier -> its product
+        (102.39 MHz median with the copies, 99.02 without; copying ``b`` too measured worse, docs/SYNTH.md).
+        The copy is not cleared, so Yosys cannot merge it with ``a_o``; a cleared ``a_o`` only ever meets
+        a cleared ``b`` (the array clears every register at once), so a stale copy multiplies 0.
     """
 
     def __init__(self, a_mul_port=False):
