@@ -103,7 +103,7 @@ def _sweep(args):
 
 
 def _figures(args):
-    from .figures import check_figures, figures_table, load_figures
+    from .figures import check_figures, figures_table
     entries = load_figures(args.record)
     checked = check_figures(entries, cache_dir=args.cache_dir,
                             progress=lambda n, total, name: print(f"[{n + 1}/{total}] generating the Verilog of "

@@ -73,11 +73,8 @@ def check_figures(entries, cache_dir=None, progress=None):
 
 def figures_table(checked):
     """A table for people: figure, median MHz, seeds, when measured, and whether it is still today's."""
-    rows = [("figure", "Fmax MHz", "seeds", "measured", "today's RTL")]
-    for e in checked:
-        rows.append((e["figure"], f"{e['fmax_mhz']:g}", ",".join(map(str, e["seeds"])), e["measured"],
-                     "yes" if e["current"] else "NO: measure again"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    from .report import table
+    return table(("figure", "Fmax MHz", "seeds", "measured", "today's RTL"),
+                 [(e["figure"], f"{e['fmax_mhz']:g}", ",".join(map(str, e["seeds"])), e["measured"],
+                   "yes" if e["current"] else "NO: measure again") for e in checked],
+                 align=["<", ">", "<", "<", "<"])
