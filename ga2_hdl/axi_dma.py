@@ -8,7 +8,7 @@ from amaranth.utils import exact_log2
 
 from ga2_sw.isa import Op
 from ga2_sw.packing import AXI_MAX_BURST, beat_bytes
-from ga2_sw.timing import dma_read_latency
+from ga2_sw.timing import AXI_ST_DATA_DELAY, dma_read_latency, st_latency
 
 from .axi import BURST_INCR
 from .burst_plan import (BEATS_WIDTH, beat_count, first_to_page, page_beats, plan_layout, precomputed,
@@ -21,8 +21,9 @@ from .valid_chain import delayed
 __all__ = ["AxiDMA", "ST_QUEUE_DEPTH"]
 
 # Beats an ST may have read from the scratchpad and not yet handed to the W channel: the reads in flight
-# (dma_read_latency of them at a beat per cycle) plus those a stalled W channel holds. Deeper than the
-# reads in flight, so that a memory that never stalls never throttles the reads.
+# (st_latency of them at a beat per cycle: the scratchpad's read latency and the data register) plus those a
+# stalled W channel holds. Deeper than the reads in flight, so that a memory that never stalls never
+# throttles the reads.
 ST_QUEUE_DEPTH = 4
 
 
@@ -34,7 +35,8 @@ class AxiDMA(LanePorts, wiring.Component):
     requested one after the other on AR (LD) or AW (ST) without waiting for the data, so several are in flight.
     LD takes every R beat the cycle it comes (``rready`` is always high) and writes its elements to the
     scratchpad, sign-extending packed bytes; it finishes with its last beat. ST reads the scratchpad a beat per
-    cycle into a queue of ``ST_QUEUE_DEPTH`` beats (a beat goes straight to W when the queue is empty) and
+    cycle, registers each beat's words (``AXI_ST_DATA_DELAY``), then puts them into a queue of
+    ``ST_QUEUE_DEPTH`` beats (a beat goes straight to W when the queue is empty) and
     stops reading while the queue and the reads in flight could not hold another; it finishes when its last
     beat is taken on W and its last burst on AW. ``bready`` is always high. AXI orders nothing between the read
     and write channels, so an LD whose beats meet the beats of any ST not yet answered on B (their bounding
@@ -42,8 +44,9 @@ class AxiDMA(LanePorts, wiring.Component):
     still on its way. Responses (``rresp``, ``bresp``) are not checked.
 
     Against a subordinate that takes a request every cycle, answers a read burst accepted in cycle c from
-    cycle c + ``ext_latency`` on, a beat per cycle, and takes W every cycle, the busy times are exactly those of
-    the bare port (``ga2_sw.isa.OPS``): ``beats + ext_latency`` (LD), ``beats + dma_read_latency`` (ST).
+    cycle c + ``ext_latency`` on, a beat per cycle, and takes W every cycle, the busy times are exactly
+    ``ga2_sw.isa.OPS``'s: ``beats + ext_latency`` (LD), as on the bare port, and ``beats + st_latency`` (ST),
+    the bare port's plus the data register's cycle.
 
     Members
     -------
@@ -59,7 +62,7 @@ class AxiDMA(LanePorts, wiring.Component):
     stalled : Out(1)
         This busy cycle is one the ideal memory would not have cost: no beat moves (R taken or W sent) and the
         instruction has already had as many such cycles as the ideal memory gives it (``ext_latency`` for an LD,
-        ``dma_read_latency`` for an ST). Their sum is the busy time beyond ``isa.OPS``'s (the sequencer's
+        ``st_latency`` for an ST). Their sum is the busy time beyond ``isa.OPS``'s (the sequencer's
         ``stall_cycles``; ``ga2_sw.cycles.ExternalPort.stall``).
     """
 
@@ -193,16 +196,22 @@ class AxiDMA(LanePorts, wiring.Component):
         queue = m.submodules.st_queue = fifo.SyncFIFO(width=len(ext.wdata) + strobe_width, depth=ST_QUEUE_DEPTH)
         in_flight = Signal(range(ST_QUEUE_DEPTH + 1))
         reading = self.ctl.busy & ~is_ld & data_more & (in_flight + queue.level < ST_QUEUE_DEPTH)
-        latency = dma_read_latency(cfg)
+        # A beat's words are on sp_rd.data dma_read_latency cycles after its read, registered a cycle later:
+        # `arriving` the cycle the registered beat is ready, st_latency cycles after the read.
+        latency = st_latency(cfg)
+        assert latency == dma_read_latency(cfg) + AXI_ST_DATA_DELAY == dma_read_latency(cfg) + 1
         arriving = delayed(m, reading, latency, "st_arriving")
         arriving_mask = delayed(m, Mux(reading, data_mask, 0), latency, "st_arriving_mask")
         m.d.sync += in_flight.eq(in_flight + reading - arriving)
         for j, port in enumerate(self.sp_rd):
             m.d.comb += [port.en.eq(reading & data_mask[j]), port.addr.eq(data_sp + j)]
+        words = Cat(*(port.data[:8] for port in self.sp_rd)) if lane_bits else self.sp_rd[0].data
+        read_words = Signal(len(words))
+        m.d.sync += read_words.eq(words)
         if lane_bits:
-            beat = Cat(*(port.data[:8] for port in self.sp_rd), arriving_mask)
+            beat = Cat(read_words, arriving_mask)
         else:
-            beat = Cat(self.sp_rd[0].data, Const((1 << strobe_width) - 1, strobe_width))
+            beat = Cat(read_words, Const((1 << strobe_width) - 1, strobe_width))
         head = Mux(queue.r_rdy, queue.r_data, beat)
         m.d.comb += [ext.wvalid.eq(queue.r_rdy | arriving), ext.wdata.eq(head[:len(ext.wdata)]),
                      ext.wstrb.eq(head[len(ext.wdata):])]

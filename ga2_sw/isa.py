@@ -6,8 +6,8 @@ from enum import IntEnum
 from .banking import mm_extra_cycles, rq_write_skew
 from .numerics import MAX_SHIFT, NRM_MAX_SHIFT
 from .packing import beats
-from .timing import (STREAM_MM_OVERHEAD, dma_read_latency, mm_write_cycles, nrm_busy, rq_latency, rsa_busy,
-                     sm_overhead, smc_busy)
+from .timing import (STREAM_MM_OVERHEAD, mm_write_cycles, nrm_busy, rq_latency, rsa_busy, sm_overhead, smc_busy,
+                     st_latency)
 
 __all__ = ["rows_moved", "Op", "Err", "Instr", "FIELDS", "SLOTS", "OPS", "OpSpec", "UNITS", "LANES", "unit_ops", "unit_lane", "encode",
            "decode", "check", "WIDE", "ONLINE_OPS", "enabled", "units_of", "smc", "rsa", "nrm", "EXT_ADDR_BITS", "field_slots", "rq_overlaps_partly", "footprints", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS",
@@ -107,7 +107,7 @@ OPS = {
     Op.LD:   OpSpec("dma", "dma", "dma", sp=(("dst", "w"),), ext=(("src", "r"),),
                     busy=lambda i, config: beats(i.src, i.len, config) + config.ext_latency),
     Op.ST:   OpSpec("dma", "dma", "dma", sp=(("src", "r"),), ext=(("dst", "w"),),
-                    busy=lambda i, config: beats(i.dst, i.len, config) + dma_read_latency(config)),
+                    busy=lambda i, config: beats(i.dst, i.len, config) + st_latency(config)),
     Op.MM:   OpSpec("mm", "matrix", "mm", sp=(("A", "r"), ("B", "r"), ("dst", "w")), busy=_mm_busy),
     Op.RQ:   OpSpec("rq", "vector", "vec", sp=(("src", "r"), ("dst", "w")),
                     busy=lambda i, config: i.len + rq_latency(config)

@@ -8,7 +8,7 @@ __all__ = ["FETCH_CYCLES", "ISSUE_CYCLES", "SP_WRITE_DELAY", "DEBUG_READ_LATENCY
            "SM_OVERHEAD", "STREAM_MM_OVERHEAD", "CHECK_LATENCY", "BANKED_READ_DELAY", "BANKED_DATA_DELAY",
            "BANKED_SELECT_DELAY", "MM_PLAN_CYCLES", "MM_DRAIN_CYCLES", "PORT_B_ANNOUNCE", "mm_write_cycles",
            "vector_read_latency",
-           "compute_read_latency", "dma_read_latency", "rq_latency", "sm_overhead", "SMC_SCORE_DEPTH", "RSA_DEPTH",
+           "compute_read_latency", "dma_read_latency", "AXI_ST_DATA_DELAY", "st_latency", "rq_latency", "sm_overhead", "SMC_SCORE_DEPTH", "RSA_DEPTH",
            "NRM_DEPTH", "smc_busy", "rsa_busy", "nrm_busy", "smc_phases"]
 
 FETCH_CYCLES = 1        # the first instruction's fetch
@@ -67,9 +67,23 @@ def compute_read_latency(config):
 
 def dma_read_latency(config):
     """Cycles from the DMA lane's scratchpad read request (ST, and the host's debug reads) to its data: 1, plus
-    the banked scratchpad's request register in decoupled mode. It is also what an ST costs beyond its
-    ``len`` cycles: each word goes to the external memory in the cycle it arrives."""
+    the banked scratchpad's request register in decoupled mode. On the bare port it is also what an ST costs
+    beyond its beats (``st_latency``): each word goes to the external memory in the cycle it arrives."""
     return 1 + (BANKED_READ_DELAY if config.decoupled else 0)
+
+
+# The AXI4 DMA registers the words an ST read from the scratchpad before they go to W or into its queue: from
+# the banks' block RAMs (their slow clock-to-output), through the select among the banks, into the queue's LUT
+# RAM was the AXI chip's critical path (88.38 MHz median on the 25F at 4 bytes a beat). An ST on an AXI chip
+# takes a cycle more.
+AXI_ST_DATA_DELAY = 1
+
+
+def st_latency(config):
+    """What an ST costs beyond its beats: the DMA lane's read latency (``dma_read_latency``), plus the AXI4
+    DMA's data register (``AXI_ST_DATA_DELAY``) on a chip with ``axi`` = 1. Each beat goes to the external
+    memory in the cycle its data is ready."""
+    return dma_read_latency(config) + (AXI_ST_DATA_DELAY if config.axi else 0)
 
 
 def vector_read_latency(config):

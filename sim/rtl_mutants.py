@@ -558,6 +558,8 @@ RTL_MUTANTS = (
        "Mux(starting_burst, this_burst == 1, w_burst_left == 2)"),
     _m("axi: a beat that goes straight to W is queued too", "axi_dma",
        "queue.w_en.eq(arriving & ~(sending & ~queue.r_rdy))", "queue.w_en.eq(arriving)"),
+    _m("axi: ST's words bypass their register (each beat sends the next beat's words)", "axi_dma",
+       "m.d.sync += read_words.eq(words)", "m.d.comb += read_words.eq(words)"),
     _m("axi: ST reads on while the W queue is full", "axi_dma",
        "(in_flight + queue.level < ST_QUEUE_DEPTH)", "(in_flight < ST_QUEUE_DEPTH)"),
     _m("axi: ST finishes before its last burst is on AW", "axi_dma",
