@@ -54,11 +54,14 @@ def _chip(size):
                   d=64).with_largest_memories()
 
 
-def projection_program(config, batch, d_model, q_rows, kv_rows, v_mn=(1, 0), digits=2):
+def projection_program(config, batch, d_model, q_rows, kv_rows, v_mn=(1, 0), digits=2, qk_mn=None):
     """The block's q, k, v projections for ``batch`` tokens of ``digits`` int8 input rows each: ``q_rows`` + 2
     ``kv_rows`` weight rows of ``d_model`` (W transposed, row-major in external memory from 0), the tokens' rows
     after them, the outputs after those. Each weight tile meets every input row (MMs of up to ``rows`` input
-    rows); with one digit, v is requantised on the chip (RQ, ``v_mn``), with two every sum goes to the host."""
+    rows); with one digit, v is requantised on the chip (RQ, ``v_mn``), and with ``qk_mn`` q and k too, each
+    tile's outputs once the next tile's MMs have issued, so that the vector lane works beside the stream (every
+    output an int8, as a packed port stores it: ``ga2_sw.analyses.weight_stream``), stored tile by tile (tile
+    ``r0``'s ``n`` outputs of token b from ``r0 batch + b n`` on); with two digits every sum goes to the host."""
     C, R = config.cols, config.rows
     inputs = batch * digits
     rows = q_rows + 2 * kv_rows
@@ -79,18 +82,42 @@ def projection_program(config, batch, d_model, q_rows, kv_rows, v_mn=(1, 0), dig
     def load(k):
         r0 = starts[k]
         return rows_moved("LD", buffer(k), lx, ex_w + r0 * d_model, d_model, min(C, rows - r0), d_model)
+    if qk_mn is not None and digits != 1:
+        raise ValueError("projection_program: qk_mn requantises the sums of one input digit row (digits = 1)")
+
+    # The outputs: token-major (token b's output r at OUT + b rows + r), or with qk_mn tile-major (tile k's
+    # outputs together, token b's output r0 + c at OUT + r0 batch + b n + c, n the tile's width), so that a
+    # tile's RQs and the next tile's MM touch disjoint ranges and run side by side.
+    def out_at(r0, b):
+        return OUT + (r0 * inputs + b * min(C, rows - r0) if qk_mn is not None else b * rows + r0)
+
+    def requantise(k):
+        """With ``qk_mn``, tile k's outputs to int8: one RQ, or a token row at a time where the tile holds q or k
+        outputs and v outputs both."""
+        if qk_mn is None:
+            return []
+        r0, r1, split = starts[k], min(starts[k] + C, rows), q_rows + kv_rows
+        if r1 <= split or r0 >= split:
+            mn = qk_mn if r1 <= split else v_mn
+            return [rq(dst=out_at(r0, 0), src=out_at(r0, 0), len=batch * (r1 - r0), m=mn[0], s=mn[1])]
+        return [rq(dst=out_at(r0, b) + lo - r0, src=out_at(r0, b) + lo - r0, len=hi - lo, m=mn[0], s=mn[1])
+                for lo, hi, mn in ((r0, split, qk_mn), (split, r1, v_mn)) for b in range(batch)]
     prog = [*rows_moved("LD", X, lx, ex_x, d_model, inputs, d_model), *load(0)]
+    behind = []          # the RQs of the tile before: they wait for its MMs' writes, which the next MMs overlap
     for k, r0 in enumerate(starts):
         # The next tile's load before this tile's MMs, so the DMA lane never waits on them; of a load of a row
         # at a time only the first row, the rest after the MMs: the MMs issue once the first row does (when
         # this tile's last row is in), and so finish reading this buffer before the tile after next loads it.
         ahead = load(k + 1) if k + 1 < len(starts) else []
         prog += ahead[:1]
-        prog += [mm(dst=OUT + i0 * rows + r0, A=X + i0 * lx, B=buffer(k), M=min(R, inputs - i0), K=d_model,
-                    N=min(C, rows - r0), tb=1, lda=lx, ldb=lx, ldc=rows)
+        prog += [mm(dst=out_at(r0, i0), A=X + i0 * lx, B=buffer(k), M=min(R, inputs - i0), K=d_model,
+                    N=min(C, rows - r0), tb=1, lda=lx, ldb=lx, ldc=min(C, rows - r0) if qk_mn is not None else rows)
                  for i0 in range(0, inputs, R)]
         prog += ahead[1:]
-    if digits == 1:     # v to the value cache's int8 (one RQ per token row)
+        prog += behind
+        behind = requantise(k)
+    prog += behind
+    if digits == 1 and qk_mn is None:     # v to the value cache's int8 (one RQ per token row)
         prog += [rq(dst=OUT + b * rows + q_rows + kv_rows, src=OUT + b * rows + q_rows + kv_rows, len=kv_rows,
                     m=v_mn[0], s=v_mn[1]) for b in range(batch)]
     prog += [st(src=OUT, dst=ex_out, len=inputs * rows), halt()]
