@@ -7,7 +7,7 @@ from ..config import BUS_BYTES
 from ..options import IntList
 from .common import emit, finish_plot, json_option, plot_option, table
 
-__all__ = ["bus_rows", "register"]
+__all__ = ["bus_rows", "register", "check_widths"]
 
 WIDTHS = IntList(1, max(BUS_BYTES), max_items=len(BUS_BYTES))
 
@@ -93,13 +93,18 @@ def register(sub):
             action.help = action.help.replace("default %(default)s", "default 32 here: more than 16 bytes a beat")
 
 
-def _check(args):
-    widths = args.widths or list(BUS_BYTES)
+def check_widths(widths, sp_banks):
+    """ValueError (one line naming --widths) unless every width is a bus width a chip of ``sp_banks`` banks can
+    have."""
     unknown = [w for w in widths if w not in BUS_BYTES]
     if unknown:
         raise ValueError(f"--widths: each must be one of {', '.join(map(str, BUS_BYTES))}, not {unknown[0]}")
-    if max(widths) >= args.cfg_sp_banks:
+    if max(widths) >= sp_banks:
         raise ValueError(f"--widths: {max(widths)} bytes a beat need more than {max(widths)} banks "
-                         f"(--sp-banks {args.cfg_sp_banks})")
+                         f"(--sp-banks {sp_banks})")
+
+
+def _check(args):
+    check_widths(args.widths or list(BUS_BYTES), args.cfg_sp_banks)
     from sim.backends import get_backend
     get_backend(args.sim).require()

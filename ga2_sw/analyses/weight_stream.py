@@ -20,6 +20,7 @@ from ..config import BUS_BYTES, MEMORIES, memory_words
 from ..isa import footprints
 from ..dram import GRADES, peak_bytes_per_cycle
 from ..options import IntList, Names
+from .bus import check_widths
 from .common import emit, finish_plot, json_option, plot_option, table
 
 __all__ = ["register", "stream_config", "stream_workload", "stream_rows", "QK_MN", "V_MN"]
@@ -42,18 +43,32 @@ def _rows(shape):
     return shape["heads"] * shape["d"], shape["kv_heads"] * shape["d"]
 
 
-def stream_config(config, batch, shape=None):
-    """``config`` with its memories sized to the program (the smallest powers of two that hold it), decoupled,
-    the AXI4 port."""
+# The fields the command sizes to the program unless they are given.
+SIZED = ("sp_words", "ext_words", "imem_words")
+
+
+def stream_config(config, batch, shape=None, given=None):
+    """``config`` with its memories (``SIZED``) sized to the program, the smallest powers of two that hold it,
+    except those ``given`` (name -> words, or None): ValueError (one line naming the option) if one of those
+    is too small."""
     from ..llm.step_cycles import projection_program
-    shape = shape or _shape()
-    big = config.replace(mode="decoupled", axi=1, d_model=shape["d_model"]).with_largest_memories()
+    shape, given = shape or _shape(), given or {}
+    big = config.with_largest_memories()
     q_rows, kv_rows = _rows(shape)
     program = projection_program(big, batch, shape["d_model"], q_rows, kv_rows, V_MN, 1, QK_MN)
-    sp_top = max(hi for i in program for lo, hi in footprints(i)[0]) + 1
-    ext_top = max(hi for i in program for lo, hi in footprints(i)[1]) + 1
-    return big.replace(sp_words=memory_words(sp_top, config.sp_banks * 8), imem_words=memory_words(len(program), 2),
-                       ext_words=memory_words(ext_top, 64))
+    needed = {"sp_words": max(hi for i in program for lo, hi in footprints(i)[0]) + 1,
+              "ext_words": max(hi for i in program for lo, hi in footprints(i)[1]) + 1,
+              "imem_words": len(program)}
+    least = {"sp_words": config.sp_banks * 8, "ext_words": 64, "imem_words": 2}
+    fields = {}
+    for name, words in needed.items():
+        value = given.get(name)
+        if value is not None and value < words:
+            raise ValueError(f"--{name.replace('_', '-')} is {value}, but the weight stream of a batch of {batch} "
+                             f"on {config.rows}x{config.cols} at {config.bus_bytes} bytes a beat needs {words} "
+                             f"(leave it out to size it)")
+        fields[name] = value if value is not None else memory_words(words, least[name])
+    return big.replace(**fields)
 
 
 def stream_workload(config, batch, seed, shape=None):
@@ -83,9 +98,10 @@ def stream_workload(config, batch, seed, shape=None):
     return program, ext, expected
 
 
-def stream_rows(base, batch, widths, memories, sim="model", seed=4242, progress=None, shape=None):
+def stream_rows(base, batch, widths, memories, sim="model", seed=4242, progress=None, shape=None, given=None):
     """One row per bus width and memory: the block's projections on ``sim``, checked against the reference
-    machine and numpy (``shape``: SmolLM2's unless given, as ``llm.step_cycles.SMOLLM2``)."""
+    machine and numpy (``shape``: SmolLM2's unless given, as ``llm.step_cycles.SMOLLM2``; ``given``: the
+    memories' sizes given, as ``stream_config`` takes them)."""
     import numpy as np
     from sim.backends import get_backend
     from sim.compare import compare_results
@@ -99,7 +115,7 @@ def stream_rows(base, batch, widths, memories, sim="model", seed=4242, progress=
     out_at = rows_out * dm + batch * dm
     result = []
     for w in widths:
-        sized = stream_config(base.replace(bus_bytes=w), batch, shape)
+        sized = stream_config(base.replace(bus_bytes=w), batch, shape, given)
         program, ext, expected = stream_workload(sized, batch, seed, shape)
         for memory in memories:
             config = sized.replace(memory=memory)
@@ -136,7 +152,8 @@ def _run(args):
     widths, memories = args.widths or [base.bus_bytes], args.memories or list(MEMORIES)
     with progress_bar(len(widths) * len(memories), args.no_progress, "run") as bar:
         rows = stream_rows(base, args.batch or base.rows, widths, memories, args.sim, args.seed,
-                           progress=lambda: bar.update(1))
+                           progress=lambda: bar.update(1),
+                           given={name: getattr(args, f"cfg_{name}") for name in SIZED})
     r0 = rows[0]
     print(f"SmolLM2-135M's q, k, v projections of one block ({r0['weight_bytes']:,} weight bytes, each loaded once) "
           f"for a batch of {r0['batch']} on the decoupled {r0['rows']}x{r0['cols']} chip, {args.sim}, a "
@@ -205,10 +222,12 @@ def register(sub):
     add_config_arguments(p, mode=False)
     # Decoupled with the AXI4 port (sized by stream_config); 4 x 16, 32 banks and 16 bytes a beat unless given.
     p.set_defaults(func=_run, check=_check, cfg_mode="decoupled", cfg_rows=4, cfg_cols=16, cfg_sp_banks=32,
-                   cfg_bus_bytes=16, cfg_axi=1, cfg_row_writes=1)
+                   cfg_bus_bytes=16, cfg_axi=1, cfg_row_writes=1, **{f"cfg_{name}": None for name in SIZED})
     for action in p._actions:
         if action.dest in ("cfg_rows", "cfg_cols", "cfg_sp_banks", "cfg_bus_bytes", "cfg_axi", "cfg_row_writes"):
             action.help = action.help.replace("default %(default)s", "default %(default)s here")
+        elif action.dest in tuple(f"cfg_{name}" for name in SIZED):
+            action.help = action.help.replace("default %(default)s", "default: sized to the program")
 
 
 def _check(args):
@@ -218,15 +237,11 @@ def _check(args):
     if batch > base.rows:
         raise ValueError(f"--batch {batch}: at most the array's rows ({base.rows}, --rows)")
     widths = args.widths or [base.bus_bytes]
-    unknown = [w for w in widths if w not in BUS_BYTES]
-    if unknown:
-        raise ValueError(f"--widths: each must be one of {', '.join(map(str, BUS_BYTES))}, not {unknown[0]}")
-    if max(widths) >= base.sp_banks:
-        raise ValueError(f"--widths: {max(widths)} bytes a beat need more than {max(widths)} banks "
-                         f"(--sp-banks {base.sp_banks})")
+    check_widths(widths, base.sp_banks)
     if base.axi != 1:
         raise ValueError("--axi: the weight stream runs on the AXI4 port (1), not 0")
+    given = {name: getattr(args, f"cfg_{name}") for name in SIZED}
     for w in widths:
-        stream_config(base.replace(bus_bytes=w), batch)       # the memories the program needs fit the fields
+        stream_config(base.replace(bus_bytes=w), batch, given=given)      # a given memory holds the program
     from sim.backends import get_backend
     get_backend(args.sim).require()
