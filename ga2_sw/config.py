@@ -6,7 +6,7 @@ import json
 
 from .dram import MEMORIES
 
-__all__ = ["Config", "DEFAULT", "Mode", "MODES", "MEMORIES", "BUS_BYTES", "COMMAND_MODE", "memory_words"]
+__all__ = ["Config", "DEFAULT", "Mode", "MODES", "MEMORIES", "BUS_BYTES", "COMMAND_MODE", "memory_words", "sized_memories"]
 
 
 class Mode(enum.Enum):
@@ -217,3 +217,17 @@ DEFAULT = Config()
 def memory_words(needed, least=1):
     """The smallest power of two that holds ``needed`` words, at least ``least``: a memory sized to a program."""
     return max(least, 1 << (needed - 1).bit_length())
+
+
+def sized_memories(needed, given, least, what, error=ValueError):
+    """The memory fields of a command that sizes them to its program: for each field ``name`` of ``needed``
+    (name -> words the program needs), the value ``given`` (name -> words, or None: not given), else
+    ``memory_words(needed, least[name])``. A given value too small raises ``error``, one line naming the option
+    and what needs more (``what``: "a prefill of 64 tokens ... on 4x4")."""
+    fields = {}
+    for name, words in needed.items():
+        value = given.get(name)
+        if value is not None and value < words:
+            raise error(f"--{name.replace('_', '-')} is {value}, but {what} needs {words} (leave it out to size it)")
+        fields[name] = value if value is not None else memory_words(words, least[name])
+    return fields

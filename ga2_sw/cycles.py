@@ -235,7 +235,8 @@ class ExternalPort:
     AXI4 port" and "A DRAM behind the port"), fed each LD and ST in program order with its start cycle.
 
     On the bare port, and on an AXI4 port in front of the ideal memory, an LD is busy ``beats + ext_latency``
-    and an ST ``beats + st_latency`` cycles (``timing.st_latency``: an AXI4 chip's ST a cycle more). AXI4 answers writes on B: the ideal memory answers a burst
+    and an ST ``beats + st_latency`` cycles (``timing.st_latency``: an AXI4 chip's ST a cycle more). AXI4
+    answers writes on B: the ideal memory answers a burst
     ``ext_write_latency`` cycles after its last beat, and an LD whose beats meet those of an unanswered ST
     requests nothing until the last answer is in (the write fence); a HALT or a fault leaves its check cycle no
     earlier than that answer (``answered``). With ``ext_write_latency`` = 1 nothing ever waits.

@@ -8,8 +8,8 @@ __all__ = ["FETCH_CYCLES", "ISSUE_CYCLES", "SP_WRITE_DELAY", "DEBUG_READ_LATENCY
            "SM_OVERHEAD", "STREAM_MM_OVERHEAD", "CHECK_LATENCY", "BANKED_READ_DELAY", "BANKED_DATA_DELAY",
            "BANKED_SELECT_DELAY", "MM_PLAN_CYCLES", "MM_DRAIN_CYCLES", "PORT_B_ANNOUNCE", "mm_write_cycles",
            "vector_read_latency",
-           "compute_read_latency", "dma_read_latency", "AXI_ST_DATA_DELAY", "st_latency", "rq_latency", "sm_overhead", "SMC_SCORE_DEPTH", "RSA_DEPTH",
-           "NRM_DEPTH", "smc_busy", "rsa_busy", "nrm_busy", "smc_phases"]
+           "compute_read_latency", "dma_read_latency", "AXI_ST_DATA_DELAY", "st_latency", "rq_latency",
+           "sm_overhead", "SMC_SCORE_DEPTH", "RSA_DEPTH", "NRM_DEPTH", "smc_busy", "rsa_busy", "nrm_busy", "smc_phases"]
 
 FETCH_CYCLES = 1        # the first instruction's fetch
 ISSUE_CYCLES = 2        # decode, check: paid by every instruction, HALT and the faulting one included

@@ -68,7 +68,8 @@ def test_command(tmp_path, capsys):
     for argv, message in ((["--batch", "5"], "--batch 5: at most the array's rows (4, --rows)"),
                           (["--widths", "3"], "--widths: each must be one of 1, 4, 8, 16, not 3"),
                           (["--axi", "0"], "--axi: the weight stream runs on the AXI4 port (1), not 0"),
-                          (["--sp-words", "1024"], "--sp-words is 1024, but the weight stream of a batch of 4")):
+                          (["--sp-words", "1024"], "--sp-words is 1024, but the weight stream of a batch of 4"),
+                          (["--memory", "ddr3-800"], "--memory: the weight stream runs the memories of --memories")):
         assert main(["weight-stream", *argv]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and message in err[0]

@@ -4,8 +4,8 @@ weight rows of 576 int8: 540 KiB) for a batch of B tokens, each tile of ``cols``
 met by every token (``ga2_sw.llm.step_cycles.projection_program``, every output requantised to int8 on the
 chip), on a decoupled chip whose AXI4 port is answered by the ideal memory or a DRAM model (``ga2_sw.dram``).
 Per memory and bus width: cycles, the stall count, bytes on the bus, the fraction of the bus's bound (a beat
-per cycle) and of the DRAM's peak bandwidth reached; every run is checked against the reference machine (memories
-and counters) and its outputs against numpy.
+per cycle) and of the DRAM's peak bandwidth reached; a simulator's run is checked against the reference machine
+(memories and counters), and every run's outputs against numpy.
 
 The chip defaults to 4 x 16 (a batch of up to 4; 16 columns take a 16-byte beat's 16 weights a cycle: the
 projections' MMs stream a k-slice of ``cols`` weights per cycle, so a tile's MM keeps pace with its load only
@@ -16,7 +16,7 @@ DDR3-1600 (32) is not."""
 
 import time
 
-from ..config import BUS_BYTES, MEMORIES, memory_words
+from ..config import BUS_BYTES, MEMORIES, sized_memories
 from ..isa import footprints
 from ..dram import GRADES, peak_bytes_per_cycle
 from ..options import IntList, Names
@@ -60,15 +60,8 @@ def stream_config(config, batch, shape=None, given=None):
               "ext_words": max(hi for i in program for lo, hi in footprints(i)[1]) + 1,
               "imem_words": len(program)}
     least = {"sp_words": config.sp_banks * 8, "ext_words": 64, "imem_words": 2}
-    fields = {}
-    for name, words in needed.items():
-        value = given.get(name)
-        if value is not None and value < words:
-            raise ValueError(f"--{name.replace('_', '-')} is {value}, but the weight stream of a batch of {batch} "
-                             f"on {config.rows}x{config.cols} at {config.bus_bytes} bytes a beat needs {words} "
-                             f"(leave it out to size it)")
-        fields[name] = value if value is not None else memory_words(words, least[name])
-    return big.replace(**fields)
+    return big.replace(**sized_memories(needed, given, least, f"the weight stream of a batch of {batch} on "
+                                        f"{config.rows}x{config.cols} at {config.bus_bytes} bytes a beat"))
 
 
 def stream_workload(config, batch, seed, shape=None):
@@ -124,7 +117,8 @@ def stream_rows(base, batch, widths, memories, sim="model", seed=4242, progress=
             seconds = time.perf_counter() - t0
             if not got.ok:
                 raise RuntimeError(f"weight stream: {sim} faulted with {got.error.name} at pc {got.pc}")
-            want = Machine(config).run(program, ext)
+            # (on the model the run is the reference machine's own: it is not run twice)
+            want = got if sim == "model" else Machine(config).run(program, ext)
             outputs = np.array([s8(v) for v in got.ext[out_at:out_at + batch * rows_out]])
             beats = beats_moved(program, config)
             moved = beats * beat_bytes(config)
@@ -240,6 +234,9 @@ def _check(args):
     check_widths(widths, base.sp_banks)
     if base.axi != 1:
         raise ValueError("--axi: the weight stream runs on the AXI4 port (1), not 0")
+    if base.memory != "ideal":          # one memory option, not two that could disagree
+        raise ValueError(f"--memory: the weight stream runs the memories of --memories; give --memories "
+                         f"{base.memory} instead")
     given = {name: getattr(args, f"cfg_{name}") for name in SIZED}
     for w in widths:
         stream_config(base.replace(bus_bytes=w), batch, given=given)      # a given memory holds the program

@@ -5,7 +5,7 @@ import sys
 import time
 
 from ..analyses.common import finish_plot, json_option, plot_option, table, write_json
-from ..config import Config, memory_words
+from ..config import Config, sized_memories
 from ..options import SEED, Int
 
 __all__ = ["register", "prefill_config", "run_prefill"]
@@ -32,16 +32,9 @@ def prefill_config(args):
         raise PrefillError(f"--max-ctx is {ctx}, but the prefill holds {T} tokens (give at least {T}, or leave it out)")
     shape = base.replace(max_ctx=ctx, sm_max_len=sm).with_largest_memories()
     sp, ext, length = needed_config(shape, T)
-    sizes = {"sp_words": (sp, memory_words(sp, base.sp_banks * 8)), "ext_words": (ext, memory_words(ext, 64)),
-             "imem_words": (length, memory_words(length, 2))}
-    fields = {}
-    for name, (needed, sized) in sizes.items():
-        value = given[name]
-        if value is not None and value < needed:
-            raise PrefillError(f"--{name.replace('_', '-')} is {value}, but a prefill of {T} tokens with "
-                               f"d_model={base.d_model}, d={base.d} on {base.rows}x{base.cols} needs {needed} "
-                               f"(leave it out to size it)")
-        fields[name] = value if value is not None else sized
+    what = f"a prefill of {T} tokens with d_model={base.d_model}, d={base.d} on {base.rows}x{base.cols}"
+    fields = sized_memories({"sp_words": sp, "ext_words": ext, "imem_words": length}, given,
+                            {"sp_words": base.sp_banks * 8, "ext_words": 64, "imem_words": 2}, what, PrefillError)
     return shape.replace(**fields)
 
 
