@@ -8,7 +8,7 @@ from amaranth.utils import exact_log2
 
 from ga2_sw.isa import Op
 from ga2_sw.packing import AXI_MAX_BURST, beat_bytes
-from ga2_sw.timing import AXI_ST_DATA_DELAY, dma_read_latency, st_latency
+from ga2_sw.timing import AXI_ST_DATA_DELAY, dma_data_at_banks, dma_read_latency, st_latency
 
 from .axi import BURST_INCR
 from .burst_plan import (BEATS_WIDTH, beat_count, first_to_page, page_beats, plan_layout, precomputed,
@@ -196,10 +196,11 @@ class AxiDMA(LanePorts, wiring.Component):
         queue = m.submodules.st_queue = fifo.SyncFIFO(width=len(ext.wdata) + strobe_width, depth=ST_QUEUE_DEPTH)
         in_flight = Signal(range(ST_QUEUE_DEPTH + 1))
         reading = self.ctl.busy & ~is_ld & data_more & (in_flight + queue.level < ST_QUEUE_DEPTH)
-        # A beat's words are on sp_rd.data dma_read_latency cycles after its read, registered a cycle later:
-        # `arriving` the cycle the registered beat is ready, st_latency cycles after the read.
-        latency = st_latency(cfg)
-        assert latency == dma_read_latency(cfg) + AXI_ST_DATA_DELAY == dma_read_latency(cfg) + 1
+        # A beat's words are on sp_rd.data dma_read_latency cycles after its read, registered (AXI_ST_DATA_DELAY)
+        # here a cycle later, or already at the banks (a decoupled chip: timing.dma_data_at_banks): `arriving`
+        # the cycle the registered beat is ready, st_latency cycles after the read.
+        latency, at_banks = st_latency(cfg), dma_data_at_banks(cfg)
+        assert AXI_ST_DATA_DELAY == 1 and latency == dma_read_latency(cfg) + (0 if at_banks else AXI_ST_DATA_DELAY)
         arriving = delayed(m, reading, latency, "st_arriving")
         arriving_mask = delayed(m, Mux(reading, data_mask, 0), latency, "st_arriving_mask")
         m.d.sync += in_flight.eq(in_flight + reading - arriving)
@@ -207,7 +208,7 @@ class AxiDMA(LanePorts, wiring.Component):
             m.d.comb += [port.en.eq(reading & data_mask[j]), port.addr.eq(data_sp + j)]
         words = Cat(*(port.data[:8] for port in self.sp_rd)) if lane_bits else self.sp_rd[0].data
         read_words = Signal(len(words))
-        m.d.sync += read_words.eq(words)
+        m.d["comb" if at_banks else "sync"] += read_words.eq(words)
         if lane_bits:
             beat = Cat(read_words, arriving_mask)
         else:

@@ -6,7 +6,8 @@ from amaranth.lib import memory
 from amaranth.lib.wiring import Out
 
 from ga2_sw.banking import bank_bits, bank_of, row_of
-from ga2_sw.timing import BANKED_DATA_DELAY, BANKED_READ_DELAY, BANKED_SELECT_DELAY, PORT_B_ANNOUNCE, SP_WRITE_DELAY
+from ga2_sw.timing import (AXI_ST_DATA_DELAY, BANKED_DATA_DELAY, BANKED_READ_DELAY, BANKED_SELECT_DELAY,
+                           PORT_B_ANNOUNCE, SP_WRITE_DELAY)
 
 from .ports import check_config, WORD
 from .scratchpad import PortGroups, and_or, or_all
@@ -37,15 +38,19 @@ class BankedScratchpad(PortGroups):
     same-clock true dual-port memory otherwise). Simulation returns the old word in both cases.
 
     Write requests are registered for ``SP_WRITE_DELAY`` cycle, as in the one-memory scratchpad, and so are all
-    read requests (``BANKED_READ_DELAY``). Each registered request holds its bank decoded, one bit per bank, so
-    that between the registers and a bank's address there is only the bank's AND-OR of its requesters: the
-    units' address and arbitration logic ends at the registers, not in 32 block RAMs across the die. The data a
+    read requests (``BANKED_READ_DELAY``). Each registered request holds its bank decoded, one bit per bank (a
+    read's apart from its enable, which meets them at the banks), so that between the registers and a bank's
+    address there is only the bank's AND-OR of its requesters: the units' address and arbitration logic ends at
+    the registers, not in 32 block RAMs across the die. The data a
     bank reads for port B's groups is registered at the bank (``BANKED_DATA_DELAY``) before each group selects
     its bank, and the selected word is registered again (``BANKED_SELECT_DELAY``) before the group's units see
     it, so the block RAMs' clock-to-output, the routes across the die, the select and the units' own logic
     each have a cycle: their data comes four cycles after the request. Port A's reads (the DMA lane's, and
     the host's debug reads, which share its group) take their data straight from the banks, two cycles after
-    the request. The requesters of a group (a lane's units, which
+    the request; with ``port_a_data_registered`` (a decoupled AXI4 chip's, ``ga2_sw.timing.dma_data_at_banks``)
+    through a data register at each bank, three cycles after it, the select among the banks unregistered (the
+    AXI4 DMA's data register, ``AXI_ST_DATA_DELAY``, moved to the banks). The requesters of a group (a lane's
+    units, which
     run one instruction at a time) are merged before the register, so a bank sees one request per group and
     a write's data fans out from one register without a multiplexer per bank.
 
@@ -68,7 +73,7 @@ class BankedScratchpad(PortGroups):
         they take in its cycle.
     """
 
-    def __init__(self, config, *, reads, writes, port_a=(), first=(), init=()):
+    def __init__(self, config, *, reads, writes, port_a=(), first=(), init=(), port_a_data_registered=False):
         self._config = check_config(config)
         super().__init__(config, reads, writes,
                          members={"first_banks_next": Out(config.sp_banks)} if first else None)
@@ -79,6 +84,7 @@ class BankedScratchpad(PortGroups):
         if set(first) & set(port_a):
             raise ValueError("A group on port A cannot go first on port B")
         self._port_a, self._first = tuple(port_a), tuple(first)
+        self._port_a_data_registered = bool(port_a_data_registered)
         nb, depth = config.sp_banks, config.sp_words // config.sp_banks
         words = list(init) + [0] * (config.sp_words - len(init))
         images = [[0] * depth for _ in range(nb)]
@@ -94,12 +100,19 @@ class BankedScratchpad(PortGroups):
 
     def read_latency(self, group):
         """Cycles from a read request of ``group`` to its data."""
-        return (1 + BANKED_READ_DELAY + (BANKED_DATA_DELAY + BANKED_SELECT_DELAY if self._registered(group) else 0)
+        if group in self._port_a:
+            return 1 + BANKED_READ_DELAY + (AXI_ST_DATA_DELAY if self._port_a_data_registered else 0)
+        return (1 + BANKED_READ_DELAY + BANKED_DATA_DELAY + BANKED_SELECT_DELAY
                 + (PORT_B_ANNOUNCE if group in self._first else 0))
 
     def _registered(self, group):
         """Whether ``group``'s read data is registered at the bank and after its select (port B's groups)."""
         return group not in self._port_a
+
+    def _data_registered(self, group):
+        """Whether ``group``'s read data is registered at the bank: port B's groups, and port A's with
+        ``port_a_data_registered``."""
+        return self._registered(group) or self._port_a_data_registered
 
     def elaborate(self, platform):
         m = Module()
@@ -115,6 +128,7 @@ class BankedScratchpad(PortGroups):
         assert BANKED_READ_DELAY == 1 and BANKED_DATA_DELAY == 1 and BANKED_SELECT_DELAY == 1, \
             "a registered read is registered once before the memory, once at the bank and once after the select"
         assert PORT_B_ANNOUNCE == 1, "a first group's requests are registered once more, their banks decoded"
+        assert AXI_ST_DATA_DELAY == 1, "port A's data, where registered, is registered once, at the bank"
         self._announced = []                # the bank bits of the requests entering the announce registers
         for port_name in ("a", "b"):
             on_port = (lambda g: g in self._port_a) if port_name == "a" else (lambda g: g not in self._port_a)
@@ -123,10 +137,10 @@ class BankedScratchpad(PortGroups):
             # Each bank's read data, and its register at the bank for the registered groups (port B's).
             outputs = [rp.data for rp, _ in ports]
             registered = []
-            if any(self._registered(g) for g in self._reads if on_port(g)):
+            if any(self._data_registered(g) for g in self._reads if on_port(g)):
                 registered = [Signal(WORD, name=f"{port_name}{n}_data") for n in range(len(ports))]
                 m.d.sync += [reg.eq(out) for reg, out in zip(registered, outputs)]
-            reads = [self._read_request(m, g, registered if self._registered(g) else outputs)
+            reads = [self._read_request(m, g, registered if self._data_registered(g) else outputs)
                      for g in self._reads if on_port(g)]
             writes = [self._write_request(m, g) for g in self._writes if on_port(g)]
             for n, (rp, wp) in enumerate(ports):
@@ -180,7 +194,8 @@ class BankedScratchpad(PortGroups):
         the bank it read (``bank_data``: the banks' outputs, or their data registers). Every read request is
         registered first (``BANKED_READ_DELAY``), its bank decoded; the data of a group on port B comes
         through the bank's data register (``BANKED_DATA_DELAY``) and the group's select register
-        (``BANKED_SELECT_DELAY``)."""
+        (``BANKED_SELECT_DELAY``); a group on port A through the bank's data register only where port A's data
+        is registered."""
         requesters = list(self.read_group(group))
         en = Cat(*(r.en for r in requesters)).any()
         addr = and_or([(r.en, r.addr) for r in requesters]) if len(requesters) > 1 else requesters[0].addr
@@ -189,8 +204,16 @@ class BankedScratchpad(PortGroups):
         b = bank_bits(self._config)
         bank, bank_q = Signal(b, name=f"{group}_bank"), Signal(b, name=f"{group}_bank_q")
         hits, row = Signal(self._config.sp_banks, name=f"{group}_hits"), Signal(len(addr) - b, name=f"{group}_row")
+        # The request's bank is registered apart from its enable, and the two meet at the banks: registered
+        # together (the bank's bits reset where the request is off), the matrix unit's arbitration, each operand's
+        # read enable, drove the reset inputs of eight bank bits beside the banks (`mm.writer.claim` -> the
+        # feeder's arbitration -> `scratchpad.mm6_hits` LSR, 11.0 ns, 8.4 of routing: the AXI chip's worst path,
+        # 90.9 MHz on a 25F).
+        on_bank, en_q = Signal(self._config.sp_banks, name=f"{group}_bank_bits"), Signal(name=f"{group}_en")
         index = bank_index(addr, self._config)
-        m.d.sync += [bank.eq(index), hits.eq(self._bank_hits(en, index)), row.eq(addr[b:])]
+        m.d.sync += [bank.eq(index), on_bank.eq(Const(1, self._config.sp_banks) << index), en_q.eq(en),
+                     row.eq(addr[b:])]
+        m.d.comb += hits.eq(Mux(en_q, on_bank, 0))
         m.d.sync += bank_q.eq(bank)         # the data comes from the bank the request register addressed
         if self._registered(group):
             # ... through the bank's data register, and the selected word is registered before the requesters
@@ -198,6 +221,10 @@ class BankedScratchpad(PortGroups):
             bank_read, selected = Signal(b, name=f"{group}_bank_read"), Signal(WORD, name=f"{group}_selected")
             m.d.sync += [bank_read.eq(bank_q), selected.eq(Array(bank_data)[bank_read])]
             m.d.comb += [r.data.eq(selected) for r in requesters]
+        elif self._data_registered(group):
+            bank_read = Signal(b, name=f"{group}_bank_read")
+            m.d.sync += bank_read.eq(bank_q)
+            m.d.comb += [r.data.eq(Array(bank_data)[bank_read]) for r in requesters]
         else:
             m.d.comb += [r.data.eq(Array(bank_data)[bank_q]) for r in requesters]
         return hits, row

@@ -166,6 +166,12 @@ class StreamFeeder(wiring.Component):
         def bank_bit(address):
             return Const(1, config.sp_banks) << bank_index(address, config)
 
+        # The first slice's banks, decoded in ADDRESS beside its addresses: decoded from the address registers
+        # in PLAN, every copy's codes were loaded through the bank adders from 32 address bits fanned out
+        # across the die (op0_addr -> bank7_waiting_copy1, 11.16 ns, 8.99 of routing: the AXI chip's worst path
+        # on three seeds of three, 89.59 to 96.11 MHz on a 25F).
+        first_banks = [Signal(config.sp_banks, name=f"op{p}_first_bank") for p in range(n_ops)]
+
         def counts(hits, name):
             """Per bank, how many of the used operands on the banks ``hits`` (one bit each) sit on it."""
             return [thermometer(m, [u & h[b] for u, h in zip(used, hits)], f"{name}_bank{b}")
@@ -195,12 +201,12 @@ class StreamFeeder(wiring.Component):
                 with m.If(ctl.start):
                     m.next = "ADDRESS"
             with m.State("ADDRESS"):
-                m.d.sync += [a.eq(f) for a, f in zip(addr, firsts)]
+                m.d.sync += [*(a.eq(f) for a, f in zip(addr, firsts)),
+                             *(h.eq(bank_bit(f)) for h, f in zip(first_banks, firsts))]
                 m.next = "PLAN"
             # The last slice waits in WAIT while the result writer is busy, entered from the cycle before it
             # would be read: a state, so that the wait is not one more term of every read's arbitration.
             with m.State("PLAN"):
-                first_banks = [bank_bit(a) for a in addr]
                 m.d.sync += [*plan(first_banks), *(a.eq(n) for a, n in zip(ahead, nexts)),
                              *(code.eq(count) for waiting in copies
                                for code, count in zip(waiting, counts(first_banks, "first"))),

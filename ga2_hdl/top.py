@@ -6,8 +6,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from ga2_sw.isa import UNITS, unit_lane, units_of
-from ga2_sw.timing import (DEBUG_READ_LATENCY, SP_WRITE_DELAY, compute_read_latency, dma_read_latency,
-                           vector_read_latency)
+from ga2_sw.timing import (SP_WRITE_DELAY, compute_read_latency, debug_read_latency, dma_data_at_banks,
+                           dma_read_latency, vector_read_latency)
 
 from .axi_dma import AxiDMA
 from .banked_scratchpad import BankedScratchpad
@@ -45,9 +45,10 @@ def unit_class(name, config):
 
 
 # The host's debug reads share a lane's read port (they happen only while no unit is busy): in order the chip's
-# only one; decoupled the DMA lane's, port A of the banks, whose data is not registered, so that the compute
-# lane's crossbar has no extra requester. Their data comes DEBUG_READ_LATENCY cycles after the address in both
-# modes: in order a register after the scratchpad's one-cycle read, decoupled port A's request register.
+# only one; decoupled the DMA lane's, port A of the banks, so that the compute lanes' crossbar has no extra
+# requester. Their data comes DEBUG_READ_LATENCY cycles after the address in both modes: in order a register
+# after the scratchpad's one-cycle read, decoupled port A's request register; on a decoupled AXI4 chip a cycle
+# later, port A's data register at the banks (ga2_sw.timing.debug_read_latency).
 DEBUG_GROUP = {False: "shared", True: "dma"}
 
 
@@ -56,7 +57,8 @@ class GA2(wiring.Component):
 
     Host protocol (``HostSignature``): write the program, pulse ``start``, wait for ``done``; then read
     ``error``, ``pc`` and the counters, and read the scratchpad through ``debug`` (data
-    ``DEBUG_READ_LATENCY`` = two cycles after the address; only while no program runs). The external memory is
+    ``ga2_sw.timing.debug_read_latency`` cycles after the address: two, three on a decoupled AXI4 chip; only
+    while no program runs). The external memory is
     outside the chip.
 
     Members
@@ -79,7 +81,8 @@ class GA2(wiring.Component):
                       writes={g: len(p) for g, p in self._writes.items()})
         # In order, one memory with one read and one write port; decoupled, banks whose port A is the DMA lane's.
         dma_groups = tuple(sorted(g for g in groups["reads"].keys() | groups["writes"].keys() if g.startswith("dma")))
-        self.scratchpad = (BankedScratchpad(config, **groups, port_a=dma_groups, first=("vector",))
+        self.scratchpad = (BankedScratchpad(config, **groups, port_a=dma_groups, first=("vector",),
+                                            port_a_data_registered=dma_data_at_banks(config))
                            if config.decoupled else Scratchpad(config, **groups))
         if config.decoupled:        # the units wait as long for their data as the banks take
             assert all(self.scratchpad.read_latency(g) == compute_read_latency(config)
@@ -89,7 +92,7 @@ class GA2(wiring.Component):
                 "the vector lane's read latency (ga2_sw.timing) is the banked scratchpad's"
             assert all(self.scratchpad.read_latency(g) == dma_read_latency(config) for g in dma_groups), \
                 "the DMA lane's read latency (ga2_sw.timing) is the banked scratchpad's"
-        self._debug_extra = DEBUG_READ_LATENCY - self.scratchpad.read_latency(DEBUG_GROUP[config.decoupled])
+        self._debug_extra = debug_read_latency(config) - self.scratchpad.read_latency(DEBUG_GROUP[config.decoupled])
         assert self._debug_extra >= 0, "the debug reads' latency covers the scratchpad's"
 
     @property

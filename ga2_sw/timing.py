@@ -8,7 +8,8 @@ __all__ = ["FETCH_CYCLES", "ISSUE_CYCLES", "SP_WRITE_DELAY", "DEBUG_READ_LATENCY
            "SM_OVERHEAD", "STREAM_MM_OVERHEAD", "CHECK_LATENCY", "BANKED_READ_DELAY", "BANKED_DATA_DELAY",
            "BANKED_SELECT_DELAY", "MM_PLAN_CYCLES", "MM_DRAIN_CYCLES", "PORT_B_ANNOUNCE", "mm_write_cycles",
            "vector_read_latency",
-           "compute_read_latency", "dma_read_latency", "AXI_ST_DATA_DELAY", "st_latency", "rq_latency",
+           "compute_read_latency", "dma_read_latency", "AXI_ST_DATA_DELAY", "dma_data_at_banks", "st_latency",
+           "debug_read_latency", "rq_latency",
            "sm_overhead", "SMC_SCORE_DEPTH", "RSA_DEPTH", "NRM_DEPTH", "smc_busy", "rsa_busy", "nrm_busy", "smc_phases"]
 
 FETCH_CYCLES = 1        # the first instruction's fetch
@@ -18,7 +19,9 @@ RQ_DEPTH = 5            # requantiser: read, register, partial products, product
 DIVIDER_LATENCY = 17    # the softmax divider: one quotient bit per stage (Q16 probabilities up to 65536)
 SM_OVERHEAD = 4 + DIVIDER_LATENCY   # read, score register, ROM, buffer read, then the divider
 # The host's debug reads (ga2_hdl.top): data two cycles after the address, in both modes, so the host protocol
-# does not depend on the mode (in order the scratchpad reads in one cycle and the top level registers the word).
+# does not depend on the mode (in order the scratchpad reads in one cycle and the top level registers the word);
+# three on a decoupled AXI4 chip, whose DMA lane's port of the banks (which the debug reads share) registers
+# its data at the banks (``debug_read_latency``).
 DEBUG_READ_LATENCY = 2
 # Decoupled mode: the banked scratchpad's crossbar is registered at each of its three legs. A compute-lane read
 # request is registered, its bank decoded, before it is routed to the banks (routed straight from the units'
@@ -67,23 +70,40 @@ def compute_read_latency(config):
 
 def dma_read_latency(config):
     """Cycles from the DMA lane's scratchpad read request (ST, and the host's debug reads) to its data: 1, plus
-    the banked scratchpad's request register in decoupled mode. On the bare port it is also what an ST costs
-    beyond its beats (``st_latency``): each word goes to the external memory in the cycle it arrives."""
-    return 1 + (BANKED_READ_DELAY if config.decoupled else 0)
+    the banked scratchpad's request register in decoupled mode, plus its data register at the banks on a
+    decoupled AXI4 chip (``dma_data_at_banks``). On the bare port it is also what an ST costs beyond its beats
+    (``st_latency``): each word goes to the external memory in the cycle it arrives."""
+    return (1 + (BANKED_READ_DELAY if config.decoupled else 0)
+            + (AXI_ST_DATA_DELAY if dma_data_at_banks(config) else 0))
 
 
-# The AXI4 DMA registers the words an ST read from the scratchpad before they go to W or into its queue: from
+# The AXI4 DMA registers the words an ST reads from the scratchpad before they go to W or into its queue: from
 # the banks' block RAMs (their slow clock-to-output), through the select among the banks, into the queue's LUT
 # RAM was the AXI chip's critical path (88.38 MHz median on the 25F at 4 bytes a beat). An ST on an AXI chip
-# takes a cycle more.
+# takes a cycle more. In order the register is the DMA's, after the one memory's read; decoupled it is at the
+# banks, before the select among them: registered after the select, the block RAMs' clock-to-output (about
+# 5 ns of the ECP5's DP16KD), the routes to the DMA lane's lanes and a 32-way select were the AXI chip's next
+# long path (`bank4.DOB7` -> `dma.read_words`, 10.43 ns, 6.54 of them logic; 95.84 MHz on a 25F).
 AXI_ST_DATA_DELAY = 1
+
+
+def dma_data_at_banks(config):
+    """Whether the DMA lane's port of the banks registers the data each bank reads (``AXI_ST_DATA_DELAY``, moved
+    from after the select to the banks): a decoupled AXI4 chip's."""
+    return bool(config.decoupled and config.axi)
 
 
 def st_latency(config):
     """What an ST costs beyond its beats: the DMA lane's read latency (``dma_read_latency``), plus the AXI4
-    DMA's data register (``AXI_ST_DATA_DELAY``) on a chip with ``axi`` = 1. Each beat goes to the external
-    memory in the cycle its data is ready."""
-    return dma_read_latency(config) + (AXI_ST_DATA_DELAY if config.axi else 0)
+    DMA's data register (``AXI_ST_DATA_DELAY``) on a chip with ``axi`` = 1 where the banks do not hold it.
+    Each beat goes to the external memory in the cycle its data is ready."""
+    return dma_read_latency(config) + (AXI_ST_DATA_DELAY if config.axi and not dma_data_at_banks(config) else 0)
+
+
+def debug_read_latency(config):
+    """Cycles from the host's debug read address to its data: ``DEBUG_READ_LATENCY``, or the DMA lane's read
+    latency where that is longer (a decoupled AXI4 chip, whose port A registers the banks' data)."""
+    return max(DEBUG_READ_LATENCY, dma_read_latency(config))
 
 
 def vector_read_latency(config):

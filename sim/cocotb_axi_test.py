@@ -19,7 +19,7 @@ from cocotbext.axi import AxiBus, AxiRam
 from ga2_hdl.ports import COUNTERS
 from ga2_sw.config import Config
 from ga2_sw.packing import beat_bytes, element_bytes
-from ga2_sw.timing import DEBUG_READ_LATENCY
+from ga2_sw.timing import debug_read_latency
 
 
 def pauses(rng, probability):
@@ -74,11 +74,11 @@ async def run_job(dut, ram, config, job):
         cycles += 1
     result = {"counters": [int(host[name].value) for name in COUNTERS], "error": int(host["error"].value),
               "pc": int(host["pc"].value), "hang": hang}
-    # The scratchpad through the debug port: the word of an address DEBUG_READ_LATENCY cycles later.
-    sp = []
-    for addr in range(config.sp_words + DEBUG_READ_LATENCY):
+    # The scratchpad through the debug port: the word of an address debug_read_latency cycles later.
+    sp, latency = [], debug_read_latency(config)
+    for addr in range(config.sp_words + latency):
         await FallingEdge(dut.clk)
-        if addr >= DEBUG_READ_LATENCY:
+        if addr >= latency:
             sp.append(int(dut.debug__data.value))
         dut.debug__addr.value = min(addr, config.sp_words - 1)
     result["sp"] = sp

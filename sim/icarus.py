@@ -21,7 +21,7 @@ from pathlib import Path
 from amaranth.utils import ceil_log2
 
 from ga2_sw.banking import bank_bits
-from ga2_sw.timing import DEBUG_READ_LATENCY
+from ga2_sw.timing import debug_read_latency
 
 from .cache import cache_root, file_lock
 from .jobs import (DEFAULT_CYCLE_LIMIT, Job, Session, SimulatorError, SimulatorMissing, as_job, check_job, parse_results,
@@ -77,7 +77,7 @@ class IcarusSim(Session):
     def _params(self):
         c = self.config
         return {"EXT_WORDS": c.ext_words, "SP_WORDS": c.sp_words, "SP_BANKS": c.sp_banks if c.decoupled else 0,
-                "DEBUG_LATENCY": DEBUG_READ_LATENCY,
+                "DEBUG_LATENCY": debug_read_latency(c),
                 "IMEM_WORDS": c.imem_words,
                 "EXT_LATENCY": c.ext_latency,
                 "SP_AW": max(1, ceil_log2(c.sp_words)), "IMEM_AW": max(1, ceil_log2(c.imem_words)),

@@ -19,7 +19,7 @@ from ga2_sw.asm import to_words
 from ga2_sw.cycles import Counters
 from ga2_sw.isa import Err
 from ga2_sw.machine import Result
-from ga2_sw.timing import DEBUG_READ_LATENCY, SP_WRITE_DELAY
+from ga2_sw.timing import SP_WRITE_DELAY, debug_read_latency
 
 from .compare import compare_results
 from .axi_mem import AxiMemoryModel
@@ -237,14 +237,14 @@ class ChipBench(Elaboratable):
         return Result(ext, sp, self.counters(ctx), Err(ctx.get(host.error)), ctx.get(host.pc))
 
     async def read_sp_via_host(self, ctx, addrs):
-        """Read scratchpad words through the debug port (data ``DEBUG_READ_LATENCY`` cycles after the address, a
+        """Read scratchpad words through the debug port (data ``debug_read_latency`` cycles after the address, a
         new address every cycle)."""
-        addrs, out = list(addrs), []
-        for n in range(len(addrs) + DEBUG_READ_LATENCY - 1):
+        addrs, out, latency = list(addrs), [], debug_read_latency(self.config)
+        for n in range(len(addrs) + latency - 1):
             if n < len(addrs):
                 ctx.set(self.chip.debug.addr, addrs[n])
             await ctx.tick()
-            if n + 1 >= DEBUG_READ_LATENCY:
+            if n + 1 >= latency:
                 out.append(ctx.get(self.chip.debug.data))
         return out
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ga2_sw import dram
-from ga2_sw.timing import DEBUG_READ_LATENCY
+from ga2_sw.timing import debug_read_latency
 
 from .cache import cache_root, file_lock, prune
 from .jobs import (DEFAULT_CYCLE_LIMIT, Job, Session, SimulatorError, SimulatorMissing, as_job, check_job, make_result,
@@ -362,7 +362,7 @@ class VerilatorSim(Session):
 
     # -- building --
     def _flags(self):
-        flags = list(BUILD_FLAGS) + ["-CFLAGS", f"-DGA2_DEBUG_LATENCY={DEBUG_READ_LATENCY}",
+        flags = list(BUILD_FLAGS) + ["-CFLAGS", f"-DGA2_DEBUG_LATENCY={debug_read_latency(self.config)}",
                                      "-CFLAGS", f"-DGA2_BUS_BYTES={self.config.bus_bytes}",
                                      "-CFLAGS", f"-DGA2_AXI={self.config.axi}"]
         if _cpu_signature():
