@@ -17,6 +17,7 @@ from ga2_sw.cycles import cycle_counts
 from ga2_sw.isa import halt, ld, st
 from ga2_sw.machine import run
 from ga2_sw.packing import bursts
+from ga2_sw.timing import debug_read_latency
 
 from sim.axi_cocotb import axiram_unavailable, run_axiram
 from sim.backends import get_backend
@@ -90,8 +91,8 @@ def test_pysim_ideal_and_paused(name):
 
 @pytest.mark.parametrize("name", ["inorder", "packed-4"])
 def test_pysim_st_costs_one_cycle_more_than_on_the_bare_port(name):
-    """The AXI DMA registers an ST's words before W (timing.AXI_ST_DATA_DELAY): measured on the two chips'
-    RTL, not taken from the cycle model, the same program takes exactly one cycle more per ST on the AXI chip,
+    """The AXI chip registers an ST's words before W (timing.AXI_ST_DATA_DELAY: in the DMA in order, at the
+    banks decoupled): measured on the two chips' RTL, not taken from the cycle model, the same program takes exactly one cycle more per ST on the AXI chip,
     and its LDs none."""
     config = AXI[name].replace(ext_words=2048)
     rng = random.Random(6)
@@ -102,6 +103,31 @@ def test_pysim_st_costs_one_cycle_more_than_on_the_bare_port(name):
     assert (axi.ext, axi.sp) == (bare.ext, bare.sp)
     assert axi.counters.cycles - bare.counters.cycles == 3
     assert axi.counters.dma - bare.counters.dma == 3
+
+
+@pytest.mark.parametrize("name", ["inorder", "packed-4"])
+def test_pysim_debug_reads_come_at_the_chips_latency(name):
+    """The host's debug port on the AXI chips, a new address every cycle: the words come back in order, and the
+    cycles from an address to its word, measured (the one shift at which every word read is the word the
+    scratchpad holds), are timing.debug_read_latency: three on the decoupled chip, whose port A registers the
+    banks' data, two in order."""
+    from sim.testing import ChipBench
+    config = AXI[name]
+    rng = random.Random(7)
+    words = [rng.randrange(1 << 32) for _ in range(48)]
+    bench, seen = ChipBench(config), []
+
+    async def testbench(ctx):
+        bench.poke_scratchpad(ctx, words)
+        await ctx.tick().repeat(3)                  # the debug port serves an idle chip
+        for addr in range(len(words) + 6):
+            ctx.set(bench.chip.debug.addr, min(addr, len(words) - 1))
+            await ctx.tick()
+            seen.append(ctx.get(bench.chip.debug.data))
+
+    bench.simulate(testbench)
+    shifts = [k for k in range(1, 6) if seen[k - 1:k - 1 + len(words)] == words]
+    assert shifts == [debug_read_latency(config)] == [3 if config.decoupled else 2]
 
 
 def _random_jobs(config, n, seed, faults=True):
