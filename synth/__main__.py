@@ -70,7 +70,7 @@ def _fmax(args):
     config = config_from_args(args)
     try:
         r = fmax_seeds(config, args.device, seeds=seeds, freq=args.freq, cache_dir=args.cache_dir, jobs=jobs,
-                       router=args.router)
+                       router=args.router, progress=True)
     except DoesNotFit as exc:
         print(f"ga2 {config.rows}x{config.cols}: {exc}", file=sys.stderr)
         _write(args.json, {"config": config.to_dict(), "device": args.device, "fmax_mhz": None,

