@@ -419,7 +419,7 @@ def test_measured_fmax_is_of_the_steps_chip_and_sets_the_tokens_per_second(tmp_p
     words = shlex.split(FMAX_COMMAND)
     assert words[:3] == ["python", "-m", "synth"]
     args = build_parser().parse_args(words[3:])
-    assert config_from_args(args) == STEP_CONFIG and args.seeds == "1,2,3" and args.device == "85k"
+    assert config_from_args(args) == STEP_CONFIG and args.seeds == "2,3,4" and args.device == "85k"
     assert set(MEASURED_FMAX_MHZ) == {f"{STEP_CONFIG.rows}x{STEP_CONFIG.cols}"}
     # The placed chip is the table's 4 x 4 but for its memories: same banks, same online unit, same d.
     table_chip = block_programs(STEP_CONFIG.rows, [64])[0]
