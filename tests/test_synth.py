@@ -1,7 +1,10 @@
 """Synthesis flow (synth/): per-unit Yosys cell counts on a 2x2 chip, generic and ECP5, and the result cache."""
 
 import importlib.util
+import os
 import re
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -202,7 +205,6 @@ print("done")
 
 
 def test_run_with_progress_reports_where_the_run_is(tmp_path):
-    import sys
     from synth.nextpnr import run_with_progress
     (tmp_path / "log.txt").write_text(NEXTPNR_LOG)
     (tmp_path / "fake.py").write_text(FAKE_NEXTPNR)
@@ -221,15 +223,12 @@ def test_run_with_progress_reports_where_the_run_is(tmp_path):
 
 
 def test_run_with_progress_leaves_no_run_behind(tmp_path):
-    import sys
     from synth.nextpnr import run_with_progress
     (tmp_path / "sleep.py").write_text("import os, time\nopen('pid', 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
 
     def interrupt(line):
         if (tmp_path / "pid").exists():
             raise KeyboardInterrupt
-    import os
-    import time
     t0 = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):
         run_with_progress([sys.executable, "sleep.py"], tmp_path, "nextpnr.log", interrupt, poll=0.05, every=0)
