@@ -4,10 +4,10 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ga2_sw.isa import INSTR_BITS, LEN_LIMITED, MAX_SHIFTS, USED_BITS, Op, enabled, unit_ops, units_of
+from ga2_sw.isa import INSTR_BITS, LEN_LIMITED, MAX_SHIFTS, Op, enabled, unit_ops, units_of, used_bits
 
 from .check_payloads import RESET_LESS, operands_layout, pipeline_reg, word_layout
-from .ports import InstrLayout, ext_address
+from .ports import InstrLayout, ext_address, optional_field
 from .valid_chain import ValidChain
 
 __all__ = ["CheckOperands"]
@@ -52,7 +52,8 @@ class CheckOperands(wiring.Component):
         with m.Switch(op):
             for o in (o for o in Op if enabled(o, cfg)):      # the others are illegal on this chip
                 with m.Case(o):
-                    m.d.comb += stray.eq((word & Const(((1 << INSTR_BITS) - 1) ^ USED_BITS[o], INSTR_BITS)) != 0)
+                    # (an optional field's bit is stray on a chip built without it: ga2_sw.isa.used_bits)
+                    m.d.comb += stray.eq((word & Const(((1 << INSTR_BITS) - 1) ^ used_bits(o, cfg), INSTR_BITS)) != 0)
             with m.Default():
                 m.d.comb += stray.eq(1)
         bad_shape = Mux(is_mm,
@@ -78,6 +79,8 @@ class CheckOperands(wiring.Component):
         with m.If(is_mm):
             m.d.sync += (load(a, w.A, k1, m1, w.lda) + load(b, w.B, Mux(w.tb, k1, n1), Mux(w.tb, n1, k1), w.ldb) +
                          load(c, w.dst, n1, m1, w.ldc))
+            if cfg.row_b:       # B's range also spans rows 1..M-1's Bs: A's product (M-1)*lda more (CheckRanges)
+                m.d.sync += operands.rb.eq(optional_field(w, "rb"))
         with m.Elif(op == Op.LD):
             m.d.sync += load(a, w.dst, ln1) + [operands.ext_base.eq(ext_address(w, Op.LD)), operands.ext_tail.eq(ln1)]
         with m.Elif(op == Op.ST):

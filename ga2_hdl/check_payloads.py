@@ -52,9 +52,10 @@ def operands_layout(config):
     it is read and/or written (``ga2_sw.cycles.accesses``)."""
     rng = data.StructLayout({"base": RANGE_WIDTH, "x": signed(17), "y": 12, "tail": signed(18), "rd": 1, "wr": 1})
     # RQ: dst - src and src - dst, for the OVERLAP verdict of the next stage (tag.overlap is set there).
+    # MM's rb (row_b chips): B's range ends A's product (M-1)*lda further on (ga2_sw.isa.footprints).
     return data.StructLayout({"tag": tag_layout(config), **{r: rng for r in RANGES},
                               "ext_base": EXT_ADDR_BITS, "ext_tail": signed(18), "is_rq": 1,
-                              "dst_ahead": signed(17), "src_ahead": signed(17)})
+                              "dst_ahead": signed(17), "src_ahead": signed(17), **({"rb": 1} if config.row_b else {})})
 
 
 def ends_layout(config):

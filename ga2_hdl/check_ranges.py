@@ -1,6 +1,6 @@
 """The instruction checker's range arithmetic: the footprint products, then each range's extreme address."""
 
-from amaranth.hdl import Module, signed
+from amaranth.hdl import Module, Mux, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -21,7 +21,7 @@ def _sums_layout(config):
                              "prod": signed(RANGE_WIDTH), "lo": RANGE_WIDTH, "rd": 1, "wr": 1})
     plan = ({"beats": BEATS_WIDTH, "to_page": range(page_beats(config) + 1)} if precomputed(config) else {})
     return data.StructLayout({"tag": tag_layout(config), **{r: rng for r in RANGES},
-                              "ext_end": signed(EXT_RANGE_WIDTH), **plan})
+                              "ext_end": signed(EXT_RANGE_WIDTH), **plan, **({"rb": 1} if config.row_b else {})})
 
 
 class CheckRanges(wiring.Component):
@@ -69,14 +69,20 @@ class CheckRanges(wiring.Component):
             lb, bw = lane_bits(self._config), len(ends.dma.last_beat)
             stage += [sums.beats.eq(beat_count(ops.ext_base, ops.ext_tail, self._config)),
                       sums.to_page.eq(first_to_page(ops.ext_base[lb:lb + bw], self._config))]
+        if self._config.row_b:
+            stage.append(sums.rb.eq(ops.rb))
         chain.stage("sums", *stage)
 
         # Stage 4: the extreme addresses, and whether they lie beyond the memories.
         stage = [ends.tag.eq(sums.tag), ends.ext_over.eq(sums.ext_end >= ext_words)]
         for r in RANGES:
             x, y = getattr(sums, r), getattr(ends, r)
-            stage += [y.hi.eq(x.start + x.prod), y.over.eq((x.start_over + x.prod) >= 0), y.lo.eq(x.lo),
-                      y.rd.eq(x.rd), y.wr.eq(x.wr)]
+            end, end_over = x.start + x.prod, x.start_over + x.prod
+            if r == "b" and self._config.row_b:
+                # With rb, B's range spans every row's B: A's product (M-1)*lda further (ga2_sw.isa.footprints).
+                rows_b = Mux(sums.rb, sums.a.prod, 0)
+                end, end_over = end + rows_b, end_over + rows_b
+            stage += [y.hi.eq(end), y.over.eq(end_over >= 0), y.lo.eq(x.lo), y.rd.eq(x.rd), y.wr.eq(x.wr)]
         if precomputed(self._config):
             stage += [ends.dma.beats.eq(sums.beats), ends.dma.first_burst.eq(shortest(sums.beats, sums.to_page)),
                       ends.dma.last_beat.eq(sums.ext_end[lb:lb + bw])]

@@ -60,8 +60,9 @@ class FeederSignature(wiring.Signature):
         Cycle 1: the array is being cleared (no step); the feeder zeroes its operand registers.
     a : In(ArrayLayout(signed(8), rows))
         Row operands of the array's current step.
-    b : In(ArrayLayout(signed(8), cols))
-        Column operands of the array's current step.
+    b : In(ArrayLayout(signed(8), cols)), or In(ArrayLayout(signed(8), rows * cols)) with ``per_cell_b``
+        Column operands of the array's current step; with ``per_cell_b`` (a ``row_b`` chip) the operand of
+        each cell, row-major (``TiledSystolicArray``).
     step : In(1)
         Step the array (in order); decoupled, the array runs every cycle and ``step`` says that ``a`` and ``b``
         are a slice (:class:`~ga2_hdl.tiled_array.TiledSystolicArray`'s ``valid``).
@@ -74,16 +75,18 @@ class FeederSignature(wiring.Signature):
         then PE(0,0)'s ``acc + prod`` (the staged schedule with ``M = N = 1``).
     """
 
-    def __init__(self, rows, cols):
-        self._rows, self._cols = rows, cols
+    def __init__(self, rows, cols, per_cell_b=False):
+        self._rows, self._cols, self._per_cell_b = rows, cols, per_cell_b
         super().__init__({
             "start": Out(1), "instr": Out(InstrLayout), "fields": Out(MatrixFields), "clear": Out(1),
-            "a": In(data.ArrayLayout(signed(8), rows)), "b": In(data.ArrayLayout(signed(8), cols)),
+            "a": In(data.ArrayLayout(signed(8), rows)),
+            "b": In(data.ArrayLayout(signed(8), rows * cols if per_cell_b else cols)),
             "step": In(1), "last": In(1), "done": In(1), "pe00_late": In(1),
         })
 
     def __eq__(self, other):
-        return type(other) is FeederSignature and (other._rows, other._cols) == (self._rows, self._cols)
+        return type(other) is FeederSignature and \
+            (other._rows, other._cols, other._per_cell_b) == (self._rows, self._cols, self._per_cell_b)
 
     def __repr__(self):
-        return f"FeederSignature({self._rows}, {self._cols})"
+        return f"FeederSignature({self._rows}, {self._cols}{', per_cell_b=True' if self._per_cell_b else ''})"

@@ -8,7 +8,7 @@ from amaranth.back import verilog
 
 from .top import GA2
 
-__all__ = ["generate_verilog", "tool_versions", "TOP_NAME"]
+__all__ = ["generate_verilog", "tool_versions", "body_sha256", "TOP_NAME"]
 
 TOP_NAME = "ga2"
 
@@ -33,7 +33,22 @@ def generate_verilog(config, name=TOP_NAME):
         "// Configuration: " + ", ".join(f"{k}={v}" for k, v in config.to_dict().items()),
         "// Tools: " + ", ".join(f"{k} {v}" for k, v in tool_versions().items()),
         "// Ports: see ga2_hdl/top.py (GA2) and docs/ARCHITECTURE.md. Do not edit: regenerate.",
-        f"// Body sha256: {hashlib.sha256(body.encode()).hexdigest()}",
+        f"{_BODY_SHA} {hashlib.sha256(body.encode()).hexdigest()}",
         "",
     ]
     return "\n".join(header) + body
+
+
+_BODY_SHA = "// Body sha256:"
+
+
+def body_sha256(text):
+    """The sha256 of generated Verilog's body: everything after the header comment, the circuit itself. The
+    header names every configuration field and the tools' versions, so a new configuration field changes every
+    chip's file but no chip's body; a placement figure belongs to the body (synth/figures.py)."""
+    header = text.split("\n", 5)
+    said = next((line[len(_BODY_SHA):].strip() for line in header[:5] if line.startswith(_BODY_SHA)), None)
+    sha = hashlib.sha256(header[5].encode()).hexdigest() if len(header) == 6 else None
+    if said is None or sha != said:
+        raise ValueError("not Verilog from generate_verilog: its header's body sha256 is missing or wrong")
+    return sha

@@ -7,7 +7,7 @@ from .feeder import MatrixFields, latch_fields
 from .ports import SpWriteSignature, Unit, check_config, sp_addr_width
 from .result_writer import ResultWriter
 from .staged_feeder import StagedFeeder
-from .stream_feeder import StreamFeeder
+from .stream_feeder import StreamFeeder, read_ports_of
 from .systolic import SystolicArray
 from .tiled_array import TiledSystolicArray
 
@@ -51,6 +51,8 @@ class MatrixUnit(Unit):
         Decoupled: the read port of array row ``i``.
     b_rd : Out(SpReadSignature).array(cols)
         Decoupled: the read port of array column ``j``.
+    rb_rd : Out(SpReadSignature).array((rows - 1) * cols)
+        With ``row_b``: the read port of row ``i``'s B operand of column ``j`` (``rb``), ``i >= 1``.
     sp_wr : Out(SpWriteSignature), or Out(SpWriteSignature).array(cols) with ``row_writes``
         Scratchpad write port(s): the result writer's.
     vector_banks_next : In(sp_banks)
@@ -70,7 +72,7 @@ class MatrixUnit(Unit):
 
     @property
     def read_ports(self):
-        return [*self.a_rd, *self.b_rd] if self._config.decoupled else [self.sp_rd]
+        return read_ports_of(self, self._config) if self._config.decoupled else [self.sp_rd]
 
     @property
     def write_ports(self):
@@ -135,7 +137,8 @@ class MatrixUnit(Unit):
         """Decoupled: the unit is busy while the feeder reads (the next MM may start in the cycle after its last
         read), and the result writer drains the tile beside the next one (``draining``); returns the idle
         condition of the feeder, whose fields the writer takes with the last read."""
-        m.submodules.array = array = TiledSystolicArray(self._config.rows, self._config.cols)
+        m.submodules.array = array = TiledSystolicArray(self._config.rows, self._config.cols,
+                                                        per_cell_b=bool(self._config.row_b))
         busy = Signal()
         with m.If(self.ctl.start):
             m.d.sync += busy.eq(1)

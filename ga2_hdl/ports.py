@@ -8,9 +8,9 @@ from amaranth.utils import ceil_log2
 
 from ga2_sw.config import Config
 from ga2_sw.packing import beat_bytes, element_bytes
-from ga2_sw.isa import EXT_ADDR_BITS, FIELDS, SLOTS, INSTR_BITS, WIDE, Err, units_of
+from ga2_sw.isa import EXT_ADDR_BITS, FIELDS, OPTIONAL_FIELDS, SLOTS, INSTR_BITS, WIDE, Err, units_of
 
-__all__ = ["InstrLayout", "ext_address", "access_layout", "issue_layout", "UnitSignature", "HostSignature", "DebugSignature", "SpReadSignature",
+__all__ = ["InstrLayout", "optional_field", "ext_address", "access_layout", "issue_layout", "UnitSignature", "HostSignature", "DebugSignature", "SpReadSignature",
            "SpWriteSignature", "ExtSignature", "ext_signature", "ext_beat_addr_width", "ext_byte_addr_width", "Unit", "check_config", "sp_addr_width", "ext_addr_width", "imem_addr_width",
            "pc_width", "WORD", "COUNTER_WIDTH", "COUNTERS", "ERR_WIDTH"]
 
@@ -29,12 +29,23 @@ def _instr_layout():
     fields = {"op": data.Field(unsigned(SLOTS["op"][1]), SLOTS["op"][0])}
     for names in FIELDS.values():
         for name, slot in names:
+            if name in OPTIONAL_FIELDS:     # read with optional_field, on the chips built with them
+                continue
             lsb, width, is_signed = SLOTS[slot]
             fields[name] = data.Field((signed if is_signed else unsigned)(width), lsb)
     for high in set(WIDE.values()):         # the high halves of the wide fields (ext_address)
         lsb, width, _ = SLOTS[high]
         fields[high] = data.Field(unsigned(width), lsb)
     return data.FlexibleLayout(INSTR_BITS, fields)
+
+
+def optional_field(instr, name):
+    """An optional field of ``instr`` (a view of InstrLayout; ``ga2_sw.isa.OPTIONAL_FIELDS``, MM's ``rb``), read
+    from its slot. InstrLayout leaves these fields out, so that a chip built without them has the Verilog it had
+    before they existed (the Fmax figures of docs/SYNTH.md are tied to it: synth/figures.py)."""
+    (slot,) = {slot for names in FIELDS.values() for n, slot in names if n == name}
+    lsb, width, _ = SLOTS[slot]
+    return instr.as_value()[lsb:lsb + width]
 
 
 def ext_address(instr, op):

@@ -10,7 +10,7 @@ from ga2_sw.timing import (BANKED_DATA_DELAY, BANKED_READ_DELAY, BANKED_SELECT_D
 
 from .banked_scratchpad import bank_index
 from .feeder import FeederSignature
-from .ports import SpReadSignature, check_config, sp_addr_width
+from .ports import SpReadSignature, check_config, optional_field, sp_addr_width
 from .scratchpad import or_all
 from .valid_chain import delayed
 
@@ -91,7 +91,7 @@ class StreamFeeder(wiring.Component):
 
     def __init__(self, config):
         self._config = check_config(config)
-        super().__init__({"ctl": In(FeederSignature(config.rows, config.cols)), **self.read_members(config),
+        super().__init__({"ctl": In(FeederSignature(config.rows, config.cols, bool(config.row_b))), **self.read_members(config),
                           "vector_banks_next": In(config.sp_banks),
                           "writer_banks": In(config.sp_banks), "writer_busy": In(1)})
 
@@ -99,12 +99,15 @@ class StreamFeeder(wiring.Component):
     def read_members(config):
         """The signature members of the read ports (the matrix unit has the same)."""
         aw = sp_addr_width(config)
-        return {"a_rd": Out(SpReadSignature(aw)).array(config.rows),
-                "b_rd": Out(SpReadSignature(aw)).array(config.cols)}
+        members = {"a_rd": Out(SpReadSignature(aw)).array(config.rows),
+                   "b_rd": Out(SpReadSignature(aw)).array(config.cols)}
+        if config.row_b and config.rows > 1:
+            members["rb_rd"] = Out(SpReadSignature(aw)).array((config.rows - 1) * config.cols)
+        return members
 
     @property
     def read_ports(self):
-        return [*self.a_rd, *self.b_rd]
+        return read_ports_of(self, self._config)
 
     def elaborate(self, platform):
         m = Module()
@@ -122,10 +125,14 @@ class StreamFeeder(wiring.Component):
         # are latched at start and the addresses computed from them in cycle 1.
         base_a, base_b = Signal.like(instr.A, name="base_a"), Signal.like(instr.B, name="base_b")
         lda, ldb, tb = Signal.like(instr.lda, name="lda"), Signal.like(instr.ldb, name="ldb"), Signal(name="tb")
-        firsts = ([base_a + times(lda, i) for i in range(rows)] +
-                  [base_b + Mux(tb, times(ldb, j), j) for j in range(config.cols)])
+        # row_b chips: row r's B starts r*lda words past B with rb, its operands after the columns'
+        rb = Signal(name="rb") if config.row_b else None
+        row_offsets = [times(lda, i) for i in range(rows)]
+        column_firsts = [base_b + Mux(tb, times(ldb, j), j) for j in range(config.cols)]
+        firsts = ([base_a + off for off in row_offsets] + column_firsts +
+                  [first + off for off in row_offsets[1:] for first in column_firsts] * config.row_b)
         addr = [Signal(aw, name=f"op{p}_addr") for p in range(n_ops)]      # the slice being read
-        steps = [1] * rows + [ctl.fields.b_kstride] * config.cols
+        steps = [1] * rows + [ctl.fields.b_kstride] * (n_ops - rows)
         # The next slice's addresses and banks are registers too (`ahead`, `ahead_bank`), stepped with the slice:
         # so a new slice's plan (which operands share a bank, how many wait on each) is a few gates of registers,
         # not an adder, the bank adders and the counts behind the slice's end.
@@ -236,6 +243,8 @@ class StreamFeeder(wiring.Component):
             m.d.sync += [base_a.eq(instr.A), base_b.eq(instr.B), lda.eq(instr.lda), ldb.eq(instr.ldb),
                          tb.eq(instr.tb), *(u.eq(f) for u, f in zip(used, useds(instr, config))),
                          left.eq(instr.K - 1), on_last.eq(instr.K == 1)]
+            if config.row_b:
+                m.d.sync += rb.eq(optional_field(instr, "rb"))
         with m.Elif(slice_read):
             m.d.sync += [left.eq(left - 1), on_last.eq(next_is_last)]
         with m.If(reading & addr_end):
@@ -269,6 +278,15 @@ class StreamFeeder(wiring.Component):
         for got, port, hold in zip(arrived, ports, [*ctl.a, *ctl.b]):
             with m.If(got):
                 m.d.sync += hold.eq(port.data[0:8].as_signed())
+        if len(ctl.b) > config.cols:
+            # A row_b chip's array takes a B operand per cell (TiledSystolicArray(per_cell_b=True)): without
+            # rb, every row's cell of column j takes column j's operand, as it would flowing down the column.
+            cols = config.cols
+            shared = [delayed(m, port.en & ~rb, READ_LATENCY, f"col{j}_shared") for j, port in enumerate(self.b_rd)]
+            for r in range(1, rows):
+                for j in range(cols):
+                    with m.If(shared[j]):
+                        m.d.sync += ctl.b[r * cols + j].eq(self.b_rd[j].data[0:8].as_signed())
         m.d.comb += [ctl.step.eq(delayed(m, slice_read, STEP_DELAY, "step_now")),
                      ctl.last.eq(delayed(m, slice_read & on_last, STEP_DELAY, "last_step"))]
         return m
@@ -302,5 +320,14 @@ def thermometer(m, bits, name):
 
 
 def useds(instr, config):
-    """Whether the MM uses each operand port: rows ``i < M``, then columns ``j < N``."""
-    return [instr.M > i for i in range(config.rows)] + [instr.N > j for j in range(config.cols)]
+    """Whether the MM uses each operand port: rows ``i < M``, then columns ``j < N``, then (row_b chips) with
+    ``rb`` row ``i``'s column ``j`` for ``1 <= i < M``, ``j < N``."""
+    rows_b = ([optional_field(instr, "rb") & (instr.M > i) & (instr.N > j)
+               for i in range(1, config.rows) for j in range(config.cols)] if config.row_b else [])
+    return [instr.M > i for i in range(config.rows)] + [instr.N > j for j in range(config.cols)] + rows_b
+
+
+def read_ports_of(unit, config):
+    """The streaming feeder's read ports in operand order (``ga2_sw.banking.slice_addresses``): A's rows, B's
+    columns, then (row_b chips) rows 1.. of B's per-row operands."""
+    return [*unit.a_rd, *unit.b_rd, *(unit.rb_rd if config.row_b and config.rows > 1 else ())]

@@ -22,21 +22,27 @@ class TiledSystolicArray(wiring.Component):
     ``out[r * cols + c]`` from cycle ``t_last + r + c + 2`` (``t_last``: the cycle its tile's last slice was
     presented) until the same cycle of the next tile.
 
+    With ``per_cell_b`` (a ``Config.row_b`` chip, whose MM may give each row a B of its own) the caller presents
+    the operand of every cell, ``b[r * cols + c]`` for PE(r, c), which passes ``r + c`` skew registers straight
+    to its cell instead of flowing down the column: it meets row ``r``'s operand in the same cycle as a
+    column operand would.
+
     Members
     -------
     a : In(ArrayLayout(signed(8), rows))
-    b : In(ArrayLayout(signed(8), cols))
+    b : In(ArrayLayout(signed(8), cols)), or In(ArrayLayout(signed(8), rows * cols)) with ``per_cell_b``
     valid, last : In(1)
     out : Out(ArrayLayout(signed(32), rows * cols))
     """
 
-    def __init__(self, rows, cols):
+    def __init__(self, rows, cols, per_cell_b=False):
         for name, n in (("Row", rows), ("Column", cols)):
             if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
                 raise TypeError(f"{name} count must be a positive integer, not {n!r}")
-        self._rows, self._cols = rows, cols
+        self._rows, self._cols, self._per_cell_b = rows, cols, per_cell_b
         super().__init__({
-            "a": In(data.ArrayLayout(signed(8), rows)), "b": In(data.ArrayLayout(signed(8), cols)),
+            "a": In(data.ArrayLayout(signed(8), rows)),
+            "b": In(data.ArrayLayout(signed(8), rows * cols if per_cell_b else cols)),
             "valid": In(1), "last": In(1),
             "out": Out(data.ArrayLayout(signed(32), rows * cols)),
         })
@@ -75,5 +81,6 @@ class TiledSystolicArray(wiring.Component):
             north = skew(self.b[c], c, f"skew_b{c}")
             for r in range(rows):
                 m.d.comb += pe[r][c].b_i.eq(north)
-                north = pe[r][c].b_o
+                north = (skew(self.b[(r + 1) * cols + c], r + 1 + c, f"skew_b{r + 1}_{c}")
+                         if self._per_cell_b and r + 1 < rows else pe[r][c].b_o)
         return m

@@ -88,7 +88,7 @@ def _parse_line(line, where):
         if not lo <= number <= hi:
             raise AsmError(f"{where}: {op.name}: field {name!r} must be in range {lo}..{hi}, not {number}")
         values[name] = number
-    missing = [name for name in known if name not in values]
+    missing = [name for name in known if name not in values and name not in isa.OPTIONAL_FIELDS]
     if missing:
         raise AsmError(f"{where}: {op.name}: missing field {missing[0]!r}"
                        + (f" (also missing: {' '.join(missing[1:])})" if missing[1:] else ""))
@@ -101,6 +101,11 @@ def _config_problem(i, config):
     err = isa.check(i, config)
     if err == Err.NONE:
         return ""
+    unbuilt = [f for f, option in isa.OPTIONAL_FIELDS.items() if getattr(i, f) and not getattr(config, option)]
+    if err == Err.ILLEGAL and unbuilt:      # a flag of hardware this chip is built without
+        option = isa.OPTIONAL_FIELDS[unbuilt[0]]
+        return (f"field {unbuilt[0]!r}={getattr(i, unbuilt[0])} needs a chip built with {option}=1 "
+                f"(--{option.replace('_', '-')} 1, Config field {option!r}; docs/ISA.md)")
     if err == Err.ILLEGAL:          # an instruction of a unit this chip is built without
         return (f"{i.op.name} needs the online unit (--online-unit 1, Config field 'online_unit'; "
                 f"docs/LONG_CONTEXT.md)")

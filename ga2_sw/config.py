@@ -49,6 +49,7 @@ _RANGES = {
     "bus_bytes":   (1, 16),
     "axi":         (0, 1),
     "row_writes":  (0, 1),
+    "row_b":       (0, 1),
     "ext_write_latency": (1, 64),
     "clock_mhz":   (1, 1000),
 }
@@ -73,6 +74,8 @@ _HELP = {
                  "or 16 pack bytes (decoupled mode; docs/ISA.md, \"Packed external memory\")",
     "row_writes": "1: the matrix unit writes a row of an MM's results a cycle (up to cols words, one per bank) "
                   "rather than one result a cycle (decoupled mode, sp_banks > cols; docs/ARCHITECTURE.md)",
+    "row_b": "1: MM takes the rb flag: row i of A multiplies a B operand of its own, i*lda words past B, one "
+             "read port per array cell (batched attention; decoupled mode; docs/ISA.md)",
     "axi": "1: the external port is an AXI4 manager (bursts, valid/ready on every channel; docs/ARCHITECTURE.md)",
     "ext_write_latency": "with axi = 1: cycles from a write burst's last beat to its answer on B",
     "clock_mhz": "the chip's clock in MHz, as the external memory's timing sees it (with a DRAM memory)",
@@ -105,6 +108,7 @@ class Config:
     bus_bytes: int = 1
     axi: int = 0
     row_writes: int = 0
+    row_b: int = 0
     ext_write_latency: int = 1
     clock_mhz: int = 100
     memory: str = "ideal"
@@ -152,6 +156,10 @@ class Config:
             if self.cols >= self.sp_banks:
                 raise ValueError(f"Config field 'row_writes' needs cols ({self.cols}) less than sp_banks "
                                  f"({self.sp_banks}), so that a row's words take distinct banks")
+        if self.row_b:
+            # Each cell's B operand is read through a port-B requester of its own: only the banked scratchpad
+            # has the ports.
+            self._needs_banks("row_b", 0, "a B operand per array cell")
         if self.memory != "ideal" and not self.axi:
             raise ValueError(f"Config field 'memory' must be ideal on the bare port (a DRAM answers the AXI4 port: "
                              f"axi = 1), not {self.memory!r}")

@@ -10,7 +10,7 @@ from .timing import (STREAM_MM_OVERHEAD, mm_write_cycles, nrm_busy, rq_latency, 
                      st_latency)
 
 __all__ = ["rows_moved", "Op", "Err", "Instr", "FIELDS", "SLOTS", "OPS", "OpSpec", "UNITS", "LANES", "unit_ops", "unit_lane", "encode",
-           "decode", "check", "WIDE", "ONLINE_OPS", "enabled", "units_of", "smc", "rsa", "nrm", "EXT_ADDR_BITS", "field_slots", "rq_overlaps_partly", "footprints", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS",
+           "decode", "check", "WIDE", "ONLINE_OPS", "enabled", "units_of", "smc", "rsa", "nrm", "EXT_ADDR_BITS", "field_slots", "rq_overlaps_partly", "footprints", "OPTIONAL_FIELDS", "used_bits", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS",
            "EncodingError"]
 
 INSTR_BITS = 128
@@ -43,6 +43,7 @@ class Err(IntEnum):
 SLOTS = {
     "op":  (0, 4, False),
     "tb":  (4, 1, False),
+    "rb":  (5, 1, False),       # MM: row i of A takes a B of its own, i*lda words past B (Config.row_b chips only)
     "dst": (8, 16, False),
     "src": (24, 16, False),
     "len": (40, 16, False),
@@ -69,7 +70,7 @@ FIELDS = {
     Op.LD:   (("dst", "dst"), ("src", "src"), ("len", "len")),
     Op.ST:   (("src", "src"), ("dst", "dst"), ("len", "len")),
     Op.MM:   (("dst", "dst"), ("A", "src"), ("B", "len"), ("M", "M"), ("K", "K"), ("N", "N"),
-              ("tb", "tb"), ("lda", "lda"), ("ldb", "ldb"), ("ldc", "ldc")),
+              ("tb", "tb"), ("lda", "lda"), ("ldb", "ldb"), ("ldc", "ldc"), ("rb", "rb")),
     Op.RQ:   (("dst", "dst"), ("src", "src"), ("len", "len"), ("m", "m"), ("s", "s")),
     Op.SM:   (("dst", "dst"), ("src", "src"), ("len", "len")),
     Op.HALT: (),
@@ -77,6 +78,18 @@ FIELDS = {
     Op.RSA:  (("dst", "dst"), ("src", "src"), ("len", "len"), ("ld", "lda"), ("a", "st")),
     Op.NRM:  (("dst", "dst"), ("src", "src"), ("len", "len"), ("m", "m"), ("s", "s"), ("st", "st")),
 }
+
+# Fields that only chips built with an option take (MM's rb: Config.row_b); elsewhere a set one is ILLEGAL, as
+# a stray bit is.
+OPTIONAL_FIELDS = {"rb": "row_b"}
+
+def used_bits(op, config):
+    """The bits an ``op`` word may set on chips of ``config``: ``USED_BITS`` less the slots of the optional
+    fields the chip is built without (where they are stray bits: ILLEGAL)."""
+    unbuilt = sum(_mask(slot) for name, slot in FIELDS[op]
+                  if name in OPTIONAL_FIELDS and not getattr(config, OPTIONAL_FIELDS[name]))
+    return USED_BITS[op] & ~unbuilt
+
 
 # The long-context instructions exist on chips built with them (Config.online_unit = 1; docs/LONG_CONTEXT.md):
 # elsewhere their opcodes are illegal, like 10..15.
@@ -198,6 +211,7 @@ class Instr:
     lda: int = 0
     ldb: int = 0
     ldc: int = 0
+    rb: int = 0
     m: int = 0
     s: int = 0
     st: int = 0
@@ -223,8 +237,11 @@ class Instr:
                 raise EncodingError(f"{self.op.name}: field '{f.name}' must be in range {lo}..{hi}, not {value}")
 
     def fields(self):
-        """The assembly fields of this instruction as (name, value) pairs, in assembly order."""
-        return [(name, getattr(self, name)) for name, _ in FIELDS[self.op]]
+        """The assembly fields of this instruction as (name, value) pairs, in assembly order; a flag of the
+        optional hardware (``OPTIONAL_FIELDS``) only where it is set, so that programs without it read as
+        they always have."""
+        return [(name, getattr(self, name)) for name, _ in FIELDS[self.op]
+                if name not in OPTIONAL_FIELDS or getattr(self, name)]
 
     def __str__(self):
         return " ".join([self.op.name] + [f"{n}={v}" for n, v in self.fields()])
@@ -248,8 +265,8 @@ def rows_moved(op, sp, sp_stride, ext, ext_stride, rows, length):
     return [ld(dst=a, src=x, len=n) if op == "LD" else st(src=a, dst=x, len=n) for a, x, n in pairs]
 
 
-def mm(dst, A, B, M, K, N, tb=0, lda=0, ldb=0, ldc=0):
-    return Instr(Op.MM, dst=dst, A=A, B=B, M=M, K=K, N=N, tb=tb, lda=lda, ldb=ldb, ldc=ldc)
+def mm(dst, A, B, M, K, N, tb=0, lda=0, ldb=0, ldc=0, rb=0):
+    return Instr(Op.MM, dst=dst, A=A, B=B, M=M, K=K, N=N, tb=tb, lda=lda, ldb=ldb, ldc=ldc, rb=rb)
 
 
 def rq(dst, src, len, m, s):
@@ -323,9 +340,10 @@ def footprints(instr):
         return [(i.dst, i.dst + i.len - 1)], [(i.src, i.src + i.len - 1)]
     if i.op == Op.ST:
         return [(i.src, i.src + i.len - 1)], [(i.dst, i.dst + i.len - 1)]
-    if i.op == Op.MM:
+    if i.op == Op.MM:       # with rb, B's range spans every row's B: from row 0's first word to row M-1's last
         a_hi = i.A + (i.M - 1) * i.lda + i.K - 1
-        b_hi = i.B + ((i.N - 1) * i.ldb + i.K - 1 if i.tb else (i.K - 1) * i.ldb + i.N - 1)
+        b_hi = i.B + ((i.N - 1) * i.ldb + i.K - 1 if i.tb else (i.K - 1) * i.ldb + i.N - 1) + \
+            (i.M - 1) * i.lda * i.rb
         c_hi = i.dst + (i.M - 1) * i.ldc + i.N - 1
         return [(i.A, a_hi), (i.B, b_hi), (i.dst, c_hi)], []
     if i.op in (Op.RQ, Op.SM):
@@ -356,7 +374,8 @@ def rq_overlaps_partly(instr):
 def check(instr, config):
     """Static validation of a decoded instruction against a configuration: the hardware's error code."""
     i = instr
-    if not enabled(i.op, config):
+    if not enabled(i.op, config) or any(getattr(i, f) and not getattr(config, option)
+                                         for f, option in OPTIONAL_FIELDS.items()):
         return Err.ILLEGAL
     if i.op == Op.HALT:
         return Err.NONE
@@ -400,6 +419,9 @@ def explain(instr, config):
         if i.s > MAX_SHIFTS.get(i.op, MAX_SHIFT):
             return f"s={i.s} is outside 0..{MAX_SHIFTS[i.op]}"
         return f"len={i.len} is outside 1..{config.sm_max_len} (sm_max_len)"
+    if err == Err.ILLEGAL and enabled(i.op, config):
+        field = next(f for f, option in OPTIONAL_FIELDS.items() if getattr(i, f) and not getattr(config, option))
+        return f"{field}={getattr(i, field)} needs a chip built with {OPTIONAL_FIELDS[field]}=1 (docs/ISA.md)"
     if err == Err.ILLEGAL:
         return f"{i.op.name} exists only on chips built with online_unit=1 (docs/LONG_CONTEXT.md)"
     if err == Err.OVERLAP:

@@ -56,11 +56,11 @@ def _execute(i, sp, ext, config):
         ext[i.dst:i.dst + i.len] = [store_element(w, config) for w in sp[i.src:i.src + i.len]]
     elif i.op == Op.MM:
         a = [[s8(sp[i.A + r * i.lda + k]) for k in range(i.K)] for r in range(i.M)]
-        if i.tb:
-            b = [[s8(sp[i.B + c * i.ldb + k]) for c in range(i.N)] for k in range(i.K)]
-        else:
-            b = [[s8(sp[i.B + k * i.ldb + c]) for c in range(i.N)] for k in range(i.K)]
-        out = [[sum(a[r][k] * b[k][c] for k in range(i.K)) for c in range(i.N)] for r in range(i.M)]
+
+        def b(r, k, c):     # Bop(k, c) of row r: with rb, row r's B starts r*lda words past B
+            base = i.B + r * i.lda * i.rb
+            return s8(sp[base + c * i.ldb + k] if i.tb else sp[base + k * i.ldb + c])
+        out = [[sum(a[r][k] * b(r, k, c) for k in range(i.K)) for c in range(i.N)] for r in range(i.M)]
         for r in range(i.M):                       # every operand is read before the first write
             for c in range(i.N):
                 sp[i.dst + r * i.ldc + c] = u32(out[r][c])

@@ -11,7 +11,7 @@ import random
 from ga2_sw import isa
 from ga2_sw.config import Config
 from ga2_sw.cycles import cycle_counts
-from ga2_sw.isa import FIELDS, INSTR_BITS, OPS, SLOTS, USED_BITS, Err, Instr, Op, enabled, encode, field_range
+from ga2_sw.isa import FIELDS, INSTR_BITS, OPS, OPTIONAL_FIELDS, SLOTS, USED_BITS, Err, Instr, Op, enabled, encode, field_range
 from ga2_sw.numerics import MAX_SHIFT, NRM_MAX_SHIFT
 
 __all__ = ["random_valid_instr", "random_fault", "random_program", "random_words", "fuzz_job", "cycle_limit_for",
@@ -130,15 +130,17 @@ def random_valid_instr(draw, config):
     lda = _pick(draw, (K, 0, draw(0, 64)))
     ldb = _pick(draw, (K if tb else N, 0, draw(0, 64)))
     ldc = _pick(draw, (N, 0, draw(0, 64)))
+    rb = draw(0, 1) if config.row_b else 0         # each row its own B, lda words after the last row's
     a_span = (M - 1) * lda + K
     b_span = ((N - 1) * ldb + K) if tb else ((K - 1) * ldb + N)
+    b_span += (M - 1) * lda * rb
     c_span = (M - 1) * ldc + N
     if max(a_span, b_span, c_span) > sp:           # only on tiny scratchpads: fall back to packed strides
-        lda, ldb, ldc = K, (K if tb else N), N
+        lda, ldb, ldc, rb = K, (K if tb else N), N, 0
         a_span, b_span, c_span = M * K, K * N, M * N
     A, B = draw(0, sp - a_span), draw(0, sp - b_span)
     dst = _pick(draw, (lambda: draw(0, sp - c_span), lambda: min(A, sp - c_span), lambda: min(B, sp - c_span)))()
-    return isa.mm(dst, A, B, M, K, N, tb, lda, ldb, ldc)
+    return isa.mm(dst, A, B, M, K, N, tb, lda, ldb, ldc, rb)
 
 
 def _online_instr(draw, config, op):
@@ -163,8 +165,12 @@ def _online_instr(draw, config, op):
                    draw(0, sp - 2))
 
 
-def _stray_bit(draw, op):
-    free = [b for b in range(INSTR_BITS) if not (USED_BITS[op] >> b) & 1]
+def _stray_bit(draw, op, config):
+    """A bit ``op`` does not use on ``config``'s chips: outside its fields, or an optional field's
+    (``isa.OPTIONAL_FIELDS``) on a chip built without it."""
+    unbuilt = sum(1 << SLOTS[slot][0] for name, slot in FIELDS[op]
+                  if name in OPTIONAL_FIELDS and not getattr(config, OPTIONAL_FIELDS[name]))
+    free = [b for b in range(INSTR_BITS) if not (USED_BITS[op] >> b) & 1 or unbuilt >> b & 1]
     return 1 << _pick(draw, free)
 
 
@@ -178,9 +184,9 @@ def random_fault(draw, config, kind):
         return ((body << _OP_BITS) & ((1 << INSTR_BITS) - 1)) | opcode, Err.ILLEGAL
     if kind == "stray_bits":
         word = encode(random_valid_instr(draw, config))
-        return word | _stray_bit(draw, Op(word & ((1 << _OP_BITS) - 1))), Err.ILLEGAL
+        return word | _stray_bit(draw, Op(word & ((1 << _OP_BITS) - 1)), config), Err.ILLEGAL
     if kind == "halt_stray":
-        return encode(isa.halt()) | _stray_bit(draw, Op.HALT), Err.ILLEGAL
+        return encode(isa.halt()) | _stray_bit(draw, Op.HALT, config), Err.ILLEGAL
     if kind == "shape":
         variant = draw(0, 8 if config.online_unit else 7)
         if variant == 0:
@@ -215,7 +221,11 @@ def random_fault(draw, config, kind):
             src = draw(sp - n + 1, _hi(Op.RQ, "src") - n - 1)
         return isa.rq(src + distance, src, n, draw(-5, 5), draw(0, MAX_SHIFT)), Err.OVERLAP
     if kind == "sp_range":
-        variant = draw(0, 4)
+        variant = draw(0, 5 if config.row_b and config.rows > 1 else 4)
+        if variant == 5:                         # rb: row M-1's B runs past the end, row 0's does not
+            M, K, lda = draw(2, config.rows), draw(1, 8), draw(1, 100)
+            B = max(0, sp - (M - 1) * lda - K + 1 + draw(0, 3))
+            return isa.mm(0, 0, B, M, K, 1, 1, lda, 1, 1, rb=1), Err.SP_RANGE
         if variant == 0:
             n = draw(1, 64)
             return isa.ld(draw(sp - n + 1, min(_hi(Op.LD, "dst"), sp + 5)), 0, n), Err.SP_RANGE

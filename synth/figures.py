@@ -4,8 +4,11 @@ A place-and-route figure belongs to one Verilog netlist: a renamed wire alone mo
 up to 10% (docs/SYNTH.md, "Session 23"), and a change to a unit both modes share changes a chip nobody meant to
 touch. So each figure the README and docs/SYNTH.md quote is recorded in ``figures.json`` beside this module with
 the command that measured it and the sha256 of the Verilog it placed (``fmax``'s JSON gives it as
-``verilog_sha256``). This module regenerates each command's Verilog and says which figures no longer describe
-it: those must be measured again (and the file updated from the new JSON) or called stale where they are quoted.
+``verilog_sha256``) and of that Verilog's body (``verilog_body_sha256``: the circuit, without the header comment
+that names every configuration field and tool version, so that a new configuration field, which changes every
+chip's header, stales no figure of a chip whose circuit it leaves alone). This module regenerates each command's
+Verilog and says which figures no longer describe its body: those must be measured again (and the file updated
+from the new JSON) or called stale where they are quoted.
 """
 
 import contextlib
@@ -22,13 +25,13 @@ _PREFIX = ["python", "-m", "synth"]
 
 def load_figures(path=RECORD):
     """The recorded figures: a list of ``{"figure", "command", "fmax_mhz", "seeds", "measured",
-    "verilog_sha256", "quoted_in"}``; ValueError naming the file and the entry when one is malformed."""
+    "verilog_sha256", "verilog_body_sha256", "quoted_in"}``; ValueError naming the file and the entry when one is malformed."""
     try:
         entries = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: cannot read the recorded figures: {exc}") from None
     need = {"figure": str, "command": str, "fmax_mhz": (int, float), "seeds": list, "measured": str,
-            "verilog_sha256": str, "quoted_in": list}
+            "verilog_sha256": str, "verilog_body_sha256": str, "quoted_in": list}
     if not isinstance(entries, list):
         raise ValueError(f"{path}: expected a list of figures")
     for n, e in enumerate(entries):
@@ -60,14 +63,17 @@ def _config_of(command):
 
 
 def check_figures(entries, cache_dir=None, progress=None):
-    """Each entry with ``current`` (its Verilog is today's) and ``verilog_now`` (today's sha256)."""
+    """Each entry with ``current`` (its Verilog's body is today's), ``verilog_now`` (today's file's sha256) and
+    ``verilog_body_now`` (its body's)."""
+    from ga2_hdl.generate import body_sha256
     from .yosys import _verilog
     out = []
     for n, e in enumerate(entries):
         if progress:
             progress(n, len(entries), e["figure"])
-        _, sha = _verilog(_config_of(e["command"]), cache_dir)
-        out.append({**e, "verilog_now": sha, "current": sha == e["verilog_sha256"]})
+        path, sha = _verilog(_config_of(e["command"]), cache_dir)
+        body = body_sha256(Path(path).read_text())
+        out.append({**e, "verilog_now": sha, "verilog_body_now": body, "current": body == e["verilog_body_sha256"]})
     return out
 
 

@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ga2_hdl.generate import body_sha256
+
 from . import cache
 from .yosys import _verilog, ecp5_netlist
 
@@ -279,4 +281,5 @@ def fmax_seeds(config, device="25k", seeds=(1,), freq=100, cache_dir=None, jobs=
         runs = [fmax(config, device, seed=s, freq=freq, cache_dir=cache_dir, router=router, progress=progress)
                 for s in seeds]
     # The Verilog these seeds placed: a figure belongs to it alone (synth/figures.py checks the docs' figures).
-    return {**median_of_seeds(runs), "verilog_sha256": _verilog(config, cache_dir)[1]}
+    path, sha = _verilog(config, cache_dir)
+    return {**median_of_seeds(runs), "verilog_sha256": sha, "verilog_body_sha256": body_sha256(Path(path).read_text())}

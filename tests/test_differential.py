@@ -46,6 +46,10 @@ PACKED_16 = FUZZ_DECOUPLED.replace(bus_bytes=16, sp_banks=32)
 # The result writer a row a cycle (Config.row_writes), on the word port and on a packed one.
 ROW_WRITES = FUZZ_DECOUPLED.replace(row_writes=1)
 ROW_WRITES_PACKED = PACKED_4.replace(row_writes=1)
+# A B operand per array cell (Config.row_b: MM's rb), on 32 banks and on the default 8, where its 20 operands
+# a slice crowd the banks.
+ROW_B = FUZZ_DECOUPLED.replace(row_b=1, sp_banks=32)
+ROW_B_8 = FUZZ_DECOUPLED.replace(row_b=1)
 
 BATCH = 10
 SETTINGS = dict(derandomize=True, deadline=None, database=None, print_blob=True,
@@ -151,6 +155,20 @@ def test_programs_on_a_packed_port(sims, batch):
 def test_programs_with_row_writes(sims, batch):
     """An MM's results a row a cycle, beside the vector lane's requests and the next MM's operand reads."""
     check_batch(sims(ROW_WRITES), ROW_WRITES, batch)
+
+
+@settings(max_examples=10, **SETTINGS)
+@given(st.lists(cases(ROW_B, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
+def test_programs_with_a_b_per_row(sims, batch):
+    """MMs with and without rb, back to back, beside the vector lane and the DMA; B's range spans every row's."""
+    check_batch(sims(ROW_B), ROW_B, batch)
+
+
+@pytest.mark.slow
+@settings(max_examples=6, **SETTINGS)
+@given(st.lists(cases(ROW_B_8, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
+def test_programs_with_a_b_per_row_on_8_banks(sims, batch):
+    check_batch(sims(ROW_B_8), ROW_B_8, batch)
 
 
 def test_row_writes_fuzz_really_contends():

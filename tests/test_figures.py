@@ -31,18 +31,21 @@ def test_the_online_chip_figure_is_the_one_the_llm_projection_uses():
 
 
 def _verilog_sha(command, cache_dir):
+    """The sha256 of the body of the command's Verilog: everything after the header comment, hashed here."""
     from synth.figures import _config_of
     from synth.yosys import _verilog
     path, sha = _verilog(_config_of(command), cache_dir)
     assert hashlib.sha256(Path(path).read_bytes()).hexdigest() == sha       # the file's own hash, not a key
-    return sha
+    text = Path(path).read_text()
+    header = [line for line in text.splitlines()[:6] if line.startswith("//")]
+    return hashlib.sha256(text.split("\n", len(header))[-1].encode()).hexdigest()
 
 
 def _record(tmp_path, sha):
     path = tmp_path / "figures.json"
     path.write_text(json.dumps([{"figure": "2x2", "command": SMALL, "fmax_mhz": 100.0, "seeds": [1],
-                                 "per_seed_mhz": [100.0], "measured": "today", "verilog_sha256": sha,
-                                 "quoted_in": []}]))
+                                 "per_seed_mhz": [100.0], "measured": "today", "verilog_sha256": "0" * 64,
+                                 "verilog_body_sha256": sha, "quoted_in": []}]))
     return path
 
 
@@ -58,6 +61,19 @@ def test_a_figure_is_current_only_on_its_own_verilog(tmp_path, capsys):
     stale.write_text(stale.read_text().replace(SMALL, other))
     assert synth_main(["figures", "--record", str(stale), "--cache-dir", str(cache)]) == 1
     assert "NO: measure again" in capsys.readouterr().out
+
+
+def test_a_new_configuration_field_stales_no_figure(tmp_path):
+    """The header names every configuration field; a figure follows the body. Two chips whose header differs
+    (another configuration field's value that the circuit never reads: clock_mhz, the DRAM's clock) have the
+    same body sha256, and differ in the file's."""
+    from synth.figures import _config_of
+    from synth.yosys import _verilog
+    cache = tmp_path / "cache"
+    other = SMALL + " --clock-mhz 50"
+    assert _verilog(_config_of(SMALL), cache)[1] != _verilog(_config_of(other), cache)[1]
+    assert _verilog_sha(SMALL, cache) == _verilog_sha(other, cache)
+    assert check_figures(load_figures(_record(tmp_path, _verilog_sha(other, cache))), cache_dir=cache)[0]["current"]
 
 
 @pytest.mark.parametrize("text, says", [

@@ -24,9 +24,9 @@ EXTREME_BYTES = [0x80, 0x7F, 0x80, 0x7F, 0x00, 0x01, 0xFF]     # mostly -128 and
 
 # -- shared: the instruction, the reference, the harness ------------------------------------------------------
 
-def encode_mm(*, dst, A, B, M, K, N, tb, lda, ldb, ldc, **_):
+def encode_mm(*, dst, A, B, M, K, N, tb, lda, ldb, ldc, rb=0, **_):
     """The 128-bit MM word, field positions straight from the encoding table of docs/ISA.md."""
-    return (3 | tb << 4 | dst << 8 | A << 24 | B << 40 | K << 56 | M << 72 | N << 80
+    return (3 | tb << 4 | rb << 5 | dst << 8 | A << 24 | B << 40 | K << 56 | M << 72 | N << 80
             | lda << 88 | ldb << 100 | ldc << 112)
 
 
@@ -44,6 +44,7 @@ def footprints(c):
     """Extent (first word, word count) of A, B and the destination."""
     M, K, N = c["M"], c["K"], c["N"]
     fb = (N - 1) * c["ldb"] + K if c["tb"] else (K - 1) * c["ldb"] + N
+    fb += (M - 1) * c["lda"] * c.get("rb", 0)             # rb: row i's B, i*lda words on (docs/ISA.md)
     return {"A": (c["A"], (M - 1) * c["lda"] + K), "B": (c["B"], fb),
             "dst": (c["dst"], (M - 1) * c["ldc"] + N)}
 
@@ -61,7 +62,12 @@ def reference(image, c):
         Bop = s8[c["B"] + j * c["ldb"] + k[:, None]]                # K x N, stored transposed
     else:
         Bop = s8[c["B"] + k[:, None] * c["ldb"] + j]                # K x N
-    C = A @ Bop
+    if c.get("rb"):                     # row i's own B, i*lda words on: an M x K x N stack, one product a row
+        Bops = s8[c["B"] + np.arange(c["M"])[:, None, None] * c["lda"] +
+                  ((j * c["ldb"] + k[:, None]) if c["tb"] else (k[:, None] * c["ldb"] + j))[None, :, :]]
+        C = np.einsum("ik,ikj->ij", A, Bops)
+    else:
+        C = A @ Bop
     assert np.abs(C).max() < 2 ** 31
     out = words.copy()
     dst = c["dst"] + i * c["ldc"] + j
@@ -332,7 +338,7 @@ def random_stream_case(rng, config, kind):
     N = int(rng.integers(1, config.cols + 1))
     K = int(rng.integers(1, KMAX + 1))
     tb = int(rng.integers(0, 2))
-    c = {"M": M, "K": K, "N": N, "tb": tb,
+    c = {"M": M, "K": K, "N": N, "tb": tb, "rb": int(rng.integers(0, 2)) if config.row_b else 0,
          "lda": K + int(rng.integers(0, 4)),
          "ldb": (K if tb else N) + int(rng.integers(0, 4)),
          "ldc": N + int(rng.integers(0, 4))}
@@ -400,7 +406,8 @@ def test_smm_dst_overlaps_operands():
 
 
 def as_instr(c):
-    return isa.mm(c["dst"], c["A"], c["B"], c["M"], c["K"], c["N"], c["tb"], c["lda"], c["ldb"], c["ldc"])
+    return isa.mm(c["dst"], c["A"], c["B"], c["M"], c["K"], c["N"], c["tb"], c["lda"], c["ldb"], c["ldc"],
+                  c.get("rb", 0))
 
 
 def run_chain(config, cases, image, taken=None, delays=None):
@@ -512,6 +519,24 @@ def test_smm_random_chains(rows, cols, count, density):
     taken = {cycle: {int(b) for b in rng.choice(config.sp_banks, rng.integers(1, 3))}
              for cycle in range(1, 4000) if rng.random() < density}
     assert run_chain(config, cases, image, taken) > count // 4, "the MMs hardly overlap: the test is too weak"
+
+
+@pytest.mark.parametrize("rows, cols, banks, density", [(4, 4, 32, 0.0), (4, 4, 8, 0.3), (2, 3, 16, 0.5)])
+def test_smm_a_b_per_row(rows, cols, banks, density):
+    """A row_b chip (Config.row_b): random MMs with and without rb back to back, beside random vector-lane
+    banks, against numpy's per-row products (``reference``); with rb the B operands of rows 1.. are read
+    through ports of their own, and without it every row's cells take the column's operand."""
+    config = Config(rows=rows, cols=cols, row_b=1, **{**STREAM, "sp_banks": banks, "sp_words": 512})
+    rng = np.random.default_rng(900 + rows + banks)
+    image = random_image(rng, config)
+    cases = []
+    for n in range(24):
+        c, _ = random_stream_case(rng, config, STREAM_KINDS[n % len(STREAM_KINDS)])
+        cases.append((c, None))
+    assert {c["rb"] for c, _ in cases} == {0, 1} and any(c["rb"] and c["M"] > 1 for c, _ in cases)
+    taken = {cycle: {int(b) for b in rng.choice(config.sp_banks, rng.integers(1, 3))}
+             for cycle in range(1, 4000) if rng.random() < density}
+    run_chain(config, cases, image, taken)
 
 
 @pytest.mark.parametrize("rows, cols, count, density", [(4, 4, 24, 0.3), (4, 4, 16, 0.8), (2, 3, 16, 0.5)])

@@ -30,7 +30,7 @@ def test_encode_decode_round_trip(instr):
 
 def test_field_ranges_follow_the_bit_layout():
     # widths from the table in docs/ISA.md
-    widths = {"dst": 16, "src": 16, "len": 16, "A": 16, "B": 16, "K": 16, "M": 8, "N": 8, "tb": 1,
+    widths = {"dst": 16, "src": 16, "len": 16, "A": 16, "B": 16, "K": 16, "M": 8, "N": 8, "tb": 1, "rb": 1,
               "lda": 12, "ldb": 12, "ldc": 12, "s": 6, "st": 16, "a": 16, "ld": 12}
     external = {(Op.LD, "src"), (Op.ST, "dst")}          # 32-bit external addresses
     for op in Op:
@@ -68,7 +68,7 @@ def test_external_range_counts_the_high_half():
 def test_encoding_puts_fields_where_the_table_says():
     word = isa.encode(isa.mm(dst=0x1234, A=0x5678, B=0x9ABC, M=0x12, K=0xDEF0, N=0x34, tb=1,
                              lda=0x567, ldb=0x89A, ldc=0xBCD))
-    assert word & 0xF == 3 and (word >> 4) & 1 == 1
+    assert word & 0xF == 3 and (word >> 4) & 1 == 1 and (word >> 5) & 1 == 0
     assert (word >> 8) & 0xFFFF == 0x1234 and (word >> 24) & 0xFFFF == 0x5678 and (word >> 40) & 0xFFFF == 0x9ABC
     assert (word >> 56) & 0xFFFF == 0xDEF0 and (word >> 72) & 0xFF == 0x12 and (word >> 80) & 0xFF == 0x34
     assert (word >> 88) & 0xFFF == 0x567 and (word >> 100) & 0xFFF == 0x89A and (word >> 112) & 0xFFF == 0xBCD
@@ -93,9 +93,11 @@ def test_every_unused_bit_of_every_opcode_is_illegal():
         for bit in range(128):
             if not isa.USED_BITS[op] >> bit & 1:
                 assert isa.decode(int(op) | 1 << bit)[1] == Err.ILLEGAL, (op, bit)
-    # the reserved bits of the table are never used ([127:124] only by the online instructions' st and a)
+    # the reserved bits of the table are never used ([5] only by MM's rb, [127:124] only by the online
+    # instructions' st and a)
     for op in Op:
-        assert isa.USED_BITS[op] & (0b111 << 5) == 0
+        assert isa.USED_BITS[op] & (0b110 << 5) == 0
+        assert isa.USED_BITS[op] & (1 << 5) == 0 or op == Op.MM
         assert isa.USED_BITS[op] >> 124 == 0 or op in isa.ONLINE_OPS
 
 
@@ -250,3 +252,28 @@ def test_explain_says_why():
     assert "M=5 is outside 1..4 (rows)" in isa.explain(isa.mm(0, 0, 0, M=5, K=1, N=1), CFG)
     assert "scratchpad" in isa.explain(isa.ld(4095, 0, 2), CFG)
     assert "external" in isa.explain(isa.ld(0, 8191, 2), CFG)
+
+
+def test_rb_is_illegal_on_a_chip_built_without_row_b():
+    """MM's rb (bit 5, docs/ISA.md) decodes anywhere, but only chips built with row_b = 1 execute it: elsewhere
+    the sequencer faults ILLEGAL, as on a stray bit, before SHAPE and the range checks."""
+    word = isa.encode(isa.mm(0, 0, 0, 2, 3, 2, rb=1))
+    assert (word >> 5) & 1 == 1 and isa.decode(word) == (isa.mm(0, 0, 0, 2, 3, 2, rb=1), Err.NONE)
+    plain, built = Config(mode="decoupled"), Config(mode="decoupled", row_b=1)
+    assert isa.check(isa.mm(0, 0, 0, 2, 3, 2, rb=1), plain) == Err.ILLEGAL
+    assert isa.check(isa.mm(0, 0, 0, 9, 3, 2, rb=1), plain) == Err.ILLEGAL        # before SHAPE
+    assert isa.check(isa.mm(0, 0, 0, 2, 3, 2, rb=1), built) == Err.NONE
+    assert "row_b=1" in isa.explain(isa.mm(0, 0, 0, 2, 3, 2, rb=1), plain)
+    # an MM without it prints and assembles as it always has
+    assert "rb" not in str(isa.mm(0, 0, 0, 2, 3, 2)) and "rb=1" in str(isa.mm(0, 0, 0, 2, 3, 2, rb=1))
+
+
+def test_rb_footprint_spans_every_row_b():
+    """With rb, row r's B starts r*lda words past B: B's range runs from B to row M-1's last operand, worked
+    by hand: M=3, lda=100, N=2, K=4, tb=0, ldb=10: row 2's last is 200 + 3*10 + 1 past B."""
+    i = isa.mm(dst=0, A=1000, B=2000, M=3, K=4, N=2, tb=0, lda=100, ldb=10, ldc=2, rb=1)
+    assert isa.footprints(i)[0][1] == (2000, 2000 + 200 + 31)
+    assert isa.footprints(i.__class__(**{**i.__dict__, "rb": 0}))[0][1] == (2000, 2031)
+    cfg = Config(mode="decoupled", row_b=1, sp_words=2232)        # words 0..2231: row 2's last fits, just
+    assert isa.check(i, cfg) == Err.NONE
+    assert isa.check(isa.Instr(**{**i.__dict__, "B": 2001}), cfg) == Err.SP_RANGE
