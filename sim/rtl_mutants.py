@@ -481,7 +481,7 @@ RTL_MUTANTS = (
        "                    with m.If(shared[j]):", "                    with m.If(0):",
        file="ga2_hdl/stream_feeder.py"),
     _m("rb: rows 1.. read past M (ports of rows the MM does not have)", "matrix_unit",
-       "instr.rb & (instr.M > i) & (instr.N > j)", "instr.rb & (instr.N > j)", file="ga2_hdl/stream_feeder.py"),
+       "optional_field(instr, \"rb\") & (instr.M > i) & (instr.N > j)", "optional_field(instr, \"rb\") & (instr.N > j)", file="ga2_hdl/stream_feeder.py"),
     _m("rb: a cell's own B operand skewed by its row alone", "systolic",
        "skew(self.b[(r + 1) * cols + c], r + 1 + c,", "skew(self.b[(r + 1) * cols + c], r + 1,",
        file="ga2_hdl/tiled_array.py"),
