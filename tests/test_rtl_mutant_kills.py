@@ -100,6 +100,27 @@ def test_checker_boundaries(instr, code):
     assert r.error == code
 
 
+# -- checker: MM's rb (Config.row_b) --------------------------------------------------------------------------
+
+ROW_B = Config(mode="decoupled", sp_words=256, ext_words=256, imem_words=16, row_b=1)
+
+
+@pytest.mark.parametrize("config, instr, code", [
+    (ROW_B, mm(0, 100, 200, 3, 5, 2, 0, 20, 4, 2, rb=1), Err.SP_RANGE),  # row 2's B ends at 200 + 40 + 17
+    (ROW_B, mm(0, 100, 198, 3, 5, 2, 0, 20, 4, 2, rb=1), Err.NONE),      # ... at 255, the last word
+    (ROW_B, mm(0, 100, 199, 3, 5, 2, 0, 20, 4, 2, rb=1), Err.SP_RANGE),  # row 0's B fits, row 2's does not
+    (ROW_B, mm(0, 100, 199, 3, 5, 2, 0, 20, 4, 2), Err.NONE),            # without rb only row 0's B is read
+    (SMALL.replace(mode="decoupled"), mm(0, 0, 0, 2, 3, 2, rb=1), Err.ILLEGAL),   # no row_b: rb is stray
+    (SMALL, mm(0, 0, 0, 2, 3, 2, rb=1), Err.ILLEGAL),
+], ids=["rb-past", "rb-last", "rb-one-past", "no-rb-fits", "rb-unbuilt-decoupled", "rb-unbuilt-inorder"])
+def test_checker_rb(config, instr, code):
+    """chk mutants "rb's B range ends at row 0's B" and "rb is legal on a chip built without row_b": B's range
+    with rb runs to row M-1's last operand, B + (M-1)*lda + (K-1)*ldb + N-1 (docs/ISA.md), and rb on a chip
+    without row_b faults ILLEGAL."""
+    r = same_as_machine([ld(0, 0, 40), instr, halt()], config)
+    assert r.error == code
+
+
 # -- DMA: external addresses above 16 bits (their high half in xhi) --------------------------------------------
 
 def test_dma_external_addresses_above_16_bits():
