@@ -105,7 +105,7 @@ def _config_problem(i, config):
     if err == Err.ILLEGAL and unbuilt:      # a flag of hardware this chip is built without
         option = isa.OPTIONAL_FIELDS[unbuilt[0]]
         return (f"field {unbuilt[0]!r}={getattr(i, unbuilt[0])} needs a chip built with {option}=1 "
-                f"(--{option.replace('_', '-')} 1, Config field {option!r}; docs/ISA.md)")
+                f"(--mode decoupled --{option.replace('_', '-')} 1, Config field {option!r}; docs/ISA.md)")
     if err == Err.ILLEGAL:          # an instruction of a unit this chip is built without
         return (f"{i.op.name} needs the online unit (--online-unit 1, Config field 'online_unit'; "
                 f"docs/LONG_CONTEXT.md)")

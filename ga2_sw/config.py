@@ -159,7 +159,7 @@ class Config:
         if self.row_b:
             # Each cell's B operand is read through a port-B requester of its own: only the banked scratchpad
             # has the ports.
-            self._needs_banks("row_b", 0, "a B operand per array cell")
+            self._needs_banks("row_b", 0, "per-cell B operands")
         if self.memory != "ideal" and not self.axi:
             raise ValueError(f"Config field 'memory' must be ideal on the bare port (a DRAM answers the AXI4 port: "
                              f"axi = 1), not {self.memory!r}")
