@@ -130,7 +130,7 @@ class StreamFeeder(wiring.Component):
         row_offsets = [times(lda, i) for i in range(rows)]
         column_firsts = [base_b + Mux(tb, times(ldb, j), j) for j in range(config.cols)]
         firsts = ([base_a + off for off in row_offsets] + column_firsts +
-                  [first + off for off in row_offsets[1:] for first in column_firsts] * config.row_b)
+                  ([first + off for off in row_offsets[1:] for first in column_firsts] if config.row_b else []))
         addr = [Signal(aw, name=f"op{p}_addr") for p in range(n_ops)]      # the slice being read
         steps = [1] * rows + [ctl.fields.b_kstride] * (n_ops - rows)
         # The next slice's addresses and banks are registers too (`ahead`, `ahead_bank`), stepped with the slice:

@@ -101,7 +101,7 @@ def _config_problem(i, config):
     err = isa.check(i, config)
     if err == Err.NONE:
         return ""
-    unbuilt = [f for f, option in isa.OPTIONAL_FIELDS.items() if getattr(i, f) and not getattr(config, option)]
+    unbuilt = isa.unbuilt_fields(i, config)
     if err == Err.ILLEGAL and unbuilt:      # a flag of hardware this chip is built without
         option = isa.OPTIONAL_FIELDS[unbuilt[0]]
         return (f"field {unbuilt[0]!r}={getattr(i, unbuilt[0])} needs a chip built with {option}=1 "

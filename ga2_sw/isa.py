@@ -10,7 +10,7 @@ from .timing import (STREAM_MM_OVERHEAD, mm_write_cycles, nrm_busy, rq_latency, 
                      st_latency)
 
 __all__ = ["rows_moved", "Op", "Err", "Instr", "FIELDS", "SLOTS", "OPS", "OpSpec", "UNITS", "LANES", "unit_ops", "unit_lane", "encode",
-           "decode", "check", "WIDE", "ONLINE_OPS", "enabled", "units_of", "smc", "rsa", "nrm", "EXT_ADDR_BITS", "field_slots", "rq_overlaps_partly", "footprints", "OPTIONAL_FIELDS", "used_bits", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS",
+           "decode", "check", "WIDE", "ONLINE_OPS", "enabled", "units_of", "smc", "rsa", "nrm", "EXT_ADDR_BITS", "field_slots", "rq_overlaps_partly", "footprints", "OPTIONAL_FIELDS", "unbuilt_fields", "used_bits", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS",
            "EncodingError"]
 
 INSTR_BITS = 128
@@ -82,6 +82,11 @@ FIELDS = {
 # Fields that only chips built with an option take (MM's rb: Config.row_b); elsewhere a set one is ILLEGAL, as
 # a stray bit is.
 OPTIONAL_FIELDS = {"rb": "row_b"}
+
+def unbuilt_fields(instr, config):
+    """The optional fields set in ``instr`` that chips of ``config`` are built without (each makes it ILLEGAL)."""
+    return [name for name, option in OPTIONAL_FIELDS.items() if getattr(instr, name) and not getattr(config, option)]
+
 
 def used_bits(op, config):
     """The bits an ``op`` word may set on chips of ``config``: ``USED_BITS`` less the slots of the optional
@@ -374,8 +379,7 @@ def rq_overlaps_partly(instr):
 def check(instr, config):
     """Static validation of a decoded instruction against a configuration: the hardware's error code."""
     i = instr
-    if not enabled(i.op, config) or any(getattr(i, f) and not getattr(config, option)
-                                         for f, option in OPTIONAL_FIELDS.items()):
+    if not enabled(i.op, config) or unbuilt_fields(i, config):
         return Err.ILLEGAL
     if i.op == Op.HALT:
         return Err.NONE
@@ -420,7 +424,7 @@ def explain(instr, config):
             return f"s={i.s} is outside 0..{MAX_SHIFTS[i.op]}"
         return f"len={i.len} is outside 1..{config.sm_max_len} (sm_max_len)"
     if err == Err.ILLEGAL and enabled(i.op, config):
-        field = next(f for f, option in OPTIONAL_FIELDS.items() if getattr(i, f) and not getattr(config, option))
+        field = unbuilt_fields(i, config)[0]
         return f"{field}={getattr(i, field)} needs a chip built with {OPTIONAL_FIELDS[field]}=1 (docs/ISA.md)"
     if err == Err.ILLEGAL:
         return f"{i.op.name} exists only on chips built with online_unit=1 (docs/LONG_CONTEXT.md)"

@@ -11,7 +11,7 @@ import random
 from ga2_sw import isa
 from ga2_sw.config import Config
 from ga2_sw.cycles import cycle_counts
-from ga2_sw.isa import FIELDS, INSTR_BITS, OPS, OPTIONAL_FIELDS, SLOTS, USED_BITS, Err, Instr, Op, enabled, encode, field_range
+from ga2_sw.isa import FIELDS, INSTR_BITS, OPS, SLOTS, Err, Instr, Op, enabled, encode, field_range, used_bits
 from ga2_sw.numerics import MAX_SHIFT, NRM_MAX_SHIFT
 
 __all__ = ["random_valid_instr", "random_fault", "random_program", "random_words", "fuzz_job", "cycle_limit_for",
@@ -168,9 +168,8 @@ def _online_instr(draw, config, op):
 def _stray_bit(draw, op, config):
     """A bit ``op`` does not use on ``config``'s chips: outside its fields, or an optional field's
     (``isa.OPTIONAL_FIELDS``) on a chip built without it."""
-    unbuilt = sum(1 << SLOTS[slot][0] for name, slot in FIELDS[op]
-                  if name in OPTIONAL_FIELDS and not getattr(config, OPTIONAL_FIELDS[name]))
-    free = [b for b in range(INSTR_BITS) if not (USED_BITS[op] >> b) & 1 or unbuilt >> b & 1]
+    used = used_bits(op, config)
+    free = [b for b in range(INSTR_BITS) if not (used >> b) & 1]
     return 1 << _pick(draw, free)
 
 
