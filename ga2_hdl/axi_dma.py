@@ -96,7 +96,7 @@ class AxiDMA(LanePorts, wiring.Component):
         req_beat = Signal(beat_width)                                             # AR (LD) or AW (ST)
         data_sp, data_left, data_first = Signal(spw), Signal(BEATS_WIDTH), Signal()   # R beats (LD) or reads (ST)
         data_more = Signal()
-        w_left, w_burst_left, w_finished = Signal(BEATS_WIDTH), Signal(9), Signal()
+        w_left, w_finished = Signal(BEATS_WIDTH), Signal()
         first_beat = ext_addr[lane_bits:lane_bits + beat_width]
         if precomputed(cfg):            # the checker's (burst_plan.py)
             n_beats, first_burst, last_beat = self.plan.beats, self.plan.first_burst, self.plan.last_beat
@@ -104,14 +104,13 @@ class AxiDMA(LanePorts, wiring.Component):
             n_beats = beat_count(ext_addr, instr.len - 1, cfg)          # ga2_sw.packing.beats
             first_burst = shortest(n_beats, first_to_page(first_beat, cfg))
             last_beat = (ext_addr + instr.len - 1)[lane_bits:lane_bits + beat_width]
-        ld_first, ld_last = Signal(beat_width), Signal(beat_width)     # this LD's beats, for the write fence
         with m.If(~self.ctl.busy):
             m.d.sync += [
                 is_ld.eq(ld), lo.eq(first_lane), hi.eq((ext_addr + instr.len - 1)[:lane_bits] if lane_bits else 0),
                 req_beat.eq(ext_addr[lane_bits:lane_bits + beat_width]),
                 data_sp.eq(lane0), data_left.eq(n_beats), data_first.eq(1), data_more.eq(instr.len != 0),
-                w_left.eq(n_beats), w_burst_left.eq(0),
-                w_finished.eq(0), ld_first.eq(first_beat), ld_last.eq(last_beat),
+                w_left.eq(n_beats),
+                w_finished.eq(0),
             ]
         with m.If(self.ctl.start):
             m.d.sync += self.ctl.busy.eq(1)
@@ -119,7 +118,7 @@ class AxiDMA(LanePorts, wiring.Component):
         page = page_beats(cfg)
 
         def plan(name):
-            """A burst sequence held in registers a burst ahead, so no handshake waits on the burst arithmetic
+            """AR's or AW's bursts held in registers a burst ahead, so no handshake waits on the burst arithmetic
             (computed from the handshake, the burst lengths, WLAST and the end of an ST were 18 ns paths on a 25F):
             ``length`` of the current burst, the beats ``left`` from it on, ``more`` (some left) and ``advance()``,
             the statements that move to the next burst. Loaded while idle from the instruction, as the rest."""
@@ -164,7 +163,15 @@ class AxiDMA(LanePorts, wiring.Component):
             fresh = b_pending == 0
             m.d.sync += [written_first.eq(Mux(fresh | (first_beat < written_first), first_beat, written_first)),
                          written_last.eq(Mux(fresh | (last_beat > written_last), last_beat, written_last))]
-        fenced = (b_pending != 0) & (ld_first <= written_last) & (written_first <= ld_last)
+        # Both halves of the fence are registers, so that AR's valid is a gate from registers (the comparisons
+        # and the pending count's zero test in front of it were a 25F seed's worst path, into b_pending and the
+        # request registers' enables, 10.0 to 10.3 ns): `overlap` is loaded while idle from the instruction's
+        # beats (`written` changes only as an ST starts, never while an LD waits), `pending` tracks
+        # b_pending != 0 from the handshakes.
+        overlap, pending = Signal(), Signal()
+        with m.If(~self.ctl.busy):
+            m.d.sync += overlap.eq((first_beat <= written_last) & (written_first <= last_beat))
+        fenced = pending & overlap
         req_burst, req_left, req_more, next_request = plan("request")
         requesting = self.ctl.busy & req_more & ~(is_ld & fenced)
         for addr, length, sz, kind, valid in ((ext.araddr, ext.arlen, ext.arsize, ext.arburst, ext.arvalid),
@@ -177,7 +184,8 @@ class AxiDMA(LanePorts, wiring.Component):
             m.d.sync += [req_beat.eq(req_beat + req_burst), *next_request()]
         answered = ext.bvalid & ext.bready
         aw_taken = ext.awvalid & ext.awready
-        m.d.sync += b_pending.eq(b_pending + aw_taken - answered)
+        m.d.sync += [b_pending.eq(b_pending + aw_taken - answered),
+                     pending.eq(aw_taken | (pending & ~(answered & (b_pending == 1))))]
         m.d.comb += [ext.rready.eq(1), ext.bready.eq(1),
                      self.quiet.eq((b_pending == 0) | ((b_pending == 1) & answered & ~aw_taken))]
 
@@ -219,14 +227,27 @@ class AxiDMA(LanePorts, wiring.Component):
         sending = ext.wvalid & ext.wready
         m.d.comb += [queue.r_en.eq(sending), queue.w_data.eq(beat),
                      queue.w_en.eq(arriving & ~(sending & ~queue.r_rdy))]     # unless it went straight out
-        # W's bursts, the same sequence as AW's planned apart: W must not wait for AW (nor AW for W).
-        this_burst, _, _, next_w_burst = plan("w")
-        starting_burst = w_burst_left == 0
-        m.d.comb += ext.wlast.eq(Mux(starting_burst, this_burst == 1, w_burst_left == 1))
+        # W's bursts are AW's (W must not wait for AW, nor AW for W), and a greedy burst (packing.bursts) ends at
+        # its 256th beat, at a page's last beat or at the ST's last beat, whichever comes first: so WLAST is
+        # three flags, each a register loaded with whether the next beat is such a beat (W's bursts planned
+        # with AW's arithmetic, their lengths' recurrence was a 25F seed's worst path, 10.7 ns).
+        page_bits, count_bits = exact_log2(page), exact_log2(AXI_MAX_BURST)
+        w_beat = Signal(beat_width, name="w_beat")                  # the external beat of the next W beat
+        w_count = Signal(count_bits, name="w_count")               # its place in its burst
+        w_full, w_page_end, w_final = Signal(name="w_full"), Signal(name="w_page_end"), Signal(name="w_final")
+
+        def page_end(beat, offset):
+            """``beat`` + ``offset`` is a page's last beat (never, where the address space is within a page)."""
+            return beat[:page_bits] == page - 1 - offset if beat_width >= page_bits else Const(0, 1)
+        with m.If(~self.ctl.busy):
+            m.d.sync += [w_beat.eq(first_beat), w_count.eq(0), w_full.eq(0), w_page_end.eq(page_end(first_beat, 0)),
+                         w_final.eq(n_beats == 1)]
+        m.d.comb += ext.wlast.eq(w_full | w_page_end | w_final)
         with m.If(sending):
-            m.d.sync += [w_left.eq(w_left - 1), w_burst_left.eq(Mux(starting_burst, this_burst, w_burst_left) - 1)]
-            with m.If(starting_burst):
-                m.d.sync += next_w_burst()
+            m.d.sync += [w_left.eq(w_left - 1), w_final.eq(w_left == 2),
+                         w_beat.eq(w_beat + 1), w_page_end.eq(page_end(w_beat, 1)),
+                         w_count.eq(Mux(ext.wlast, 0, w_count + 1)),
+                         w_full.eq(~ext.wlast & (w_count == AXI_MAX_BURST - 2))]
 
         with m.If(receiving | reading):
             m.d.sync += [data_sp.eq(data_sp + lanes), data_left.eq(data_left - 1), data_first.eq(0),
@@ -234,7 +255,7 @@ class AxiDMA(LanePorts, wiring.Component):
 
         # LD ends with its last beat (its last burst was requested before); ST with its last W beat once its last
         # burst has been requested on AW (a subordinate may take W before AW).
-        last_sent = sending & (w_left == 1)
+        last_sent = sending & w_final
         with m.If(last_sent):
             m.d.sync += w_finished.eq(1)
         all_requested = ~req_more       # (in a cycle before: against a memory that never stalls, always so)

@@ -48,6 +48,10 @@ class Sequencer(wiring.Component):
     dma_stall : In(1)
         The DMA waits on the bus this cycle beyond what the ideal memory would make it wait (``AxiDMA.stalled``),
         counted in ``stall_cycles``. 0 when not driven (the bare port never stalls).
+    stopped : Out(1)
+        No program is running and every unit has drained: a register, 1 from reset, cleared as a program starts
+        (the cycle after ``start``), set the cycle after the program halts or faults (whose CHECK waited for every
+        lane and ``ext_quiet``). The host's debug reads, which share a lane's scratchpad port, run only then.
     dma_plan : Out(burst_plan.plan_layout(config))
         On a decoupled AXI4 chip (``burst_plan.precomputed``): the burst plan of the word in CHECK (worked out by
         the checker when the host wrote it, kept beside it), loaded with the instruction register; the AXI DMA
@@ -59,6 +63,7 @@ class Sequencer(wiring.Component):
         self._units = units_of(config)        # the chip's units (the online unit only with config.online_unit)
         super().__init__({"host": In(HostSignature(config)), "units": Out(UnitSignature()).array(len(self._units)),
                           "ext_quiet": In(1, init=1), "dma_stall": In(1),
+                          "stopped": Out(1, init=1),
                           **({"dma_plan": Out(plan_layout(config))} if precomputed(config) else {})})
         self.imem = memory.Memory(shape=INSTR_BITS, depth=config.imem_words, init=[])
         # A zero word is illegal, so the error memory starts out saying so.
@@ -130,7 +135,7 @@ class Sequencer(wiring.Component):
                     if state == "HALTED":     # a start waiting for the checker already hides the old results
                         m.d.comb += host.done.eq(~(host.start | start_pending))
                     with m.If(go):
-                        m.d.sync += [pc.eq(0), host.error.eq(0),
+                        m.d.sync += [pc.eq(0), host.error.eq(0), self.stopped.eq(0),
                                      *(getattr(host, name).eq(0) for name in COUNTERS)]
                         m.next = "FETCH"
             with m.State("FETCH"):
@@ -162,11 +167,11 @@ class Sequencer(wiring.Component):
             m.d.comb += [counting.eq(1), fetch_addr.eq(pc)]
             with m.If(err != Err.NONE):
                 with m.If(self.ext_quiet):
-                    m.d.sync += host.error.eq(err)
+                    m.d.sync += [host.error.eq(err), self.stopped.eq(1)]
                     m.next = "HALTED"
             with m.Elif(ir.op == Op.HALT):
                 with m.If(self.ext_quiet):
-                    m.d.sync += host.instructions.eq(host.instructions + 1)
+                    m.d.sync += [host.instructions.eq(host.instructions + 1), self.stopped.eq(1)]
                     m.next = "HALTED"
             with m.Else():
                 self._dispatch(m, ir)
@@ -238,10 +243,11 @@ class Sequencer(wiring.Component):
             idle = ~lane_busy.any() & ~scoreboard.draining & self.ext_quiet
             with m.If(err != Err.NONE):
                 with m.If(idle):
-                    m.d.sync += host.error.eq(err)
+                    m.d.sync += [host.error.eq(err), self.stopped.eq(1)]
                     m.next = "HALTED"
             with m.Elif(ir.op == Op.HALT):
                 with m.If(idle):
+                    m.d.sync += self.stopped.eq(1)
                     m.next = "HALTED"
             with m.Elif(go):
                 # `ready` keeps its bit through DECODE, which loads the next word's; the lane is busy by then.

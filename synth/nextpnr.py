@@ -123,7 +123,10 @@ def _phase(status):
 
 
 def _stderr_line(text):
-    print(text, file=sys.stderr, flush=True)
+    # One write per line: the seeds' processes share stderr, and print's text and newline as two writes let
+    # two seeds' lines run into one.
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
 
 
 def pinned_netlist(src, dst, top="ga2"):
