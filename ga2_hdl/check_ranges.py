@@ -29,11 +29,12 @@ def _sums_layout(config):
 
 class CheckRanges(wiring.Component):
     """Stage 3 registers each range's ``base + tail`` and its footprint product ``x * y``, from registers into
-    registers (a multiplier alone in its stage), and the terms of an RQ's OVERLAP verdict; stage 4 their AND, registers ``hi``, their
-    sum, and whether it lies beyond the scratchpad (the sign of ``base + tail - sp_words + x * y``, one adder
-    from registers, as ``hi`` is; comparing ``hi`` with the size after its register put a second carry chain and
-    the verdicts' priority in front of the error memory: 97.4 MHz on a 25F). The external range's end is
-    compared with ``ext_words`` in stage 4 too. The verdicts, ``lo`` and the read/written flags ride along.
+    registers (a multiplier alone in its stage), and the three terms of an RQ's OVERLAP verdict; stage 4
+    registers the verdict (their AND), ``hi``, their sum, and whether it lies beyond the scratchpad (the sign of
+    ``base + tail - sp_words + x * y``, one adder from registers, as ``hi`` is; comparing ``hi`` with the size
+    after its register put a second carry chain and the verdicts' priority in front of the error memory: 97.4 MHz
+    on a 25F). The external range's end is compared with ``ext_words`` in stage 4 too. The verdicts, ``lo`` and
+    the read/written flags ride along.
 
     Members
     -------

@@ -51,7 +51,9 @@ class Sequencer(wiring.Component):
     stopped : Out(1)
         No program is running and every unit has drained: a register, 1 from reset, cleared as a program starts
         (the cycle after ``start``), set the cycle after the program halts or faults (whose CHECK waited for every
-        lane and ``ext_quiet``). The host's debug reads, which share a lane's scratchpad port, run only then.
+        lane and ``ext_quiet``): the state machine is in IDLE or HALTED exactly then, and this is a register of its
+        own so that no state decode sits in front of the debug reads' request registers. The host's debug reads,
+        which share a lane's scratchpad port, run only then.
     dma_plan : Out(burst_plan.plan_layout(config))
         On a decoupled AXI4 chip (``burst_plan.precomputed``): the burst plan of the word in CHECK (worked out by
         the checker when the host wrote it, kept beside it), loaded with the instruction register; the AXI DMA

@@ -83,6 +83,7 @@ FIELDS = {
 # a stray bit is.
 OPTIONAL_FIELDS = {"rb": "row_b"}
 
+
 def unbuilt_fields(instr, config):
     """The optional fields set in ``instr`` that chips of ``config`` are built without (each makes it ILLEGAL)."""
     return [name for name, option in OPTIONAL_FIELDS.items() if getattr(instr, name) and not getattr(config, option)]
