@@ -90,7 +90,9 @@ class RequantPipeline(wiring.Component):
        where it is short);
 
     and ``o`` (rounded and saturated, ``round_half_saturate``) is valid in cycle ``t + RQ_DEPTH``.
-    ``mult`` and ``shift`` must hold while words are in flight.
+    ``mult`` and ``shift`` must hold while words are in flight; with ``carry_fields`` they are taken with each
+    word instead, in the cycle ``word`` holds it, and travel beside it (two requantisations with fields of their
+    own may then be in flight at once: ``Config.rq_overlap``).
 
     Members
     -------
@@ -112,10 +114,11 @@ class RequantPipeline(wiring.Component):
     shift: In(SHIFT_WIDTH)
     o: Out(stream.Signature(signed(8), always_ready=True))
 
-    def __init__(self, read_latency=1):
+    def __init__(self, read_latency=1, *, carry_fields=False):
         if read_latency < 1:
             raise ValueError(f"read_latency must be at least 1, not {read_latency}")
         self.read_latency = read_latency
+        self.carry_fields = carry_fields
         super().__init__()
 
     @property
@@ -137,19 +140,30 @@ class RequantPipeline(wiring.Component):
         # So is a copy of the shift itself, which the placer can put beside the shifter: its six bits steer
         # every bit of the 49-bit shift, and from the unit's field register they crossed the die (rq.shift ->
         # rq.pipeline.shifted, 10.34 ns of which 8.16 routing, on a 25F).
-        hi, lo = saturation_thresholds(self.shift)
-        over_at, under_at = Signal.like(hi, name="over_at"), Signal.like(lo, name="under_at")
         over, under = Signal(name="over"), Signal(name="under")
         shift = Signal.like(self.shift, name="shift_here")
-        m.d.sync += [over_at.eq(hi), under_at.eq(lo), shift.eq(self.shift)]
+        if self.carry_fields:
+            # Each word's fields, taken with it and registered beside it up to the stage that uses them: the
+            # multiplier beside the word, the shift and its clamp thresholds beside the product.
+            mult, shift_w, shift_p = Signal.like(self.mult, name="mult_w"), Signal.like(self.shift), Signal.like(self.shift)
+            hi, lo = saturation_thresholds(shift_p)
+            over_at, under_at = Signal.like(hi, name="over_at"), Signal.like(lo, name="under_at")
+            fields = [mult.eq(self.mult), shift_w.eq(self.shift)]
+            carried = [shift_p.eq(shift_w)]
+            at_product = [over_at.eq(hi), under_at.eq(lo), shift.eq(shift_p)]
+        else:
+            hi, lo = saturation_thresholds(self.shift)
+            over_at, under_at = Signal.like(hi, name="over_at"), Signal.like(lo, name="under_at")
+            m.d.sync += [over_at.eq(hi), under_at.eq(lo), shift.eq(self.shift)]
+            mult, fields, carried, at_product = self.mult, [], [], []
 
         chain = ValidChain(m, self.read)
         for n in range(self.read_latency - 1):
             chain.stage(f"request{n}")      # the banked scratchpad's request, data and select registers
         chain.stage("data")
-        chain.stage("word", word.eq(self.word.as_signed()))
-        chain.stage("partial", low.eq(word[:16] * self.mult), high.eq(word[16:].as_signed() * self.mult))
-        chain.stage("product", product.eq((high << 16) + low))
+        chain.stage("word", word.eq(self.word.as_signed()), *fields)
+        chain.stage("partial", low.eq(word[:16] * mult), high.eq(word[16:].as_signed() * mult), *carried)
+        chain.stage("product", product.eq((high << 16) + low), *at_product)
         # The shift and, beside it, the clamp decided on the product: the last stage only rounds 10 bits and
         # selects (the round-and-clamp compare into the write register was the in-order chip's critical path).
         chain.stage("shifted", shifted.eq(half_shift(product, shift)),

@@ -56,6 +56,12 @@ class Scoreboard(wiring.Component):
         Each lane's unit is busy.
     draining : In(1)
         The matrix unit's result writer has an MM's results to write.
+    vector_draining, vector_older : In(1)
+        With ``rq_overlap`` (``OverlappedRequantiser``): the requantiser has words to write, and the RQ before
+        its last one started still has. The vector lane's entry is then in flight while its lane is busy or the
+        requantiser drains, and is compared with a vector candidate too (the next RQ may start beside it); a
+        second entry, ``vector_before``, takes it when the next vector instruction issues and is in flight
+        while ``vector_older``.
     blocked : Out(len(LANES))
         The candidate, were it on lane ``n``, conflicts with an instruction in flight.
     """
@@ -64,17 +70,20 @@ class Scoreboard(wiring.Component):
         self._config = config
         layout = access_layout(config)
         super().__init__({"ranges": In(layout), "load": In(1), "issue": In(len(LANES)), "busy": In(len(LANES)),
-                          "draining": In(1), "blocked": Out(len(LANES))})
+                          "draining": In(1), "blocked": Out(len(LANES)),
+                          **({"vector_draining": In(1), "vector_older": In(1)} if config.rq_overlap else {})})
 
     def elaborate(self, platform):
         m = Module()
         layout = access_layout(self._config)
-        matrix = LANES.index("matrix")
+        matrix, vector = LANES.index("matrix"), LANES.index("vector")
+        overlap = self._config.rq_overlap
         cand = Signal(layout)
-        # One entry per lane, then the matrix lane's second; each entry's lane.
-        names = [*LANES, "before"]
+        # One entry per lane (with rq_overlap, then the vector lane's second), then the matrix lane's second;
+        # each entry's lane.
+        names = [*LANES, *(["vector_before"] if overlap else []), "before"]
         entries = [Signal(layout, name=f"{name}_entry") for name in names]
-        lanes = [*range(len(LANES)), matrix]
+        lanes = [*range(len(LANES)), *([vector] if overlap else []), matrix]
         meets = [Signal(name=f"meets_{name}") for name in names]     # the candidate overlaps the entry
         with m.If(self.load):
             m.d.sync += [cand.eq(self.ranges), *(meet.eq(_conflict(self.ranges, entry))
@@ -86,9 +95,19 @@ class Scoreboard(wiring.Component):
             m.d.sync += entries[-1].eq(entries[matrix])
         in_flight = [*self.busy, self.busy[matrix] & self.draining]
         in_flight[matrix] = self.busy[matrix] | self.draining
+        own = [[] for _ in LANES]       # a lane's own entries that block its candidate, beyond the matrix lane's
+        if overlap:
+            # The next RQ may start beside the last, which is in flight while it drains, and the one before.
+            before = len(LANES)
+            with m.If(self.issue[vector]):
+                m.d.sync += _copy_kinds(entries[before], entries[vector], lane_kinds("vector", self._config))
+            in_flight[vector] = self.busy[vector] | self.vector_draining
+            in_flight.insert(before, self.vector_older)
         conflicts = [flying & meet for flying, meet in zip(in_flight, meets)]
+        if overlap:
+            own[vector] = [conflicts[vector], conflicts[before]]
         m.d.comb += self.blocked.eq(Cat(*(or_all([c for c, lane in zip(conflicts, lanes)
-                                                  if lane != n or lane == matrix])
+                                                  if lane != n or lane == matrix] + own[n])
                                           for n in range(len(LANES)))))
         return m
 

@@ -54,6 +54,9 @@ class Sequencer(wiring.Component):
         lane and ``ext_quiet``): the state machine is in IDLE or HALTED exactly then, and this is a register of its
         own so that no state decode sits in front of the debug reads' request registers. The host's debug reads,
         which share a lane's scratchpad port, run only then.
+    rq_older : In(1)
+        With ``rq_overlap``: the RQ before the requantiser's last is still writing
+        (``OverlappedRequantiser.older``); the scoreboard keeps its ranges in flight.
     dma_plan : Out(burst_plan.plan_layout(config))
         On a decoupled AXI4 chip (``burst_plan.precomputed``): the burst plan of the word in CHECK (worked out by
         the checker when the host wrote it, kept beside it), loaded with the instruction register; the AXI DMA
@@ -66,6 +69,7 @@ class Sequencer(wiring.Component):
         super().__init__({"host": In(HostSignature(config)), "units": Out(UnitSignature()).array(len(self._units)),
                           "ext_quiet": In(1, init=1), "dma_stall": In(1),
                           "stopped": Out(1, init=1),
+                          **({"rq_older": In(1)} if config.rq_overlap else {}),
                           **({"dma_plan": Out(plan_layout(config))} if precomputed(config) else {})})
         self.imem = memory.Memory(shape=INSTR_BITS, depth=config.imem_words, init=[])
         # A zero word is illegal, so the error memory starts out saying so.
@@ -81,8 +85,12 @@ class Sequencer(wiring.Component):
                      if getattr(OPS[unit_ops(name)[0]], key) == value)).any()
 
     def _draining(self):
-        """Any unit draining (the matrix unit's result writer, decoupled)."""
+        """Any unit draining (the matrix unit's result writer, decoupled; with ``rq_overlap``, the requantiser)."""
         return Cat(*(port.draining for port in self.units)).any()
+
+    def _unit(self, name):
+        """The handshake port of unit ``name``."""
+        return self.units[self._units.index(name)]
 
     def _dispatch(self, m, ir):
         """Start the unit that executes ``ir`` (this cycle)."""
@@ -210,8 +218,13 @@ class Sequencer(wiring.Component):
                      acc_wr.data.ranges.eq(checker.access), acc_wr.data.units.eq(checker.units),
                      *([acc_wr.data.dma.eq(checker.dma)] if precomputed(self._config) else []),
                      acc_rd.addr.eq(self._acc_addr), scoreboard.ranges.eq(self._next_word.ranges),
-                     scoreboard.busy.eq(Cat(*(self._busy_of("lane", lane) for lane in LANES))),
-                     scoreboard.draining.eq(self._draining())]
+                     scoreboard.busy.eq(Cat(*(self._busy_of("lane", lane) for lane in LANES)))]
+        if self._config.rq_overlap:     # each lane's draining unit apart
+            m.d.comb += [scoreboard.draining.eq(self._unit("mm").draining),
+                         scoreboard.vector_draining.eq(self._unit("rq").draining),
+                         scoreboard.vector_older.eq(self.rq_older)]
+        else:
+            m.d.comb += scoreboard.draining.eq(self._draining())
         return scoreboard
 
     def _issue_decoupled(self, m, ir, err, fetch_addr, counting, scoreboard):
@@ -225,6 +238,12 @@ class Sequencer(wiring.Component):
         lane_busy = scoreboard.busy
         lanes = [LANES.index(unit_lane(name)) for name in self._units]       # each unit's lane, by index
         starts = [self._ready[n] & ~lane_busy[lane] & ~scoreboard.blocked[lane] for n, lane in enumerate(lanes)]
+        if self._config.rq_overlap:
+            # The requantiser takes an RQ while it drains the one before; the vector lane's other units wait for
+            # its last write (their requests would meet its writes on port B).
+            rq_draining = self._unit("rq").draining
+            starts = [start & ~rq_draining if unit_lane(name) == "vector" and name != "rq" else start
+                      for name, start in zip(self._units, starts)]
         go = Signal()
         m.d.comb += [*(port.start.eq(start) for port, start in zip(self.units, starts)),
                      go.eq(Cat(*starts).any()),
@@ -243,6 +262,8 @@ class Sequencer(wiring.Component):
             with m.If(self._first_check & (err == Err.NONE)):
                 m.d.sync += host.instructions.eq(host.instructions + 1)
             idle = ~lane_busy.any() & ~scoreboard.draining & self.ext_quiet
+            if self._config.rq_overlap:
+                idle &= ~self._unit("rq").draining
             with m.If(err != Err.NONE):
                 with m.If(idle):
                     m.d.sync += [host.error.eq(err), self.stopped.eq(1)]

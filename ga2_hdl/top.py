@@ -15,6 +15,7 @@ from .burst_plan import precomputed
 from .dma import DMA
 from .matrix_unit import MatrixUnit
 from .online_unit import OnlineUnit
+from .overlapped_requantiser import OverlappedRequantiser
 from .packed_dma import PackedDMA
 from .ports import DebugSignature, HostSignature, SpReadSignature, ext_signature, sp_addr_width
 from .requantiser import Requantiser
@@ -38,9 +39,12 @@ assert set(UNIT_CLASSES) == set(UNITS)
 
 def unit_class(name, config):
     """The class of unit ``name`` on ``config``'s chip: UNIT_CLASSES's, but an AXI4 port (``axi``) has the AXI
-    DMA and a packed bare port (``bus_bytes`` > 1) the packed DMA, a scratchpad port per byte lane."""
+    DMA and a packed bare port (``bus_bytes`` > 1) the packed DMA, a scratchpad port per byte lane; a chip built with
+    ``rq_overlap`` the requantiser that takes an RQ while the one before it drains."""
     if name == "dma" and config.axi:
         return AxiDMA
+    if name == "rq" and config.rq_overlap:
+        return OverlappedRequantiser
     return PackedDMA if name == "dma" and config.bus_bytes > 1 else UNIT_CLASSES[name]
 
 
@@ -127,6 +131,8 @@ class GA2(wiring.Component):
             m.submodules[name] = unit = self.units[name]
             connect(m, port, unit.ctl)
         connect(m, flipped(self.ext), self.units["dma"].ext)
+        if self._config.rq_overlap:     # the scoreboard keeps the RQ before the last in flight while it drains
+            m.d.comb += seq.rq_older.eq(self.units["rq"].older)
         if self._config.axi:        # HALT waits for the last write's answer on B
             m.d.comb += [seq.ext_quiet.eq(self.units["dma"].quiet), seq.dma_stall.eq(self.units["dma"].stalled)]
             if precomputed(self._config):       # the checker's burst plan of the word, with the instruction

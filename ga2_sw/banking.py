@@ -23,7 +23,8 @@ from functools import lru_cache
 from .timing import BANKED_DATA_DELAY, BANKED_SELECT_DELAY, PORT_B_ANNOUNCE, RQ_DEPTH, SP_WRITE_DELAY
 
 __all__ = ["key_stride", "bank_bits", "bank_of", "row_of", "slice_addresses", "slice_rounds", "most_on_one_bank", "mm_extra_cycles",
-           "rq_write_skew", "RQ_MAX_SKEW", "RQ_READ_TO_WRITE", "may_collide", "spread_stride", "operand_stride", "operand_start"]
+           "rq_write_skew", "RQ_MAX_SKEW", "RQ_READ_TO_WRITE",
+           "rq_follow_wait", "RQ_FOLLOW_MAX_WAIT", "rq_write_track", "may_collide", "spread_stride", "operand_stride", "operand_start"]
 
 # Cycles from a decoupled RQ element's read in the memory to its write reaching the memory, without skew: the
 # bank's data and select registers, the RQ_DEPTH stages from the word register on, and the write's announce and
@@ -31,6 +32,8 @@ __all__ = ["key_stride", "bank_bits", "bank_of", "row_of", "slice_addresses", "s
 RQ_READ_TO_WRITE = BANKED_DATA_DELAY + BANKED_SELECT_DELAY + RQ_DEPTH + PORT_B_ANNOUNCE + SP_WRITE_DELAY
 # The largest write skew ``rq_write_skew`` ever chooses (proved in its docstring, checked by the tests).
 RQ_MAX_SKEW = 2
+# The most cycles ``rq_follow_wait`` ever adds (the same proof: of three consecutive differences, one is safe).
+RQ_FOLLOW_MAX_WAIT = 2
 
 
 def bank_bits(config):
@@ -154,4 +157,27 @@ def rq_write_skew(instr, config):
     for skew in range(RQ_MAX_SKEW + 1):
         if not may_collide(e + skew, config):
             return skew
+    raise AssertionError("unreachable: see the docstring")
+
+
+def rq_write_track(instr, first_read, config):
+    """The write track of a decoupled RQ whose first read request is in cycle ``first_read``: the function
+    ``cycle -> address`` that gives the word it writes in the cycle in which a read requested in ``cycle``
+    reaches the bank, extended past both ends of its range (element ``t`` is read ``first_read + t`` and written
+    ``RQ_READ_TO_WRITE + skew`` cycles after its read reaches the bank). It grows by one a cycle, so a register
+    that counts keeps it in the RTL."""
+    lag = RQ_READ_TO_WRITE + rq_write_skew(instr, config)
+    return lambda cycle: instr.dst + cycle - first_read - lag
+
+
+def rq_follow_wait(instr, track, start, config):
+    """With ``Config.rq_overlap``: the cycles an RQ started in cycle ``start`` while the RQ before it is still
+    writing waits before its first read, beyond ``start + 2`` (its fields are registered in ``start + 1``, where
+    this is decided): the fewest, ``w``, such that none of its reads can meet a write of the RQ before it on a
+    bank. Reading from ``r = start + 2 + w``, element ``t``'s read and the word written in its cycle are
+    ``src + t`` and ``track(r) + t`` (``rq_write_track``): always the same difference, so ``w`` is the first
+    for which ``may_collide`` of it is false, at most ``RQ_FOLLOW_MAX_WAIT``."""
+    for wait in range(RQ_FOLLOW_MAX_WAIT + 1):
+        if not may_collide(instr.src - track(start + 2 + wait), config):
+            return wait
     raise AssertionError("unreachable: see the docstring")

@@ -50,6 +50,7 @@ _RANGES = {
     "axi":         (0, 1),
     "row_writes":  (0, 1),
     "row_b":       (0, 1),
+    "rq_overlap":  (0, 1),
     "ext_write_latency": (1, 64),
     "clock_mhz":   (1, 1000),
 }
@@ -76,6 +77,8 @@ _HELP = {
                   "rather than one result a cycle (decoupled mode, sp_banks > cols; docs/ARCHITECTURE.md)",
     "row_b": "1: MM takes the rb flag: row i of A multiplies a B operand of its own, i*lda words past B, one "
              "read port per array cell (batched attention; decoupled mode; docs/ISA.md)",
+    "rq_overlap": "1: an RQ may start while the RQ before it is still writing, from the cycle after that RQ's "
+                  "last read (the requantiser holds two; decoupled mode; docs/ARCHITECTURE.md)",
     "axi": "1: the external port is an AXI4 manager (bursts, valid/ready on every channel; docs/ARCHITECTURE.md)",
     "ext_write_latency": "with axi = 1: cycles from a write burst's last beat to its answer on B",
     "clock_mhz": "the chip's clock in MHz, as the external memory's timing sees it (with a DRAM memory)",
@@ -109,6 +112,7 @@ class Config:
     axi: int = 0
     row_writes: int = 0
     row_b: int = 0
+    rq_overlap: int = 0
     ext_write_latency: int = 1
     clock_mhz: int = 100
     memory: str = "ideal"
@@ -160,6 +164,10 @@ class Config:
             # Each cell's B operand is read through a port-B requester of its own: only the banked scratchpad
             # has the ports.
             self._needs_banks("row_b", 0, "per-cell B operands")
+        if self.rq_overlap:
+            # Two RQs in the requantiser at once share port B's banks as one RQ's reads and writes do: the
+            # banked scratchpad's arbitration (ga2_sw.banking.rq_follow_wait) is the decoupled chip's.
+            self._needs_banks("rq_overlap", 0, "overlapped RQs")
         if self.memory != "ideal" and not self.axi:
             raise ValueError(f"Config field 'memory' must be ideal on the bare port (a DRAM answers the AXI4 port: "
                              f"axi = 1), not {self.memory!r}")

@@ -11,7 +11,7 @@ reference machine, pysim and Verilator to them."""
 
 from dataclasses import dataclass, astuple
 
-from .banking import bank_of, rq_write_skew, slice_addresses
+from .banking import bank_of, rq_follow_wait, rq_write_skew, rq_write_track, slice_addresses
 from .isa import LANES, ONLINE_OPS, OPS, Op, Err, decode, check, footprints, Instr
 from .dram import DramTiming
 from .packing import beat_bytes, beat_of, bursts, byte_address
@@ -96,20 +96,22 @@ def conflict(x, y, external=False):
     return ranges_conflict(accesses(x, external), accesses(y, external))
 
 
-def vector_port_b(instr, start, config):
+def vector_port_b(instr, start, config, first_read=None):
     """The banks an RQ or SM started in cycle ``start`` takes on port B, as ``{cycle: {bank, ...}}``: the cycle
     in which each of its read and write requests leaves the announce register (``PORT_B_ANNOUNCE`` after the
     unit's request, from the schedules of docs/ISA.md), which is when the matrix unit's requests of the same
-    cycle would reach the bank with it. The matrix unit gives way to these (``mm_schedule``)."""
+    cycle would reach the bank with it. The matrix unit gives way to these (``mm_schedule``). An RQ reads from
+    ``first_read`` (``DecoupledTimer._vector_issue``; ``start + 1`` when not given)."""
     taken = {}
 
     def request(cycle, addr):
         taken.setdefault(cycle + PORT_B_ANNOUNCE, set()).add(bank_of(addr, config))
     n = instr.len
-    if instr.op == Op.RQ:           # element i: read in cycle 1+i, written rq_latency (+ skew) cycles later
-        first_write = start + 1 + rq_latency(config) + rq_write_skew(instr, config)
+    if instr.op == Op.RQ:           # element i: read in cycle first_read + i, written rq_latency (+ skew) later
+        first_read = start + 1 if first_read is None else first_read
+        first_write = first_read + rq_latency(config) + rq_write_skew(instr, config)
         for i in range(n):
-            request(start + 1 + i, instr.src + i)
+            request(first_read + i, instr.src + i)
             request(first_write + i, instr.dst + i)
     elif instr.op == Op.SM:         # two reading passes, then the quotients from cycle 2n + 1 + overhead on
         first_write = start + 2 * n + 1 + sm_overhead(config)
@@ -342,6 +344,11 @@ class DecoupledTimer:
         self._last_mm = None                     # the index of the last MM
         self._before = {}                        # index of each MM -> the index of the MM before it
         self.port = ExternalPort(config)
+        # The vector lane: the first cycle in which it has no write left to make (an SM or an online instruction
+        # starts no earlier), and with rq_overlap the last RQ's (write track, last write) while it is the lane's
+        # last instruction (the next RQ may start beside it).
+        self._drained = 0
+        self._last_rq = None
 
     def in_flight(self, cycle):
         """The ``[instr, start, end]`` records of the instructions in flight in ``cycle`` (of those issued)."""
@@ -349,8 +356,10 @@ class DecoupledTimer:
 
     def lane_ready(self, instr):
         """The first cycle ``instr`` could start in were nothing in flight to conflict with it: decoded, its
-        lane free."""
-        return max(self.decode + 1, self.free[lane_of(instr.op)])
+        lane free (for the vector lane's SM and online instructions, also every RQ written)."""
+        lane = lane_of(instr.op)
+        ready = max(self.decode + 1, self.free[lane])
+        return max(ready, self._drained) if lane == "vector" and instr.op != Op.RQ else ready
 
     def earliest_start(self, instr):
         """The cycle ``instr`` would start in if it were the next instruction (the timer is not changed)."""
@@ -369,6 +378,24 @@ class DecoupledTimer:
         if index == self._last_mm:
             self.free["matrix"] = schedule.last_read + 1
 
+    def _vector_issue(self, index, instr, start):
+        """An RQ, SM or online instruction starts in cycle ``start``: its last busy cycle, the lane's next free
+        cycle; the RQ's first read (None for the others), which with ``rq_overlap`` comes ``start + 2 + wait``
+        when the RQ before it is still writing in cycle ``start`` (``banking.rq_follow_wait``), and the lane takes
+        the next RQ after its last read, but not before the RQ before it has written its last word (the
+        requantiser holds two)."""
+        config, before = self.config, self._last_rq
+        following = instr.op == Op.RQ and before is not None and before[1] >= start
+        first_read = start + 2 + rq_follow_wait(instr, before[0], start, config) if following else start + 1
+        end = self.starts[index][2] = first_read - 1 + busy_cycles(instr, config)
+        self._drained = end + 1
+        if instr.op == Op.RQ and config.rq_overlap:
+            self.free["vector"] = max(first_read + instr.len, before[1] + 1 if following else 0)
+            self._last_rq = (rq_write_track(instr, first_read, config), end)
+        else:
+            self.free["vector"], self._last_rq = end + 1, None
+        return first_read if instr.op == Op.RQ else None
+
     def issue(self, instr):
         start, lane = self.earliest_start(instr), lane_of(instr.op)
         index = len(self.starts)
@@ -377,12 +404,13 @@ class DecoupledTimer:
         if instr.op == Op.MM:
             self._before[index], self._last_mm = self._last_mm, index
             self._schedule_mm(index)
-        else:
-            busy = self.port.busy(instr, start) if lane == "dma" else busy_cycles(instr, self.config)
-            end = self.starts[index][2] = start + busy
+        elif lane == "dma":
+            end = self.starts[index][2] = start + self.port.busy(instr, start)
             self.free[lane] = end + 1
+        else:
+            first_read = self._vector_issue(index, instr, start)
         if lane == "vector":
-            for cycle, banks in vector_port_b(instr, start, self.config).items():
+            for cycle, banks in vector_port_b(instr, start, self.config, first_read).items():
                 self._taken.setdefault(cycle, set()).update(banks)
             for n in sorted(n for n in self._flying if n in self.schedules and self.starts[n][2] > start):
                 self._schedule_mm(n)
@@ -395,12 +423,13 @@ class DecoupledTimer:
         """Busy cycles per counter so far (an MM's as worked out last): the cycles in which a unit of the
         counter is busy or drains, so an MM's writes beside the next MM's reads count once."""
         totals = {"mm": 0, "dma": 0, "vec": 0}
-        covered = -1                            # the matrix unit's last counted cycle
+        covered = {"mm": -1, "vec": -1}         # each counter's last counted cycle (an MM's writes beside the
+        #                                         next MM's reads, an RQ's beside the next RQ with rq_overlap)
         for instr, start, end in self.starts:
             counter = unit_of(instr.op)
-            if counter == "mm":
-                totals[counter] += end - max(start, covered)
-                covered = end
+            if counter in ("mm", "vec"):
+                totals[counter] += end - max(start, covered[counter])
+                covered[counter] = end
             else:
                 totals[counter] += end - start
         return totals

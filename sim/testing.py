@@ -210,10 +210,12 @@ class ChipBench(Elaboratable):
             else:
                 await ctx.tick().repeat(step)
             count += step
-        if isinstance(self.extmem, AxiMemoryModel):
-            # The AXI model applies a cycle's handshakes (the last write's answer on B among them) after the
-            # edge, beside this testbench: one more edge and memory is final (the count is unchanged).
-            await ctx.tick()
+        # One more edge (the count is unchanged) and both memories are final for ``memories``' direct reads: the
+        # vector lane's last write leaves its announce register in the cycle in which `done` rises and reaches the
+        # bank at that cycle's edge (the host's debug reads, a cycle later at least, see it anyway), and the AXI
+        # model applies a cycle's handshakes (the last write's answer on B among them) after the edge, beside
+        # this testbench.
+        await ctx.tick()
         return count
 
     def counters(self, ctx):

@@ -51,6 +51,11 @@ ROW_WRITES_PACKED = PACKED_4.replace(row_writes=1)
 ROW_B = FUZZ_DECOUPLED.replace(row_b=1, sp_banks=32)
 ROW_B_8 = FUZZ_DECOUPLED.replace(row_b=1)
 
+# Overlapped requantisations (Config.rq_overlap): an RQ beside the RQ before it, which still writes; and beside
+# the online unit's instructions, which wait for its last write.
+RQ_OVERLAP = FUZZ_DECOUPLED.replace(rq_overlap=1)
+RQ_OVERLAP_ONLINE = ONLINE_DECOUPLED.replace(rq_overlap=1, bus_bytes=4)
+
 BATCH = 10
 SETTINGS = dict(derandomize=True, deadline=None, database=None, print_blob=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -169,6 +174,22 @@ def test_programs_with_a_b_per_row(sims, batch):
 @given(st.lists(cases(ROW_B_8, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
 def test_programs_with_a_b_per_row_on_8_banks(sims, batch):
     check_batch(sims(ROW_B_8), ROW_B_8, batch)
+
+
+@settings(max_examples=15, **SETTINGS)
+@given(st.lists(cases(RQ_OVERLAP, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
+def test_programs_with_overlapped_requantisations(sims, batch):
+    """RQs that start beside the RQ before them (and wait where their reads could meet its writes on a bank),
+    SMs and MMs and stores that wait for the words an earlier RQ still writes (tests/test_rq_overlap.py
+    measures how often the generator does each)."""
+    check_batch(sims(RQ_OVERLAP), RQ_OVERLAP, batch)
+
+
+@pytest.mark.slow
+@settings(max_examples=8, **SETTINGS)
+@given(st.lists(cases(RQ_OVERLAP_ONLINE, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
+def test_programs_with_overlapped_requantisations_and_the_online_unit(sims, batch):
+    check_batch(sims(RQ_OVERLAP_ONLINE), RQ_OVERLAP_ONLINE, batch)
 
 
 def test_row_writes_fuzz_really_contends():
