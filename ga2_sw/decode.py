@@ -116,7 +116,14 @@ def program(config, seqs, ts, P, key_digits=1):
     prog = []
     for j, b in enumerate(seqs):
         prog.append(isa.ld(dst=lay.X + j * DM, src=lay.ex_x(b) + (ts[j] - 1) * DM, len=DM))
-    if config.decoupled:       # one load per matrix, so the Q projection can start on Wq alone
+    if config.decoupled and config.bus_bytes > 1:
+        # A packed port leaves the matrix lane the bound, and it waits for its first MM's weights: a load per
+        # column tile of each matrix (stored transposed, a tile's weights are contiguous), so the first projection
+        # starts on X and one tile. At a word a beat the port is the bound and each load costs it ext_latency.
+        prog.extend(isa.ld(dst=lay.W + wi * DM * D + c0 * DM, src=lay.ex_w + wi * DM * D + c0 * DM,
+                           len=DM * min(C, D - c0))
+                    for wi in range(3) for c0 in range(0, D, C))
+    elif config.decoupled:     # one load per matrix, so the Q projection can start on Wq alone
         prog.extend(isa.ld(dst=lay.W + wi * DM * D, src=lay.ex_w + wi * DM * D, len=DM * D) for wi in range(3))
     else:
         prog.append(isa.ld(dst=lay.W, src=lay.ex_w, len=3 * DM * D))
