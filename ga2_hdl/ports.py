@@ -164,7 +164,8 @@ class UnitSignature(wiring.Signature):
     high in the last busy cycle only. A unit that finishes an instruction beside its next one (the decoupled
     matrix unit, whose result writer drains a tile while the next is read) is ``busy`` until it can take the
     next ``start`` and ``draining`` from the cycle after until the instruction's last write
-    (``ga2_sw.cycles.mm_schedule``); the other units never drain."""
+    (``ga2_sw.cycles.mm_schedule``; likewise the requantiser of a chip built with ``rq_overlap``, which takes the
+    next RQ after the last one's last read, ``OverlappedRequantiser``); the other units never drain."""
 
     def __init__(self):
         super().__init__({"start": Out(1), "instr": Out(InstrLayout), "busy": In(1), "done": In(1),

@@ -379,11 +379,11 @@ class DecoupledTimer:
             self.free["matrix"] = schedule.last_read + 1
 
     def _vector_issue(self, index, instr, start):
-        """An RQ, SM or online instruction starts in cycle ``start``: its last busy cycle, the lane's next free
-        cycle; the RQ's first read (None for the others), which with ``rq_overlap`` comes ``start + 2 + wait``
-        when the RQ before it is still writing in cycle ``start`` (``banking.rq_follow_wait``), and the lane takes
-        the next RQ after its last read, but not before the RQ before it has written its last word (the
-        requantiser holds two)."""
+        """An RQ, SM or online instruction starts in cycle ``start``: record its last busy cycle and the lane's
+        next free cycle, and return the RQ's first read (None for the others). With ``rq_overlap`` an RQ that
+        starts while the RQ before it is still writing (its last write in cycle ``start`` or later) reads from
+        ``start + 2 + wait`` (``banking.rq_follow_wait``), and the lane takes the next RQ after the last read, but
+        not before the RQ before has written its last word (the requantiser holds two)."""
         config, before = self.config, self._last_rq
         following = instr.op == Op.RQ and before is not None and before[1] >= start
         first_read = start + 2 + rq_follow_wait(instr, before[0], start, config) if following else start + 1
