@@ -226,3 +226,11 @@ def test_config_rules(capsys):
     assert main(["decode-table", "--mode", "decoupled", "--rq-overlap", "2"]) == 2
     err = capsys.readouterr().err.strip()
     assert "rq-overlap" in err.replace("_", "-") and "0..1" in err, err
+
+
+def test_bus_width_says_which_chip(capsys):
+    """`ga2 bus-width` names the options the table's chip is built with."""
+    from ga2_sw.cli import main
+    assert main(["bus-width", "--widths", "4", "--rq-overlap", "1"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "32 banks, overlapped RQs," in first and "a row of results" not in first, first

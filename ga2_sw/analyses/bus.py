@@ -38,8 +38,11 @@ def _run(args):
         body.append([r["bus_bytes"], r["name"], r["cycles"], r["beats"], f"{r['cycles'] / r['beats']:.2f}",
                      r["mm_cycles"], r["vec_cycles"], what, f"{r['cycles'] / bound:.2f}",
                      "yes" if r["matches_reference"] else "NO"])
-    print(f"decode steps on {args.sim}: the decoupled {config.rows}x{config.cols} chip, {config.sp_banks} banks, "
-          f"as the external port widens (a beat per cycle)")
+    options = "".join(f", {what}" for field, what in (("row_writes", "a row of results a cycle"),
+                                                        ("rq_overlap", "overlapped RQs"), ("axi", "an AXI4 port"))
+                      if getattr(config, field))
+    print(f"decode steps on {args.sim}: the decoupled {config.rows}x{config.cols} chip, {config.sp_banks} banks"
+          f"{options}, as the external port widens (a beat per cycle)")
     print(table(["bytes/beat", "program", "cycles", "beats", "x beats", "matrix busy", "vector busy", "bound by",
                  "x bound", "= model"], body, [">", "<"] + [">"] * 6 + ["<", ">"]))
     for w in widths:
