@@ -208,6 +208,8 @@ RTL_MUTANTS = (
        "return Mux(~may_collide(diff[0], config), 0, Mux(~may_collide(diff[1], config), 1, 2))", "return 0"),
     _m("rqo: the follow wait decided from the track a cycle stale", "overlapped_requantiser",
        "diff = [(src - (track + 1 + w))[:16]", "diff = [(src - (track + w))[:16]"),
+    _m("rqo: the write track keeps the skew (not taken off after the first read)", "overlapped_requantiser",
+       "m.d.sync += track.eq(track + 1 - skew)", "m.d.sync += track.eq(track + 1)"),
     _m("rqo: the write track stands still", "overlapped_requantiser",
        "            m.d.sync += track.eq(track + 1)", "            m.d.sync += track.eq(track)"),
     _m("rqo: the words selected with the valid bits' skew (no copy for the word path)", "overlapped_requantiser",
