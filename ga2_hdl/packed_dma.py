@@ -54,6 +54,12 @@ class PackedDMA(LanePorts, wiring.Component):
         The lanes' write ports (LD).
     ext : Out(ExtSignature)
         The packed external-memory port (``ports.ext_signature``).
+    older : Out(1)
+        With ``Config.ld_overlap``: the LD before the last one started still has beats to write. The DMA then
+        takes an LD from the cycle after the last one's last request, keeping the LD it writes and one more:
+        ``busy`` is the issue side (an LD's requests, a whole ST) or ``older``, ``ctl.draining`` is high while an
+        LD has a beat to write, and ``done`` comes with an LD's last write or an ST's last beat
+        (docs/ARCHITECTURE.md, "Overlapped loads").
     """
 
     def __init__(self, config):
@@ -62,7 +68,8 @@ class PackedDMA(LanePorts, wiring.Component):
             raise ValueError("PackedDMA needs bus_bytes > 1; the chapter's port is ga2_hdl.dma.DMA")
         aw, w = sp_addr_width(config), config.bus_bytes
         super().__init__({"ctl": In(UnitSignature()), "sp_rd": Out(SpReadSignature(aw)).array(w),
-                          "sp_wr": Out(SpWriteSignature(aw)).array(w), "ext": Out(ext_signature(config))})
+                          "sp_wr": Out(SpWriteSignature(aw)).array(w), "ext": Out(ext_signature(config)),
+                          **({"older": Out(1)} if config.ld_overlap else {})})
 
     def elaborate(self, platform):
         m = Module()
@@ -74,6 +81,10 @@ class PackedDMA(LanePorts, wiring.Component):
         # start pulse drives only `busy`. The external address splits into its beat and the byte lane of its
         # first element; the scratchpad address of lane 0 of the first beat is the range's start less that lane.
         instr, ld = self.ctl.instr, self.ctl.instr.op == Op.LD
+        overlap = self._config.ld_overlap
+        # The issue side's register: the unit's busy bit, or with ld_overlap a register of its own (an LD's
+        # requests, or a whole ST), busy being it or an older LD still writing.
+        active = Signal(name="active") if overlap else self.ctl.busy
         ext_addr = Mux(ld, ext_address(instr, Op.LD), ext_address(instr, Op.ST))
         sp_addr = Mux(ld, instr.dst, instr.src)
         first_lane, beat = ext_addr[:lane_bits], ext_addr[lane_bits:lane_bits + beat_bits]
@@ -87,7 +98,7 @@ class PackedDMA(LanePorts, wiring.Component):
         issue_left, issue_more, issue_first = Signal(17), Signal(), Signal()
         write_sp, write_beat = Signal(spw), Signal(beat_bits)
         write_left, write_first = Signal(17), Signal()
-        with m.If(~self.ctl.busy):
+        with m.If(~active):
             m.d.sync += [
                 is_ld.eq(ld), lo.eq(first_lane), hi.eq(last_lane),
                 issue_sp.eq(lane0), issue_beat.eq(beat), issue_left.eq(n_beats),
@@ -95,15 +106,15 @@ class PackedDMA(LanePorts, wiring.Component):
                 write_sp.eq(lane0), write_beat.eq(beat), write_left.eq(n_beats), write_first.eq(1),
             ]
         with m.If(self.ctl.start):
-            m.d.sync += self.ctl.busy.eq(1)
+            m.d.sync += active.eq(1)
 
-        def lanes(first, last):
+        def lanes(first, last, lo=lo, hi=hi):
             """The lanes of a beat inside the range: from ``lo`` on the first beat, to ``hi`` on the last."""
             # (the last lane is never below lo, nor lane 0 above hi: no comparison that is always true)
             return Cat(*((~first | (lo <= j) if j < w - 1 else 1) & (~last | (j <= hi) if j else 1)
                          for j in range(w)))
 
-        issuing = self.ctl.busy & issue_more
+        issuing = active & issue_more
         issue_lanes = lanes(issue_first, issue_left == 1)
         with m.If(issuing):
             m.d.sync += [issue_sp.eq(issue_sp + w), issue_beat.eq(issue_beat + 1), issue_left.eq(issue_left - 1),
@@ -116,13 +127,13 @@ class PackedDMA(LanePorts, wiring.Component):
             m.d.comb += [
                 self.ext.re.eq(issuing),
                 self.ext.addr.eq(issue_beat),
-                writing.eq(self.ctl.busy & self.ext.rvalid),
-                write_lanes.eq(Mux(writing, lanes(write_first, write_left == 1), 0)),
             ]
-            for j, port in enumerate(self.sp_wr):
-                byte = self.ext.rdata[8 * j:8 * j + 8]
-                m.d.comb += [port.en.eq(write_lanes[j]), port.addr.eq(write_sp + j),
-                             port.data.eq(Cat(byte, byte[7].replicate(WORD - 8)))]
+            if not overlap:
+                m.d.comb += [
+                    writing.eq(self.ctl.busy & self.ext.rvalid),
+                    write_lanes.eq(Mux(writing, lanes(write_first, write_left == 1), 0)),
+                ]
+                self._write_beats(m, write_lanes, write_sp)
         with m.Else():
             m.d.comb += [
                 writing.eq(st_lanes.any()),
@@ -137,7 +148,54 @@ class PackedDMA(LanePorts, wiring.Component):
             m.d.sync += [write_sp.eq(write_sp + w), write_beat.eq(write_beat + 1), write_left.eq(write_left - 1),
                          write_first.eq(0)]
 
-        m.d.comb += self.ctl.done.eq(writing & (write_left == 1))
-        with m.If(self.ctl.done):
-            m.d.sync += self.ctl.busy.eq(0)
+        if not overlap:
+            m.d.comb += self.ctl.done.eq(writing & (write_left == 1))
+            with m.If(self.ctl.done):
+                m.d.sync += self.ctl.busy.eq(0)
+            return m
+
+        # -- ld_overlap: the LDs' write side, apart from the issue side, with room for one more LD --
+        # An LD's write context (its first scratchpad word, beats, lanes) waits in `queued_*` from its start
+        # (loaded there while the issue side is idle, like the issue side's registers, so `start` drives only two
+        # flip-flops) and moves to the write side once that is free: at once, or in the cycle the LD before it
+        # writes its last beat. Its beats come `ext_latency` cycles after its requests, which follow the older
+        # LD's last request: so after the older LD's last beat, however soon the lane took it.
+        pending = Signal(name="ld_pending")             # an LD's write context waits in queued_*
+        draining = Signal(name="ld_draining")           # the write side has an LD's beats to take
+        older = pending & draining
+        queued_sp, queued_left = Signal(spw, name="queued_sp"), Signal(17, name="queued_left")
+        queued_lo, queued_hi = Signal(lane_bits, name="queued_lo"), Signal(lane_bits, name="queued_hi")
+        ld_sp, ld_left, ld_first = Signal(spw, name="ld_sp"), Signal(17, name="ld_left"), Signal(name="ld_first")
+        ld_lo, ld_hi = Signal(lane_bits, name="ld_lo"), Signal(lane_bits, name="ld_hi")
+        with m.If(~active & ~pending):
+            m.d.sync += [queued_sp.eq(lane0), queued_left.eq(n_beats), queued_lo.eq(first_lane),
+                         queued_hi.eq(last_lane)]
+        ld_writing = draining & self.ext.rvalid
+        last_beat = ld_writing & (ld_left == 1)
+        with m.If(pending & (~draining | last_beat)):
+            m.d.sync += [ld_sp.eq(queued_sp), ld_left.eq(queued_left), ld_first.eq(1), ld_lo.eq(queued_lo),
+                         ld_hi.eq(queued_hi), draining.eq(1), pending.eq(0)]
+        with m.Elif(last_beat):
+            m.d.sync += draining.eq(0)
+        with m.Elif(ld_writing):
+            m.d.sync += [ld_sp.eq(ld_sp + w), ld_left.eq(ld_left - 1), ld_first.eq(0)]
+        with m.If(self.ctl.start):
+            m.d.sync += pending.eq(ld)
+        self._write_beats(m, Mux(ld_writing, lanes(ld_first, ld_left == 1, ld_lo, ld_hi), 0), ld_sp)
+
+        # The issue side ends with an LD's last request or an ST's last beat.
+        last_request = issuing & is_ld & (issue_left == 1)
+        st_done = writing & (write_left == 1)
+        with m.If(last_request | st_done):
+            m.d.sync += active.eq(0)
+        m.d.comb += [self.ctl.busy.eq(active | older), self.ctl.draining.eq(draining), self.older.eq(older),
+                     self.ctl.done.eq(last_beat | st_done)]
         return m
+
+    def _write_beats(self, m, write_lanes, write_sp):
+        """Each lane ``j`` in ``write_lanes`` writes byte ``j`` of the beat on ``ext.rdata``, sign-extended, to word
+        ``write_sp + j``."""
+        for j, port in enumerate(self.sp_wr):
+            byte = self.ext.rdata[8 * j:8 * j + 8]
+            m.d.comb += [port.en.eq(write_lanes[j]), port.addr.eq(write_sp + j),
+                         port.data.eq(Cat(byte, byte[7].replicate(WORD - 8)))]

@@ -62,6 +62,11 @@ class Scoreboard(wiring.Component):
         requantiser drains, and is compared with a vector candidate too (the next RQ may start beside it); a
         second entry, ``vector_before``, takes it when the next vector instruction issues and is in flight
         while ``vector_older``.
+    dma_draining, dma_older : In(1)
+        With ``ld_overlap`` (``PackedDMA``): an LD has beats still to write, and the LD before the last one
+        started still has. Likewise: the DMA lane's entry is in flight while its lane is busy or an LD drains
+        and is compared with a DMA candidate too; ``dma_before`` takes it when the next DMA instruction issues
+        and is in flight while ``dma_older``.
     blocked : Out(len(LANES))
         The candidate, were it on lane ``n``, conflicts with an instruction in flight.
     """
@@ -71,19 +76,20 @@ class Scoreboard(wiring.Component):
         layout = access_layout(config)
         super().__init__({"ranges": In(layout), "load": In(1), "issue": In(len(LANES)), "busy": In(len(LANES)),
                           "draining": In(1), "blocked": Out(len(LANES)),
-                          **({"vector_draining": In(1), "vector_older": In(1)} if config.rq_overlap else {})})
+                          **({"vector_draining": In(1), "vector_older": In(1)} if config.rq_overlap else {}),
+                          **({"dma_draining": In(1), "dma_older": In(1)} if config.ld_overlap else {})})
 
     def elaborate(self, platform):
         m = Module()
         layout = access_layout(self._config)
-        matrix, vector = LANES.index("matrix"), LANES.index("vector")
-        overlap = self._config.rq_overlap
+        matrix, vector, dma = LANES.index("matrix"), LANES.index("vector"), LANES.index("dma")
+        overlap, ld_overlap = self._config.rq_overlap, self._config.ld_overlap
         cand = Signal(layout)
-        # One entry per lane (with rq_overlap, then the vector lane's second), then the matrix lane's second;
-        # each entry's lane.
-        names = [*LANES, *(["vector_before"] if overlap else []), "before"]
+        # One entry per lane (with rq_overlap, then the vector lane's second; with ld_overlap, the DMA lane's
+        # second), then the matrix lane's second; each entry's lane.
+        names = [*LANES, *(["vector_before"] if overlap else []), *(["dma_before"] if ld_overlap else []), "before"]
         entries = [Signal(layout, name=f"{name}_entry") for name in names]
-        lanes = [*range(len(LANES)), *([vector] if overlap else []), matrix]
+        lanes = [*range(len(LANES)), *([vector] if overlap else []), *([dma] if ld_overlap else []), matrix]
         meets = [Signal(name=f"meets_{name}") for name in names]     # the candidate overlaps the entry
         with m.If(self.load):
             m.d.sync += [cand.eq(self.ranges), *(meet.eq(_conflict(self.ranges, entry))
@@ -98,14 +104,24 @@ class Scoreboard(wiring.Component):
         own = [[] for _ in LANES]       # a lane's own entries that block its candidate, beyond the matrix lane's
         if overlap:
             # The next RQ may start beside the last, which is in flight while it drains, and the one before.
-            before = len(LANES)
+            vector_before = names.index("vector_before")
             with m.If(self.issue[vector]):
-                m.d.sync += _copy_kinds(entries[before], entries[vector], lane_kinds("vector", self._config))
+                m.d.sync += _copy_kinds(entries[vector_before], entries[vector], lane_kinds("vector", self._config))
             in_flight[vector] = self.busy[vector] | self.vector_draining
-            in_flight.insert(before, self.vector_older)
+            in_flight.insert(vector_before, self.vector_older)
+        if ld_overlap:
+            # Likewise the next LD beside the last, which is in flight while any LD drains, and the one before.
+            dma_before = names.index("dma_before")
+            with m.If(self.issue[dma]):
+                m.d.sync += _copy_kinds(entries[dma_before], entries[dma], lane_kinds("dma", self._config))
+            in_flight[dma] = self.busy[dma] | self.dma_draining
+            in_flight.insert(dma_before, self.dma_older)
+        assert len(in_flight) == len(entries)
         conflicts = [flying & meet for flying, meet in zip(in_flight, meets)]
         if overlap:
-            own[vector] = [conflicts[vector], conflicts[before]]
+            own[vector] = [conflicts[vector], conflicts[vector_before]]
+        if ld_overlap:
+            own[dma] = [conflicts[dma], conflicts[dma_before]]
         m.d.comb += self.blocked.eq(Cat(*(or_all([c for c, lane in zip(conflicts, lanes)
                                                   if lane != n or lane == matrix] + own[n])
                                           for n in range(len(LANES)))))

@@ -57,6 +57,10 @@ class Sequencer(wiring.Component):
     rq_older : In(1)
         With ``rq_overlap``: the RQ before the requantiser's last is still writing
         (``OverlappedRequantiser.older``); the scoreboard keeps its ranges in flight.
+    dma_older : In(1)
+        With ``ld_overlap``: the LD before the DMA's last is still writing (``PackedDMA.older``); the scoreboard
+        keeps its ranges in flight. An ST waits for every LD's last write (the DMA's ``draining``): its reads
+        would meet the LD's writes on the banks' port A.
     dma_plan : Out(burst_plan.plan_layout(config))
         On a decoupled AXI4 chip (``burst_plan.precomputed``): the burst plan of the word in CHECK (worked out by
         the checker when the host wrote it, kept beside it), loaded with the instruction register; the AXI DMA
@@ -70,6 +74,7 @@ class Sequencer(wiring.Component):
                           "ext_quiet": In(1, init=1), "dma_stall": In(1),
                           "stopped": Out(1, init=1),
                           **({"rq_older": In(1)} if config.rq_overlap else {}),
+                          **({"dma_older": In(1)} if config.ld_overlap else {}),
                           **({"dma_plan": Out(plan_layout(config))} if precomputed(config) else {})})
         self.imem = memory.Memory(shape=INSTR_BITS, depth=config.imem_words, init=[])
         # A zero word is illegal, so the error memory starts out saying so.
@@ -161,6 +166,9 @@ class Sequencer(wiring.Component):
                     # The units the word may start, from a register (_scoreboard): from the memories' outputs,
                     # the opcode's decode and the error code were a 10.87 ns path on a 25F seed.
                     m.d.sync += self._ready.eq(Mux(past_end, 0, self._next_word.units))
+                    if cfg.ld_overlap:      # an ST waits for the LDs' last writes: whether the word is one
+                        m.d.sync += self._store.eq(self._next_word.units[self._units.index("dma")] &
+                                                   self._next_word.ranges.a.rd)
                     if precomputed(cfg):
                         m.d.sync += self.dma_plan.eq(self._next_word.dma)
                 m.next = "CHECK"
@@ -213,16 +221,24 @@ class Sequencer(wiring.Component):
         # The units the word in CHECK may start: loaded in DECODE, two terms of each start in CHECK.
         self._ready = Signal(len(self._units), name="ready")
         self._first_check = Signal(name="first_check")      # the word in CHECK arrived in the last cycle
+        if self._config.ld_overlap:
+            # A DMA word that reads its (first) scratchpad range is an ST, one that writes it an LD.
+            assert OPS[Op.ST].sp[0][1] == "r" and OPS[Op.LD].sp[0][1] == "w"
+            self._store = Signal(name="store")
         m.d.sync += self._next_word.eq(acc_rd.data)
         m.d.comb += [acc_wr.en.eq(checker.err_we), acc_wr.addr.eq(checker.err_addr),
                      acc_wr.data.ranges.eq(checker.access), acc_wr.data.units.eq(checker.units),
                      *([acc_wr.data.dma.eq(checker.dma)] if precomputed(self._config) else []),
                      acc_rd.addr.eq(self._acc_addr), scoreboard.ranges.eq(self._next_word.ranges),
                      scoreboard.busy.eq(Cat(*(self._busy_of("lane", lane) for lane in LANES)))]
-        if self._config.rq_overlap:     # each lane's draining unit apart
-            m.d.comb += [scoreboard.draining.eq(self._unit("mm").draining),
-                         scoreboard.vector_draining.eq(self._unit("rq").draining),
-                         scoreboard.vector_older.eq(self.rq_older)]
+        if self._config.rq_overlap or self._config.ld_overlap:     # each lane's draining unit apart
+            m.d.comb += scoreboard.draining.eq(self._unit("mm").draining)
+            if self._config.rq_overlap:
+                m.d.comb += [scoreboard.vector_draining.eq(self._unit("rq").draining),
+                             scoreboard.vector_older.eq(self.rq_older)]
+            if self._config.ld_overlap:
+                m.d.comb += [scoreboard.dma_draining.eq(self._unit("dma").draining),
+                             scoreboard.dma_older.eq(self.dma_older)]
         else:
             m.d.comb += scoreboard.draining.eq(self._draining())
         return scoreboard
@@ -244,6 +260,10 @@ class Sequencer(wiring.Component):
             rq_draining = self._unit("rq").draining
             starts = [start & ~rq_draining if unit_lane(name) == "vector" and name != "rq" else start
                       for name, start in zip(self._units, starts)]
+        if self._config.ld_overlap:
+            # The DMA takes an LD while the last one's beats still come in; an ST waits for the last write.
+            dma = self._units.index("dma")
+            starts[dma] = starts[dma] & ~(self._store & self._unit("dma").draining)
         go = Signal()
         m.d.comb += [*(port.start.eq(start) for port, start in zip(self.units, starts)),
                      go.eq(Cat(*starts).any()),
@@ -264,6 +284,8 @@ class Sequencer(wiring.Component):
             idle = ~lane_busy.any() & ~scoreboard.draining & self.ext_quiet
             if self._config.rq_overlap:
                 idle &= ~self._unit("rq").draining
+            if self._config.ld_overlap:
+                idle &= ~self._unit("dma").draining
             with m.If(err != Err.NONE):
                 with m.If(idle):
                     m.d.sync += [host.error.eq(err), self.stopped.eq(1)]

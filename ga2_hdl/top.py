@@ -133,6 +133,8 @@ class GA2(wiring.Component):
         connect(m, flipped(self.ext), self.units["dma"].ext)
         if self._config.rq_overlap:     # the scoreboard keeps the RQ before the last in flight while it drains
             m.d.comb += seq.rq_older.eq(self.units["rq"].older)
+        if self._config.ld_overlap:     # ... and the LD before the last
+            m.d.comb += seq.dma_older.eq(self.units["dma"].older)
         if self._config.axi:        # HALT waits for the last write's answer on B
             m.d.comb += [seq.ext_quiet.eq(self.units["dma"].quiet), seq.dma_stall.eq(self.units["dma"].stalled)]
             if precomputed(self._config):       # the checker's burst plan of the word, with the instruction

@@ -51,6 +51,7 @@ _RANGES = {
     "row_writes":  (0, 1),
     "row_b":       (0, 1),
     "rq_overlap":  (0, 1),
+    "ld_overlap":  (0, 1),
     "ext_write_latency": (1, 64),
     "clock_mhz":   (1, 1000),
 }
@@ -79,6 +80,8 @@ _HELP = {
              "read port per array cell (batched attention; decoupled mode; docs/ISA.md)",
     "rq_overlap": "1: an RQ may start while the RQ before it is still writing, from the cycle after that RQ's "
                   "last read (the requantiser holds two; decoupled mode; docs/ARCHITECTURE.md)",
+    "ld_overlap": "1: an LD may start while the LD before it is still writing, from the cycle after that LD's "
+                  "last request (the DMA holds two; decoupled mode, bare packed port; docs/ARCHITECTURE.md)",
     "axi": "1: the external port is an AXI4 manager (bursts, valid/ready on every channel; docs/ARCHITECTURE.md)",
     "ext_write_latency": "with axi = 1: cycles from a write burst's last beat to its answer on B",
     "clock_mhz": "the chip's clock in MHz, as the external memory's timing sees it (with a DRAM memory)",
@@ -113,6 +116,7 @@ class Config:
     row_writes: int = 0
     row_b: int = 0
     rq_overlap: int = 0
+    ld_overlap: int = 0
     ext_write_latency: int = 1
     clock_mhz: int = 100
     memory: str = "ideal"
@@ -168,6 +172,13 @@ class Config:
             # Two RQs in the requantiser at once share port B's banks as one RQ's reads and writes do: the
             # banked scratchpad's arbitration (ga2_sw.banking.rq_follow_wait) is the decoupled chip's.
             self._needs_banks("rq_overlap", 0, "overlapped RQs")
+        if self.ld_overlap:
+            # The next LD's requests go out while the last one's beats still come in: the packed DMA of the bare
+            # port, whose memory answers in a fixed time, keeps the older LD's write side apart.
+            self._needs_banks("ld_overlap", 0, "overlapped LDs")
+            if self.bus_bytes == 1 or self.axi:
+                raise ValueError(f"Config field 'ld_overlap' needs the bare packed port (bus_bytes > 1, axi = 0; "
+                                 f"here bus_bytes = {self.bus_bytes}, axi = {self.axi}), not {self.ld_overlap!r}")
         if self.memory != "ideal" and not self.axi:
             raise ValueError(f"Config field 'memory' must be ideal on the bare port (a DRAM answers the AXI4 port: "
                              f"axi = 1), not {self.memory!r}")

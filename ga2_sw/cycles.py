@@ -14,7 +14,7 @@ from dataclasses import dataclass, astuple
 from .banking import bank_of, rq_follow_wait, rq_write_skew, rq_write_track, slice_addresses
 from .isa import LANES, ONLINE_OPS, OPS, Op, Err, decode, check, footprints, Instr
 from .dram import DramTiming
-from .packing import beat_bytes, beat_of, bursts, byte_address
+from .packing import beat_bytes, beat_of, beats, bursts, byte_address
 from .timing import (FETCH_CYCLES, ISSUE_CYCLES, RQ_DEPTH, SP_WRITE_DELAY, DIVIDER_LATENCY, SM_OVERHEAD,
                      STREAM_MM_OVERHEAD, MM_DRAIN_CYCLES, MM_PLAN_CYCLES, PORT_B_ANNOUNCE, rq_latency, sm_overhead,
                      smc_phases, rsa_busy, nrm_busy, mm_write_cycles)
@@ -329,7 +329,11 @@ class DecoupledTimer:
     requests are known once its instruction has started, so the schedules of the MMs still in flight (the
     one being read and the one being written, at most) are worked out again, in order, whenever a vector
     instruction starts beside them. Their schedules change only after that start, and every decision taken
-    before it (instructions issue in program order) depended on cycles before it, so none changes."""
+    before it (instructions issue in program order) depended on cycles before it, so none changes.
+
+    With ``ld_overlap`` the DMA lane takes an LD from the cycle after the last LD's last request, while that
+    LD's beats still come in, unless the LD before it is still writing too (the DMA holds two); an ST, and a
+    HALT, wait for every LD's last write (the ST's reads would meet the LD's writes on port A)."""
 
     def __init__(self, config):
         self.config = config
@@ -349,6 +353,10 @@ class DecoupledTimer:
         # last instruction (the next RQ may start beside it).
         self._drained = 0
         self._last_rq = None
+        # The DMA lane with ld_overlap: the first cycle in which no LD has a beat left to write (an ST starts no
+        # earlier), and the last LD's last write.
+        self._ld_drained = 0
+        self._last_ld_end = -1
 
     def in_flight(self, cycle):
         """The ``[instr, start, end]`` records of the instructions in flight in ``cycle`` (of those issued)."""
@@ -359,6 +367,8 @@ class DecoupledTimer:
         lane free (for the vector lane's SM and online instructions, also every RQ written)."""
         lane = lane_of(instr.op)
         ready = max(self.decode + 1, self.free[lane])
+        if instr.op == Op.ST:
+            return max(ready, self._ld_drained)
         return max(ready, self._drained) if lane == "vector" and instr.op != Op.RQ else ready
 
     def earliest_start(self, instr):
@@ -396,6 +406,15 @@ class DecoupledTimer:
             self.free["vector"], self._last_rq = end + 1, None
         return first_read if instr.op == Op.RQ else None
 
+    def _ld_issue(self, instr, start, end):
+        """With ``ld_overlap``: an LD that starts in ``start`` and writes its last beat in ``end`` frees the lane
+        for the next LD after its last request (``start + beats``), but not before the LD before it has written
+        its last beat if that one was still writing when this one started (the DMA holds two)."""
+        following = self._last_ld_end >= start
+        requests = beats(instr.src, instr.len, self.config)     # one a cycle from start + 1
+        self.free["dma"] = max(start + requests + 1, self._last_ld_end + 1 if following else 0)
+        self._last_ld_end, self._ld_drained = end, end + 1
+
     def issue(self, instr):
         start, lane = self.earliest_start(instr), lane_of(instr.op)
         index = len(self.starts)
@@ -407,6 +426,8 @@ class DecoupledTimer:
         elif lane == "dma":
             end = self.starts[index][2] = start + self.port.busy(instr, start)
             self.free[lane] = end + 1
+            if instr.op == Op.LD and self.config.ld_overlap:
+                self._ld_issue(instr, start, end)
         else:
             first_read = self._vector_issue(index, instr, start)
         if lane == "vector":
@@ -423,15 +444,13 @@ class DecoupledTimer:
         """Busy cycles per counter so far (an MM's as worked out last): the cycles in which a unit of the
         counter is busy or drains, so an MM's writes beside the next MM's reads count once."""
         totals = {"mm": 0, "dma": 0, "vec": 0}
-        covered = {"mm": -1, "vec": -1}         # each counter's last counted cycle (an MM's writes beside the
-        #                                         next MM's reads, an RQ's beside the next RQ with rq_overlap)
+        covered = {"mm": -1, "dma": -1, "vec": -1}   # each counter's last counted cycle (an MM's writes beside
+        #                                    the next MM's reads, an RQ's beside the next RQ with rq_overlap, an
+        #                                    LD's beats beside the next LD's requests with ld_overlap)
         for instr, start, end in self.starts:
             counter = unit_of(instr.op)
-            if counter in ("mm", "vec"):
-                totals[counter] += end - max(start, covered[counter])
-                covered[counter] = end
-            else:
-                totals[counter] += end - start
+            totals[counter] += end - max(start, covered[counter])
+            covered[counter] = end
         return totals
 
     def stop(self, halted):

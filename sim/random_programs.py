@@ -265,6 +265,12 @@ def _cramped(config):
     return config.replace(sp_words=64, ext_words=64)
 
 
+def _load(draw, config, most=None):
+    """A valid LD of at most ``most`` elements (None: up to 64) anywhere in both memories."""
+    n = draw(1, min(most or 64, config.sp_words, config.ext_words))
+    return isa.ld(draw(0, config.sp_words - n), draw(0, config.ext_words - n), n)
+
+
 def random_program(draw, config, fault=None, max_len=10, cramped=False):
     """A program: random valid instructions, then HALT (fault None), or then one faulting instruction of
     kind ``fault`` (a few more instructions after it, never reached). ``fall_off`` leaves out the HALT
@@ -281,6 +287,12 @@ def random_program(draw, config, fault=None, max_len=10, cramped=False):
         return prog
     small = _cramped(config) if cramped else config
     prog = [random_valid_instr(draw, small if draw(0, 2) else config) for _ in range(draw(0 if fault else 1, max_len))]
+    if config.ld_overlap and draw(0, 1):
+        # A run of LDs, some of a beat or two: the DMA takes each beside the last one's beats, and a short one
+        # between two longer ones holds the third back until the first has written its last (it holds two).
+        at = draw(0, len(prog))
+        prog[at:at] = [_load(draw, small if draw(0, 2) else config, config.bus_bytes * draw(1, 2) if draw(0, 1)
+                             else None) for _ in range(draw(2, 4))]
     prog = prog[:config.imem_words - 2]
     if fault is None:
         return prog + [isa.halt()]

@@ -55,6 +55,10 @@ ROW_B_8 = FUZZ_DECOUPLED.replace(row_b=1)
 # the online unit's instructions, which wait for its last write.
 RQ_OVERLAP = FUZZ_DECOUPLED.replace(rq_overlap=1)
 RQ_OVERLAP_ONLINE = ONLINE_DECOUPLED.replace(rq_overlap=1, bus_bytes=4)
+# Overlapped loads (Config.ld_overlap, the bare packed port): an LD beside the LD before it, whose beats still come
+# in; with overlapped RQs and row writes too, the decode steps' fastest chip.
+LD_OVERLAP = PACKED_4.replace(ld_overlap=1)
+LD_OVERLAP_ALL = PACKED_16.replace(ld_overlap=1, rq_overlap=1, row_writes=1)
 
 BATCH = 10
 SETTINGS = dict(derandomize=True, deadline=None, database=None, print_blob=True,
@@ -190,6 +194,22 @@ def test_programs_with_overlapped_requantisations(sims, batch):
 @given(st.lists(cases(RQ_OVERLAP_ONLINE, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
 def test_programs_with_overlapped_requantisations_and_the_online_unit(sims, batch):
     check_batch(sims(RQ_OVERLAP_ONLINE), RQ_OVERLAP_ONLINE, batch)
+
+
+@settings(max_examples=15, **SETTINGS)
+@given(st.lists(cases(LD_OVERLAP, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
+def test_programs_with_overlapped_loads(sims, batch):
+    """LDs that start beside the LD before them while its beats still come in, LDs held back until the LD
+    before the last has written, and the instructions that wait for a draining LD (tests/test_ld_overlap.py
+    measures how often the generator does each)."""
+    check_batch(sims(LD_OVERLAP), LD_OVERLAP, batch)
+
+
+@pytest.mark.slow
+@settings(max_examples=8, **SETTINGS)
+@given(st.lists(cases(LD_OVERLAP_ALL, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
+def test_programs_with_overlapped_loads_rqs_and_row_writes(sims, batch):
+    check_batch(sims(LD_OVERLAP_ALL), LD_OVERLAP_ALL, batch)
 
 
 def test_row_writes_fuzz_really_contends():

@@ -12,13 +12,14 @@ __all__ = ["bus_rows", "register", "check_widths"]
 WIDTHS = IntList(1, max(BUS_BYTES), max_items=len(BUS_BYTES))
 
 
-def bus_rows(config, widths, sim="model", seed=4242):
+def bus_rows(config, widths, sim="model", seed=4242, ld_overlap=0):
     """One row per width and program (``ga2_sw.commands.decode_table.decode_table`` rows with ``bus_bytes``),
-    each checked against the reference machine on ``sim``."""
+    each checked against the reference machine on ``sim``; with ``ld_overlap``, the packed widths' chips overlap
+    their LDs (the word port has no overlapped LDs)."""
     from ..commands.decode_table import decode_table
     rows = []
     for w in widths:
-        rows += decode_table(config.replace(bus_bytes=w), sim, seed)[0]
+        rows += decode_table(config.replace(bus_bytes=w, ld_overlap=ld_overlap if w > 1 else 0), sim, seed)[0]
     return rows
 
 
@@ -31,7 +32,7 @@ def _run(args):
     from ..cli import config_from_args
     widths = args.widths or list(BUS_BYTES)         # validated by _check before any work
     config = config_from_args(args)
-    rows = bus_rows(config, widths, args.sim, args.seed)
+    rows = bus_rows(config, widths, args.sim, args.seed, args.ld_overlap)
     body = []
     for r in rows:
         bound, what = _bound(r)
@@ -41,6 +42,8 @@ def _run(args):
     options = "".join(f", {what}" for field, what in (("row_writes", "a row of results a cycle"),
                                                         ("rq_overlap", "overlapped RQs"), ("axi", "an AXI4 port"))
                       if getattr(config, field))
+    if args.ld_overlap:
+        options += ", overlapped LDs (packed widths)"
     print(f"decode steps on {args.sim}: the decoupled {config.rows}x{config.cols} chip, {config.sp_banks} banks"
           f"{options}, as the external port widens (a beat per cycle)")
     print(table(["bytes/beat", "program", "cycles", "beats", "x beats", "matrix busy", "vector busy", "bound by",
@@ -94,6 +97,9 @@ def register(sub):
     for action in p._actions:
         if action.dest == "cfg_sp_banks":
             action.help = action.help.replace("default %(default)s", "default 32 here: more than 16 bytes a beat")
+        if action.dest == "cfg_ld_overlap":     # the packed widths' chips only: not a field of the base chip
+            action.dest = "ld_overlap"
+            action.help = action.help.replace("; default", "; here at 4, 8 and 16 bytes a beat only; default")
 
 
 def check_widths(widths, sp_banks):
@@ -109,5 +115,12 @@ def check_widths(widths, sp_banks):
 
 def _check(args):
     check_widths(args.widths or list(BUS_BYTES), args.cfg_sp_banks)
+    if args.ld_overlap:         # validated here: the base chip (config_from_args) leaves it out
+        from ..cli import config_from_args
+        config = config_from_args(args)
+        packed = [w for w in args.widths or list(BUS_BYTES) if w > 1]
+        if not packed:
+            raise ValueError("--ld-overlap 1: --widths has no packed width (4, 8 or 16) to overlap LDs on")
+        config.replace(bus_bytes=packed[0], ld_overlap=1)       # the bare port only: refused with axi = 1
     from sim.backends import get_backend
     get_backend(args.sim).require()
