@@ -26,6 +26,7 @@ _COMMAND_MODULES = [
     "ga2_sw.analyses.latency",
     "ga2_sw.analyses.banks",
     "ga2_sw.analyses.bus",
+    "ga2_sw.analyses.matrix_lane",
     "ga2_sw.analyses.weight_stream",
     "ga2_hdl.commands",               # generate
     "sim.commands",                   # bench-sim
