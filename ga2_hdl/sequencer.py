@@ -178,6 +178,12 @@ class Sequencer(wiring.Component):
                 self._issue_inorder(m, ir, err, fetch_addr, counting)
         return m
 
+    def _halt(self, m, *also):
+        """End the program from CHECK (a HALT or a fault, once everything has drained): ``also``'s statements, the
+        ``stopped`` register set (every way to HALTED sets it, so the host's debug reads run after any of them)."""
+        m.d.sync += [*also, self.stopped.eq(1)]
+        m.next = "HALTED"
+
     def _issue_inorder(self, m, ir, err, fetch_addr, counting):
         """CHECK and EXEC in order: start the unit, wait for its done."""
         host, pc = self.host, self.host.pc
@@ -185,12 +191,10 @@ class Sequencer(wiring.Component):
             m.d.comb += [counting.eq(1), fetch_addr.eq(pc)]
             with m.If(err != Err.NONE):
                 with m.If(self.ext_quiet):
-                    m.d.sync += [host.error.eq(err), self.stopped.eq(1)]
-                    m.next = "HALTED"
+                    self._halt(m, host.error.eq(err))
             with m.Elif(ir.op == Op.HALT):
                 with m.If(self.ext_quiet):
-                    m.d.sync += [host.instructions.eq(host.instructions + 1), self.stopped.eq(1)]
-                    m.next = "HALTED"
+                    self._halt(m, host.instructions.eq(host.instructions + 1))
             with m.Else():
                 self._dispatch(m, ir)
                 m.next = "EXEC"
@@ -288,12 +292,10 @@ class Sequencer(wiring.Component):
                 idle &= ~self._unit("dma").draining
             with m.If(err != Err.NONE):
                 with m.If(idle):
-                    m.d.sync += [host.error.eq(err), self.stopped.eq(1)]
-                    m.next = "HALTED"
+                    self._halt(m, host.error.eq(err))
             with m.Elif(ir.op == Op.HALT):
                 with m.If(idle):
-                    m.d.sync += self.stopped.eq(1)
-                    m.next = "HALTED"
+                    self._halt(m)
             with m.Elif(go):
                 # `ready` keeps its bit through DECODE, which loads the next word's; the lane is busy by then.
                 m.d.sync += pc.eq(pc + 1)
