@@ -79,17 +79,23 @@ class Scoreboard(wiring.Component):
                           **({"vector_draining": In(1), "vector_older": In(1)} if config.rq_overlap else {}),
                           **({"dma_draining": In(1), "dma_older": In(1)} if config.ld_overlap else {})})
 
+    def _two_deep(self):
+        """``(lane, draining, older)`` of each lane whose unit holds two instructions on this chip."""
+        return ([("vector", self.vector_draining, self.vector_older)] if self._config.rq_overlap else []) + \
+               ([("dma", self.dma_draining, self.dma_older)] if self._config.ld_overlap else [])
+
     def elaborate(self, platform):
         m = Module()
         layout = access_layout(self._config)
-        matrix, vector, dma = LANES.index("matrix"), LANES.index("vector"), LANES.index("dma")
-        overlap, ld_overlap = self._config.rq_overlap, self._config.ld_overlap
+        matrix = LANES.index("matrix")
+        two_deep = self._two_deep()
         cand = Signal(layout)
-        # One entry per lane (with rq_overlap, then the vector lane's second; with ld_overlap, the DMA lane's
-        # second), then the matrix lane's second; each entry's lane.
-        names = [*LANES, *(["vector_before"] if overlap else []), *(["dma_before"] if ld_overlap else []), "before"]
+        # One entry per lane, then the second entry of each lane whose unit holds two instructions (with
+        # rq_overlap the vector lane's, with ld_overlap the DMA lane's), then the matrix lane's second; each
+        # entry's lane.
+        names = [*LANES, *(f"{lane}_before" for lane, _, _ in two_deep), "before"]
         entries = [Signal(layout, name=f"{name}_entry") for name in names]
-        lanes = [*range(len(LANES)), *([vector] if overlap else []), *([dma] if ld_overlap else []), matrix]
+        lanes = [*range(len(LANES)), *(LANES.index(lane) for lane, _, _ in two_deep), matrix]
         meets = [Signal(name=f"meets_{name}") for name in names]     # the candidate overlaps the entry
         with m.If(self.load):
             m.d.sync += [cand.eq(self.ranges), *(meet.eq(_conflict(self.ranges, entry))
@@ -102,26 +108,19 @@ class Scoreboard(wiring.Component):
         in_flight = [*self.busy, self.busy[matrix] & self.draining]
         in_flight[matrix] = self.busy[matrix] | self.draining
         own = [[] for _ in LANES]       # a lane's own entries that block its candidate, beyond the matrix lane's
-        if overlap:
-            # The next RQ may start beside the last, which is in flight while it drains, and the one before.
-            vector_before = names.index("vector_before")
-            with m.If(self.issue[vector]):
-                m.d.sync += _copy_kinds(entries[vector_before], entries[vector], lane_kinds("vector", self._config))
-            in_flight[vector] = self.busy[vector] | self.vector_draining
-            in_flight.insert(vector_before, self.vector_older)
-        if ld_overlap:
-            # Likewise the next LD beside the last, which is in flight while any LD drains, and the one before.
-            dma_before = names.index("dma_before")
-            with m.If(self.issue[dma]):
-                m.d.sync += _copy_kinds(entries[dma_before], entries[dma], lane_kinds("dma", self._config))
-            in_flight[dma] = self.busy[dma] | self.dma_draining
-            in_flight.insert(dma_before, self.dma_older)
+        for lane, draining, older in two_deep:
+            # The next instruction may start beside the last, which is in flight while the unit drains, and the
+            # one before it, in flight while `older`.
+            n, second = LANES.index(lane), names.index(f"{lane}_before")
+            with m.If(self.issue[n]):
+                m.d.sync += _copy_kinds(entries[second], entries[n], lane_kinds(lane, self._config))
+            in_flight[n] = self.busy[n] | draining
+            in_flight.insert(second, older)
         assert len(in_flight) == len(entries)
         conflicts = [flying & meet for flying, meet in zip(in_flight, meets)]
-        if overlap:
-            own[vector] = [conflicts[vector], conflicts[vector_before]]
-        if ld_overlap:
-            own[dma] = [conflicts[dma], conflicts[dma_before]]
+        for lane, _, _ in two_deep:
+            n = LANES.index(lane)
+            own[n] = [conflicts[n], conflicts[names.index(f"{lane}_before")]]
         m.d.comb += self.blocked.eq(Cat(*(or_all([c for c, lane in zip(conflicts, lanes)
                                                   if lane != n or lane == matrix] + own[n])
                                           for n in range(len(LANES)))))
