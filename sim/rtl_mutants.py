@@ -256,6 +256,9 @@ RTL_MUTANTS = (
        file="ga2_hdl/sequencer.py"),
     _m("ldo: seq: the store flag from the word's second range", "overlapped_loads",
        "self._next_word.ranges.a.rd)", "self._next_word.ranges.b.rd)", file="ga2_hdl/sequencer.py"),
+    _m("ldo: seq: the scoreboard never sees an LD drain", "overlapped_loads",
+       'scoreboard.dma_draining.eq(self._unit("dma").draining)', "scoreboard.dma_draining.eq(0)",
+       file="ga2_hdl/sequencer.py"),
     _m("ldo: seq: HALT does not wait for the LDs' last write", "overlapped_loads",
        "                idle &= ~self._unit(\"dma\").draining\n", "", file="ga2_hdl/sequencer.py"),
     # -- softmax -------------------------------------------------------------------------------------------

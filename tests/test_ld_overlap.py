@@ -89,6 +89,22 @@ def test_pysim_matches_the_model(name):
     assert got.sp == ref.sp and got.ext == ref.ext
 
 
+def test_pysim_at_ext_latency_one():
+    """With ext_latency 1 an LD's last beat comes the cycle after its last request, so the next LD starts in the
+    very cycle the last one writes its last beat (the queue moves its context at once, `older` never rises); pysim
+    against the model on LDs of 10, 1 and 2 beats, an ST and two more LDs."""
+    config = OVERLAP.replace(ext_latency=1)
+    program = [LONG, SHORT, THIRD, STORE, isa.ld(dst=500, src=3, len=13), isa.ld(dst=600, src=70, len=2), isa.halt()]
+    starts, _ = timeline(program[:-1], config)
+    loads = [(s, e) for (s, e), i in zip(starts, program) if i.op == Op.LD]
+    assert sum(later[0] == earlier[1] for earlier, later in zip(loads, loads[1:])) >= 3, loads
+    rng = random.Random("ext latency one")
+    ext, sp = random_words(rng, 256), random_words(rng, 1000)
+    ref = Machine(config).run(program, ext, sp)
+    got = run_pysim(config, program, ext, sp, cycle_limit=hang_limit(ref))
+    assert (got.counters, got.error, got.pc, got.sp, got.ext) == (ref.counters, ref.error, ref.pc, ref.sp, ref.ext)
+
+
 def branch_counts(config, programs):
     """Counts, on the model, over ``programs``: LDs that start while the LD before them still writes; LDs held
     back by the LD before the last (the DMA holds two); instructions held back by a conflict with an LD that has

@@ -9,7 +9,7 @@ from ga2_sw import isa
 from ga2_sw.analyses.matrix_lane import CATEGORIES, lane_rows, matrix_lane_cycles
 from ga2_sw.cli import main
 from ga2_sw.config import Config
-from ga2_sw.cycles import cycle_counts
+from ga2_sw.cycles import DecoupledTimer, cycle_counts
 from ga2_sw.isa import Op
 from ga2_sw.timing import MM_PLAN_CYCLES
 from ga2_sw.workloads import decode_table_programs
@@ -49,18 +49,39 @@ def test_held_slices_where_operands_share_a_bank():
     assert records[0]["held"] == 4 and counts["held"] == 4 and counts["wait dma"] == 0
 
 
+def test_an_mm_held_by_a_later_rq_told_from_its_final_schedule():
+    """An RQ that starts beside an MM's reads takes port B's banks first and pushes the MM's last read from cycle
+    36 (its schedule when it started) to 56; the next MM starts right after, in 57. Told from the schedule the MM
+    had when it started, 20 of the MM's held cycles would show as the next MM's idle cycles."""
+    program = [isa.mm(900, 0, 256, 4, 16, 4, lda=16, ldb=4, ldc=4), isa.rq(dst=600, src=400, len=40, m=3, s=2),
+               isa.mm(1000, 64, 320, 4, 16, 4, lda=16, ldb=4, ldc=4), isa.halt()]
+    timer = DecoupledTimer(CHIP)
+    timer.issue(program[0])
+    assert timer.schedules[0].last_read == 36            # before the RQ starts beside it
+    counts, records = matrix_lane_cycles(program, CHIP)
+    assert [(r["start"], r["last_read"], r["idle"]) for r in records] == [(2, 56, 2), (57, 94, 0)]
+    assert records[0]["held"] == 56 - (2 + 1 + MM_PLAN_CYCLES) + 1 - 16
+    assert counts["in order"] == 2 and counts["held"] == records[0]["held"] + records[1]["held"]
+
+
 @pytest.mark.parametrize("config", [Config(mode="decoupled"),
                                     Config(mode="decoupled", bus_bytes=4, sp_banks=32, row_writes=1, rq_overlap=1,
                                            ld_overlap=1)], ids=["word port", "fastest 4-byte chip"])
 def test_every_cycle_of_the_decode_steps_told_once(config):
     """On the decode steps: the categories add up to the cycle model's count, the slices to the K of the
-    program's MMs and the issue cycles to 1 + MM_PLAN_CYCLES each (counted here from the programs)."""
+    program's MMs and the issue cycles to 1 + MM_PLAN_CYCLES each (counted here from the programs), and every
+    MM's record is its final schedule in a run of the whole program (the held and idle cycles between them)."""
     for p, row in zip(decode_table_programs(config), lane_rows(config)):
         mms = [i for i in p.program if i.op == Op.MM]
         lane = row["matrix_lane"]
         assert sum(lane.values()) == row["cycles"] == cycle_counts(p.program, config)[0].cycles
         assert lane["slices"] == sum(i.K for i in mms) and lane["issue"] == (1 + MM_PLAN_CYCLES) * len(mms)
         assert all(v >= 0 for v in lane.values()) and row["mms"] == len(mms)
+        timer = DecoupledTimer(config)
+        for instr in p.program[:-1]:
+            timer.issue(instr)
+        final = [(n, timer.schedules[n].last_read) for n, (i, _, _) in enumerate(timer.starts) if i.op == Op.MM]
+        assert [(r["index"], r["last_read"]) for r in row["mm_records"]] == final
 
 
 def test_the_command(tmp_path, capsys):

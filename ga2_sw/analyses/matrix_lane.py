@@ -22,7 +22,7 @@ CATEGORIES = {
     "wait vector": "idle, waiting for an RQ, SM or online instruction it conflicts with",
     "wait matrix": "idle, waiting for an earlier MM's results",
     "in order": "idle with the lane free and the operands ready: an earlier instruction, waiting itself, held "
-                "the in-order issue",
+                "the in-order issue (before the first MM, also the first fetch and decode)",
     "tail": "after the last MM's last read: its results, the RQs, SMs and STs behind it, HALT",
 }
 
@@ -31,25 +31,28 @@ def matrix_lane_cycles(program, config):
     """``{category: cycles}`` (``CATEGORIES``) of one decoupled program on ``config``, summing to its cycle count,
     and the per-MM records ``[{index, start, last_read, K, held, idle, waited_for}]``.
 
-    An MM's idle cycles (from the lane's free cycle to its start) are split at the cycle its operands were
-    ready: the lane free and every earlier instruction it conflicts with finished (``cycles.conflict``; with
-    in-order issue they all started earlier). Before it, the MM waits for the lane of the last of those to
-    finish; after it, for its own turn in program order."""
+    An MM's idle cycles (from the lane's free cycle, for the first MM cycle 0, the first fetch, to its start)
+    are split at the cycle its operands were ready: the lane free and every earlier instruction it conflicts with
+    finished (``cycles.conflict``; with in-order issue they all started earlier). Before it, the MM waits for
+    the lane of the last of those to finish; after it, for its own turn in program order."""
     timer = DecoupledTimer(config)
-    counts = dict.fromkeys(CATEGORIES, 0)
-    records, lane_free = [], 0
     for instr in program:
         if instr.op == Op.HALT:
             break
-        ready, cause = lane_free, None
-        if instr.op == Op.MM:
-            for other, _, end in timer.starts:
-                if conflict(instr, other) and end + 1 > ready:
-                    ready, cause = end + 1, other
-        start = timer.issue(instr)
+        timer.issue(instr)
+    total = timer.stop(True).cycles
+    # Told from the final schedules: a vector instruction that starts beside an MM's reads works that MM's
+    # schedule out again (DecoupledTimer.issue), so an MM's last read is known only once the program has run.
+    counts = dict.fromkeys(CATEGORIES, 0)
+    records, lane_free = [], 0
+    for index, (instr, start, _) in enumerate(timer.starts):
         if instr.op != Op.MM:
             continue
-        schedule = timer.schedules[len(timer.starts) - 1]
+        ready, cause = lane_free, None
+        for other, _, end in timer.starts[:index]:
+            if conflict(instr, other) and end + 1 > ready:
+                ready, cause = end + 1, other
+        schedule = timer.schedules[index]
         first_read = start + 1 + MM_PLAN_CYCLES
         held = schedule.last_read - first_read + 1 - instr.K
         assert start >= ready >= lane_free and held >= 0, "the timer starts no MM before its operands"
@@ -60,10 +63,9 @@ def matrix_lane_cycles(program, config):
         counts["issue"] += first_read - start
         counts["slices"] += instr.K
         counts["held"] += held
-        records.append({"index": len(timer.starts) - 1, "start": start, "last_read": schedule.last_read,
-                        "K": instr.K, "held": held, "idle": start - lane_free, "waited_for": waited})
+        records.append({"index": index, "start": start, "last_read": schedule.last_read, "K": instr.K,
+                        "held": held, "idle": start - lane_free, "waited_for": waited})
         lane_free = schedule.last_read + 1
-    total = timer.stop(True).cycles
     counts["tail"] = total - lane_free
     assert sum(counts.values()) == total
     return counts, records
