@@ -9,7 +9,7 @@ from ga2_sw.timing import BANKED_READ_DELAY, SP_WRITE_DELAY, rq_latency, vector_
 
 from .ports import Unit
 from .requant_pipeline import SHIFT_WIDTH, RequantPipeline
-from .requantiser import write_skew
+from .requantiser import skew_taps, write_skew
 from .valid_chain import delayed
 
 __all__ = ["OverlappedRequantiser", "follow_wait"]
@@ -135,11 +135,7 @@ class OverlappedRequantiser(Unit):
         with m.If(first_read):
             m.d.sync += [skew.eq(skew_now), entry_mult.eq(mult), entry_shift.eq(shift)]
         word_skew = delayed(m, skew, pipeline.read_latency, "word_skew")
-        reads_late, words = [], [self.sp_rd.data]
-        for n in range(RQ_MAX_SKEW + 1):
-            reads_late.append(delayed(m, reading if n == 0 else reads_late[-1], 1, f"read_d{n + 1}"))
-        for n in range(RQ_MAX_SKEW):
-            words.append(delayed(m, words[-1], 1, f"word_d{n + 1}"))
+        reads_late, words = skew_taps(m, reading, self.sp_rd.data)
         m.d.comb += [pipeline.read.eq(Array(reads_late)[skew]), pipeline.word.eq(Array(words)[word_skew]),
                      pipeline.mult.eq(delayed(m, entry_mult, pipeline.read_latency, "word_mult")),
                      pipeline.shift.eq(delayed(m, entry_shift, pipeline.read_latency, "word_shift"))]

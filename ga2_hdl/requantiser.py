@@ -9,7 +9,7 @@ from .ports import Unit
 from .requant_pipeline import SHIFT_WIDTH, RequantPipeline
 from .valid_chain import delayed
 
-__all__ = ["Requantiser", "write_skew"]
+__all__ = ["Requantiser", "skew_taps", "write_skew"]
 
 
 def write_skew(src, dst, config):
@@ -24,6 +24,18 @@ def write_skew(src, dst, config):
         return (v == 0) | (v == nb - 1)
     assert RQ_MAX_SKEW == 2, "the choice below covers skews 0, 1 and 2"
     return Mux(~may_collide(0), 0, Mux(~may_collide(1), 1, 2))
+
+
+def skew_taps(m, reading, word):
+    """The delay lines a decoupled requantiser selects its skew from: the read valid bits tapped one register
+    late (``reads_late[n]`` is ``reading`` ``n + 1`` cycles ago, ``n <= RQ_MAX_SKEW``) and the read words
+    (``words[n]`` is ``word`` ``n`` cycles ago)."""
+    reads_late, words = [], [word]
+    for n in range(RQ_MAX_SKEW + 1):
+        reads_late.append(delayed(m, reading if n == 0 else reads_late[-1], 1, f"read_d{n + 1}"))
+    for n in range(RQ_MAX_SKEW):
+        words.append(delayed(m, words[-1], 1, f"word_d{n + 1}"))
+    return reads_late, words
 
 
 class Requantiser(Unit):
@@ -117,11 +129,7 @@ class Requantiser(Unit):
                 m.d.sync += skew.eq(skew_now)
             with m.If(busy & (step == 2)):
                 m.d.sync += last_step.eq(last_step + skew)
-            reads_late, words = [], [self.sp_rd.data]
-            for n in range(RQ_MAX_SKEW + 1):
-                reads_late.append(delayed(m, reading if n == 0 else reads_late[-1], 1, f"read_d{n + 1}"))
-            for n in range(RQ_MAX_SKEW):
-                words.append(delayed(m, words[-1], 1, f"word_d{n + 1}"))
+            reads_late, words = skew_taps(m, reading, self.sp_rd.data)
             m.d.comb += [pipeline.read.eq(Array(reads_late)[skew]), pipeline.word.eq(Array(words)[skew])]
         else:
             m.d.comb += [pipeline.read.eq(reading), pipeline.word.eq(self.sp_rd.data)]
