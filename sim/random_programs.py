@@ -265,9 +265,8 @@ def _cramped(config):
     return config.replace(sp_words=64, ext_words=64)
 
 
-def _load(draw, config, most=None):
-    """A valid LD of at most ``most`` elements (None: up to 64) anywhere in both memories."""
-    n = draw(1, min(most or 64, config.sp_words, config.ext_words))
+def _load(draw, config, n):
+    """A valid LD of ``n`` elements anywhere in both memories."""
     return isa.ld(draw(0, config.sp_words - n), draw(0, config.ext_words - n), n)
 
 
@@ -281,7 +280,7 @@ def random_program(draw, config, fault=None, max_len=10, cramped=False):
         prog = []
         for _ in range(config.imem_words):
             n = draw(1, 4)
-            prog.append(_pick(draw, (lambda: isa.ld(draw(0, config.sp_words - n), draw(0, config.ext_words - n), n),
+            prog.append(_pick(draw, (lambda: _load(draw, config, n),
                                      lambda: isa.rq(*_rq_pair(draw, n, config.sp_words), n,
                                                     draw(-300, 300), draw(0, 12))))())
         return prog
@@ -291,8 +290,11 @@ def random_program(draw, config, fault=None, max_len=10, cramped=False):
         # A run of LDs, some of a beat or two: the DMA takes each beside the last one's beats, and a short one
         # between two longer ones holds the third back until the first has written its last (it holds two).
         at = draw(0, len(prog))
-        prog[at:at] = [_load(draw, small if draw(0, 2) else config, config.bus_bytes * draw(1, 2) if draw(0, 1)
-                             else None) for _ in range(draw(2, 4))]
+        for _ in range(draw(2, 4)):
+            chip = small if draw(0, 2) else config
+            most = config.bus_bytes * draw(1, 2) if draw(0, 1) else 64
+            prog.insert(at, _load(draw, chip, draw(1, min(most, chip.sp_words, chip.ext_words))))
+            at += 1
     prog = prog[:config.imem_words - 2]
     if fault is None:
         return prog + [isa.halt()]

@@ -5,7 +5,7 @@ compute lanes: where the step stops being memory-bound."""
 
 from ..config import BUS_BYTES
 from ..options import IntList
-from .common import emit, finish_plot, json_option, plot_option, table
+from .common import chip_options, emit, finish_plot, json_option, plot_option, table
 
 __all__ = ["bus_rows", "register", "check_widths"]
 
@@ -39,9 +39,7 @@ def _run(args):
         body.append([r["bus_bytes"], r["name"], r["cycles"], r["beats"], f"{r['cycles'] / r['beats']:.2f}",
                      r["mm_cycles"], r["vec_cycles"], what, f"{r['cycles'] / bound:.2f}",
                      "yes" if r["matches_reference"] else "NO"])
-    options = "".join(f", {what}" for field, what in (("row_writes", "a row of results a cycle"),
-                                                        ("rq_overlap", "overlapped RQs"), ("axi", "an AXI4 port"))
-                      if getattr(config, field))
+    options = chip_options(config)      # (ld_overlap is not the base chip's here: the packed widths' only)
     if args.ld_overlap:
         options += ", overlapped LDs (packed widths)"
     print(f"decode steps on {args.sim}: the decoupled {config.rows}x{config.cols} chip, {config.sp_banks} banks"

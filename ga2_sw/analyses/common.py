@@ -9,13 +9,22 @@ from ..options import OutputFile, atomic_write, need_matplotlib, savefig
 # What --plot writes: the formats matplotlib draws without extra packages.
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 
-__all__ = ["table", "write_json", "add_output_arguments", "finish_plot", "emit", "progress_bar"]
+__all__ = ["table", "write_json", "add_output_arguments", "finish_plot", "emit", "progress_bar", "chip_options"]
 
 
 def progress_bar(total, disabled, unit):
     """A progress bar on stderr (the tables and JSON go to stdout), gone when it is done."""
     from tqdm import tqdm
     return tqdm(total=total, unit=unit, file=sys.stderr, disable=disabled, dynamic_ncols=True, leave=False)
+
+
+def chip_options(config):
+    """The decoupled chip's options that change its timing, as a table's title names them: ", a row of results a
+    cycle, overlapped RQs, ..." (empty without any)."""
+    return "".join(f", {what}" for field, what in (("row_writes", "a row of results a cycle"),
+                                                   ("rq_overlap", "overlapped RQs"), ("ld_overlap", "overlapped LDs"),
+                                                   ("axi", "an AXI4 port"))
+                   if getattr(config, field))
 
 
 def table(headers, rows, aligns=None):

@@ -6,7 +6,7 @@ the first fetch to the last counted cycle, into what the lane did or waited for,
 from ..cycles import DecoupledTimer, conflict, lane_of
 from ..isa import Op
 from ..timing import MM_PLAN_CYCLES
-from .common import emit, finish_plot, json_option, plot_option, table
+from .common import chip_options, emit, finish_plot, json_option, plot_option, table
 
 __all__ = ["CATEGORIES", "matrix_lane_cycles", "register"]
 
@@ -88,11 +88,8 @@ def _run(args):
     from ..cli import config_from_args
     config = config_from_args(args)
     rows = lane_rows(config, args.seed)
-    options = "".join(f", {what}" for field, what in (("row_writes", "row writes"), ("rq_overlap", "overlapped RQs"),
-                                                       ("ld_overlap", "overlapped LDs"), ("axi", "an AXI4 port"))
-                      if getattr(config, field))
     print(f"where the matrix lane's cycles go: the decoupled {config.rows}x{config.cols} chip, {config.sp_banks} "
-          f"banks, {_bytes(config)} a beat{options} (cycle model)")
+          f"banks, {_bytes(config)} a beat{chip_options(config)} (cycle model)")
     names = list(CATEGORIES)
     body = [[r["name"], r["cycles"], r["beats"], r["mms"], *(r["matrix_lane"][c] for c in names)] for r in rows]
     print(table(["program", "cycles", "beats", "MMs", *names], body, ["<"] + [">"] * (3 + len(names))))
