@@ -79,8 +79,9 @@ class CheckOperands(wiring.Component):
         with m.If(is_mm):
             m.d.sync += (load(a, w.A, k1, m1, w.lda) + load(b, w.B, Mux(w.tb, k1, n1), Mux(w.tb, n1, k1), w.ldb) +
                          load(c, w.dst, n1, m1, w.ldc))
-            if cfg.row_b:       # B's range also spans rows 1..M-1's Bs: A's product (M-1)*lda more (CheckRanges)
-                m.d.sync += operands.rb.eq(optional_field(w, "rb"))
+            if cfg.row_b:       # B's range also spans rows 1..M-1's Bs: A's product (M-1)*lda more; with sa
+                # A's range is row 0's alone, its product left out (CheckRanges)
+                m.d.sync += [operands.rb.eq(optional_field(w, "rb")), operands.sa.eq(optional_field(w, "sa"))]
         with m.Elif(op == Op.LD):
             m.d.sync += load(a, w.dst, ln1) + [operands.ext_base.eq(ext_address(w, Op.LD)), operands.ext_tail.eq(ln1)]
         with m.Elif(op == Op.ST):

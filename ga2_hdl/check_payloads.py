@@ -13,7 +13,7 @@ from .burst_plan import plan_layout, precomputed
 from .ports import imem_addr_width
 
 __all__ = ["RESET_LESS", "RANGES", "RANGE_WIDTH", "EXT_RANGE_WIDTH", "pipeline_reg", "tag_layout", "word_layout",
-           "operands_layout", "ends_layout"]
+           "operands_layout", "ends_layout", "row_b_flags"]
 
 # The checker's pipeline is reset-less: a reset right after the host's last write must not drop the word's
 # code, or the error memory would keep the previous word's code for it.
@@ -52,10 +52,16 @@ def operands_layout(config):
     it is read and/or written (``ga2_sw.cycles.accesses``)."""
     rng = data.StructLayout({"base": RANGE_WIDTH, "x": signed(17), "y": 12, "tail": signed(18), "rd": 1, "wr": 1})
     # RQ: dst - src and src - dst, for the OVERLAP verdict of the next stage (tag.overlap is set there).
-    # MM's rb (row_b chips): B's range ends A's product (M-1)*lda further on (ga2_sw.isa.footprints).
+    # MM's rb (row_b chips): B's range ends A's product (M-1)*lda further on; sa: A's range leaves it out
+    # (ga2_sw.isa.footprints).
     return data.StructLayout({"tag": tag_layout(config), **{r: rng for r in RANGES},
                               "ext_base": EXT_ADDR_BITS, "ext_tail": signed(18), "is_rq": 1,
-                              "dst_ahead": signed(17), "src_ahead": signed(17), **({"rb": 1} if config.row_b else {})})
+                              "dst_ahead": signed(17), "src_ahead": signed(17), **row_b_flags(config)})
+
+
+def row_b_flags(config):
+    """MM's rb and sa, carried through the checker's stages on row_b chips (none elsewhere)."""
+    return {"rb": 1, "sa": 1} if config.row_b else {}
 
 
 def ends_layout(config):

@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from .burst_plan import (BEATS_WIDTH, beat_count, first_to_page, lane_bits, page_beats, precomputed,
                          shortest)
 from .check_payloads import (EXT_RANGE_WIDTH, RANGE_WIDTH, RANGES, RESET_LESS, ends_layout, operands_layout, pipeline_reg,
-                             tag_layout)
+                             row_b_flags, tag_layout)
 from .valid_chain import ValidChain
 
 __all__ = ["CheckRanges"]
@@ -24,7 +24,7 @@ def _sums_layout(config):
     # within len words after the source, its source within len words after the destination.
     overlap = data.StructLayout({"moves": 1, "dst_within": 1, "src_within": 1})
     return data.StructLayout({"tag": tag_layout(config), "overlap": overlap, **{r: rng for r in RANGES},
-                              "ext_end": signed(EXT_RANGE_WIDTH), **plan, **({"rb": 1} if config.row_b else {})})
+                              "ext_end": signed(EXT_RANGE_WIDTH), **plan, **row_b_flags(config)})
 
 
 class CheckRanges(wiring.Component):
@@ -78,7 +78,7 @@ class CheckRanges(wiring.Component):
             stage += [sums.beats.eq(beat_count(ops.ext_base, ops.ext_tail, self._config)),
                       sums.to_page.eq(first_to_page(ops.ext_base[lb:lb + bw], self._config))]
         if self._config.row_b:
-            stage.append(sums.rb.eq(ops.rb))
+            stage += [sums.rb.eq(ops.rb), sums.sa.eq(ops.sa)]
         chain.stage("sums", *stage)
 
         # Stage 4: the extreme addresses, and whether they lie beyond the memories.
@@ -88,6 +88,9 @@ class CheckRanges(wiring.Component):
         for r in RANGES:
             x, y = getattr(sums, r), getattr(ends, r)
             end, end_over = x.start + x.prod, x.start_over + x.prod
+            if r == "a" and self._config.row_b:
+                # With sa, A's range is row 0's: its product (M-1)*lda left out (ga2_sw.isa.footprints).
+                end, end_over = x.start + Mux(sums.sa, 0, x.prod), x.start_over + Mux(sums.sa, 0, x.prod)
             if r == "b" and self._config.row_b:
                 # With rb, B's range spans every row's B: A's product (M-1)*lda further (ga2_sw.isa.footprints).
                 rows_b = Mux(sums.rb, sums.a.prod, 0)

@@ -125,8 +125,10 @@ class StreamFeeder(wiring.Component):
         # are latched at start and the addresses computed from them in cycle 1.
         base_a, base_b = Signal.like(instr.A, name="base_a"), Signal.like(instr.B, name="base_b")
         lda, ldb, tb = Signal.like(instr.lda, name="lda"), Signal.like(instr.ldb, name="ldb"), Signal(name="tb")
-        # row_b chips: row r's B starts r*lda words past B with rb, its operands after the columns'
+        # row_b chips: row r's B starts r*lda words past B with rb, its operands after the columns'; with sa
+        # every row takes row 0's A operand (rows 1..'s ports stay idle: `useds`)
         rb = Signal(name="rb") if config.row_b else None
+        sa = Signal(name="sa") if config.row_b else None
         row_offsets = [times(lda, i) for i in range(rows)]
         column_firsts = [base_b + Mux(tb, times(ldb, j), j) for j in range(config.cols)]
         firsts = ([base_a + off for off in row_offsets] + column_firsts +
@@ -251,7 +253,7 @@ class StreamFeeder(wiring.Component):
                          tb.eq(instr.tb), *(u.eq(f) for u, f in zip(used, useds(instr, config))),
                          left.eq(instr.K - 1), on_last.eq(instr.K == 1)]
             if config.row_b:
-                m.d.sync += rb.eq(optional_field(instr, "rb"))
+                m.d.sync += [rb.eq(optional_field(instr, "rb")), sa.eq(optional_field(instr, "sa"))]
         with m.Elif(slice_read):
             m.d.sync += [left.eq(left - 1), on_last.eq(next_is_last)]
         with m.If(reading & addr_end):
@@ -294,6 +296,10 @@ class StreamFeeder(wiring.Component):
                 for j in range(cols):
                     with m.If(shared[j]):
                         m.d.sync += ctl.b[r * cols + j].eq(self.b_rd[j].data[0:8].as_signed())
+            # With sa, row 0's A operand is every row's.
+            a_shared = delayed(m, self.a_rd[0].en & sa, READ_LATENCY, "row0_a_shared")
+            with m.If(a_shared):
+                m.d.sync += [ctl.a[r].eq(self.a_rd[0].data[0:8].as_signed()) for r in range(1, rows)]
         m.d.comb += [ctl.step.eq(delayed(m, slice_read, STEP_DELAY, "step_now")),
                      ctl.last.eq(delayed(m, slice_read & on_last, STEP_DELAY, "last_step"))]
         return m
@@ -327,11 +333,14 @@ def thermometer(m, bits, name):
 
 
 def useds(instr, config):
-    """Whether the MM uses each operand port: rows ``i < M``, then columns ``j < N``, then (row_b chips) with
-    ``rb`` row ``i``'s column ``j`` for ``1 <= i < M``, ``j < N``."""
+    """Whether the MM uses each operand port: rows ``i < M`` (row_b chips: with ``sa`` row 0 alone), then
+    columns ``j < N``, then (row_b chips) with ``rb`` row ``i``'s column ``j`` for ``1 <= i < M``, ``j < N``."""
     rows_b = ([optional_field(instr, "rb") & (instr.M > i) & (instr.N > j)
                for i in range(1, config.rows) for j in range(config.cols)] if config.row_b else [])
-    return [instr.M > i for i in range(config.rows)] + [instr.N > j for j in range(config.cols)] + rows_b
+    rows_a = [instr.M > i for i in range(config.rows)]
+    if config.row_b:
+        rows_a[1:] = [used & ~optional_field(instr, "sa") for used in rows_a[1:]]
+    return rows_a + [instr.N > j for j in range(config.cols)] + rows_b
 
 
 def read_ports_of(unit, config):

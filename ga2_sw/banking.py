@@ -57,12 +57,13 @@ def row_of(addr, config):
 
 def slice_addresses(instr, k):
     """The scratchpad addresses an MM's streaming feeder reads for k-slice ``k``, in its operand order: ``A[i][k]``
-    for ``i < M``, then ``Bop(k, j)`` for ``j < N``; with ``rb``, then row ``r``'s ``Bop(k, j)`` (``r * lda``
-    words on) for ``r = 1 .. M-1``, ``j < N`` (row 0's are the columns' operands)."""
+    for ``i < M`` (with ``sa`` only ``A[0][k]``, which every row takes), then ``Bop(k, j)`` for ``j < N``; with
+    ``rb``, then row ``r``'s ``Bop(k, j)`` (``r * lda`` words on) for ``r = 1 .. M-1``, ``j < N`` (row 0's are the
+    columns' operands)."""
     i = instr
     b = [i.B + (c * i.ldb + k if i.tb else k * i.ldb + c) for c in range(i.N)]
     rows_b = [a + r * i.lda for r in range(1, i.M) for a in b] if i.rb else []
-    return [i.A + r * i.lda + k for r in range(i.M)] + b + rows_b
+    return [i.A + r * i.lda + k for r in range(1 if i.sa else i.M)] + b + rows_b
 
 
 def slice_rounds(addresses, config):

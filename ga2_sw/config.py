@@ -76,8 +76,9 @@ _HELP = {
                  "or 16 pack bytes (decoupled mode; docs/ISA.md, \"Packed external memory\")",
     "row_writes": "1: the matrix unit writes a row of an MM's results a cycle (up to cols words, one per bank) "
                   "rather than one result a cycle (decoupled mode, sp_banks > cols; docs/ARCHITECTURE.md)",
-    "row_b": "1: MM takes the rb flag: row i of A multiplies a B operand of its own, i*lda words past B, one "
-             "read port per array cell (batched attention; decoupled mode; docs/ISA.md)",
+    "row_b": "1: MM takes the rb flag (row i of A multiplies a B operand of its own, i*lda words past B) and "
+             "the sa flag (every row takes A's row 0), one read port per array cell; the decode step's attention "
+             "then takes a key or value tile a row (decoupled mode; docs/ISA.md)",
     "rq_overlap": "1: an RQ may start while the RQ before it is still writing, from the cycle after that RQ's "
                   "last read (the requantiser holds two; decoupled mode; docs/ARCHITECTURE.md)",
     "ld_overlap": "1: an LD may start while the LD before it is still writing, from the cycle after that LD's "

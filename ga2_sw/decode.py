@@ -148,22 +148,45 @@ def program(config, seqs, ts, P, key_digits=1):
         prog.append(isa.st(src=lay.KC(j) + r, dst=lay.ex_kc(b) + r, len=D))
         for _, rv in rows_v:
             prog.append(isa.st(src=lay.VC(j) + rv, dst=lay.ex_vc(b) + rv, len=G))
-    # Attention, one sequence at a time, each over its own cache at its own length.
+    # Attention, one sequence at a time, each over its own cache at its own length: its query against the key
+    # cache's column tiles (a tile is C keys, each a row of D words), its weights against the value cache's
+    # (a tile is C columns of a V block).
     for j, b in enumerate(seqs):
         L = ts[j]
-        for c0 in range(0, L, C):
-            prog.append(isa.mm(dst=lay.S + c0, A=lay.Q8 + j * D, B=lay.KC(j) + c0 * D, M=1, K=D, N=min(C, L - c0), tb=1, lda=D, ldb=D, ldc=C))
+        prog += column_tiles(config, dst=lay.S, A=lay.Q8 + j * D, B=lay.KC(j), K=D, width=L, tb=1, ldb=D,
+                             column_words=D, lda=D)
         prog.append(isa.rq(dst=lay.S8, src=lay.S, len=L, m=P["scores"][0], s=P["scores"][1]))
         prog.append(isa.sm(dst=lay.P, src=lay.S8, len=L))
         prog.append(isa.rq(dst=lay.WT, src=lay.P, len=L, m=P["weights"][0], s=P["weights"][1]))
-        for c0 in range(0, D, C):
-            prog.append(isa.mm(dst=lay.O + c0, A=lay.WT, B=lay.VC(j) + lay.v_at(0, c0), M=1, K=L, N=min(C, D - c0), tb=0, lda=L, ldb=G, ldc=C))
+        for c0, v0 in lay.v_blocks:
+            prog += column_tiles(config, dst=lay.O + c0, A=lay.WT, B=lay.VC(j) + v0, K=L, width=min(G, D - c0),
+                                 tb=0, ldb=G, column_words=1, lda=L)
         prog.append(isa.rq(dst=lay.O8, src=lay.O, len=D, m=P["out"][0], s=P["out"][1]))
         prog.append(isa.st(src=lay.O8, dst=lay.ex_out(b), len=D))
     prog.append(isa.halt())
     # Decoupled, the same instructions go out in an order that overlaps the DMA with compute; every pair
     # that shares a word keeps its order, so the step computes exactly what the in-order program does.
     return reorder(prog, config) if config.decoupled else prog
+
+
+def column_tiles(config, dst, A, B, K, width, tb, ldb, column_words, lda):
+    """The MMs of one row of A (``K`` words at ``A``) against ``width`` columns of B, column ``c`` starting
+    ``c * column_words`` words past ``B``, the results at ``dst + c``: a tile of ``cols`` columns an MM of
+    ``M = 1`` (``lda`` is then unused), or on a ``row_b`` chip up to ``rows`` whole tiles an MM, a tile a row:
+    ``sa`` gives every row A's row 0, ``rb`` row ``i`` the tile ``i * cols`` columns on (docs/ISA.md)."""
+    C = config.cols
+    tile_words = C * column_words
+    whole = width // C if config.row_b and tile_words <= isa.field_range(isa.Op.MM, "lda")[1] else 0
+    out = []
+    for t0 in range(0, whole, config.rows):
+        rows = min(config.rows, whole - t0)
+        c0 = t0 * C
+        out.append(isa.mm(dst=dst + c0, A=A, B=B + c0 * column_words, M=rows, K=K, N=C, tb=tb, lda=tile_words,
+                          ldb=ldb, ldc=C, rb=1, sa=1))
+    for c0 in range(whole * C, width, C):
+        out.append(isa.mm(dst=dst + c0, A=A, B=B + c0 * column_words, M=1, K=K, N=min(C, width - c0), tb=tb,
+                          lda=lda, ldb=ldb, ldc=C))
+    return out
 
 
 def outputs(config, ext, b, key_digits=1):

@@ -44,6 +44,7 @@ SLOTS = {
     "op":  (0, 4, False),
     "tb":  (4, 1, False),
     "rb":  (5, 1, False),       # MM: row i of A takes a B of its own, i*lda words past B (Config.row_b chips only)
+    "sa":  (6, 1, False),       # MM: every row takes A's row 0, so lda steps only rb's Bs (Config.row_b chips only)
     "dst": (8, 16, False),
     "src": (24, 16, False),
     "len": (40, 16, False),
@@ -70,7 +71,7 @@ FIELDS = {
     Op.LD:   (("dst", "dst"), ("src", "src"), ("len", "len")),
     Op.ST:   (("src", "src"), ("dst", "dst"), ("len", "len")),
     Op.MM:   (("dst", "dst"), ("A", "src"), ("B", "len"), ("M", "M"), ("K", "K"), ("N", "N"),
-              ("tb", "tb"), ("lda", "lda"), ("ldb", "ldb"), ("ldc", "ldc"), ("rb", "rb")),
+              ("tb", "tb"), ("lda", "lda"), ("ldb", "ldb"), ("ldc", "ldc"), ("rb", "rb"), ("sa", "sa")),
     Op.RQ:   (("dst", "dst"), ("src", "src"), ("len", "len"), ("m", "m"), ("s", "s")),
     Op.SM:   (("dst", "dst"), ("src", "src"), ("len", "len")),
     Op.HALT: (),
@@ -79,9 +80,9 @@ FIELDS = {
     Op.NRM:  (("dst", "dst"), ("src", "src"), ("len", "len"), ("m", "m"), ("s", "s"), ("st", "st")),
 }
 
-# Fields that only chips built with an option take (MM's rb: Config.row_b); elsewhere a set one is ILLEGAL, as
-# a stray bit is.
-OPTIONAL_FIELDS = {"rb": "row_b"}
+# Fields that only chips built with an option take (MM's rb and sa: Config.row_b); elsewhere a set one is
+# ILLEGAL, as a stray bit is.
+OPTIONAL_FIELDS = {"rb": "row_b", "sa": "row_b"}
 
 
 def unbuilt_fields(instr, config):
@@ -223,6 +224,7 @@ class Instr:
     st: int = 0
     ld: int = 0
     a: int = 0
+    sa: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "op", Op(self.op))
@@ -271,8 +273,8 @@ def rows_moved(op, sp, sp_stride, ext, ext_stride, rows, length):
     return [ld(dst=a, src=x, len=n) if op == "LD" else st(src=a, dst=x, len=n) for a, x, n in pairs]
 
 
-def mm(dst, A, B, M, K, N, tb=0, lda=0, ldb=0, ldc=0, rb=0):
-    return Instr(Op.MM, dst=dst, A=A, B=B, M=M, K=K, N=N, tb=tb, lda=lda, ldb=ldb, ldc=ldc, rb=rb)
+def mm(dst, A, B, M, K, N, tb=0, lda=0, ldb=0, ldc=0, rb=0, sa=0):
+    return Instr(Op.MM, dst=dst, A=A, B=B, M=M, K=K, N=N, tb=tb, lda=lda, ldb=ldb, ldc=ldc, rb=rb, sa=sa)
 
 
 def rq(dst, src, len, m, s):
@@ -346,8 +348,8 @@ def footprints(instr):
         return [(i.dst, i.dst + i.len - 1)], [(i.src, i.src + i.len - 1)]
     if i.op == Op.ST:
         return [(i.src, i.src + i.len - 1)], [(i.dst, i.dst + i.len - 1)]
-    if i.op == Op.MM:       # with rb, B's range spans every row's B: from row 0's first word to row M-1's last
-        a_hi = i.A + (i.M - 1) * i.lda + i.K - 1
+    if i.op == Op.MM:       # with rb, B's range spans every row's B: from row 0's first word to row M-1's last;
+        a_hi = i.A + (i.M - 1) * i.lda * (1 - i.sa) + i.K - 1       # with sa, A's is row 0 alone
         b_hi = i.B + ((i.N - 1) * i.ldb + i.K - 1 if i.tb else (i.K - 1) * i.ldb + i.N - 1) + \
             (i.M - 1) * i.lda * i.rb
         c_hi = i.dst + (i.M - 1) * i.ldc + i.N - 1

@@ -60,9 +60,13 @@ class Layout:
         loads with an LD of its own. In order, one block of d columns: the chapter's row-major cache. Decoupled,
         two blocks when each holds whole column tiles of the array (d/2 a multiple of cols): the P V products of
         the first block then run while the second loads, and only the second's follow the step's last load
-        (docs/ARCHITECTURE.md, "What holds back the worst programs")."""
+        (docs/ARCHITECTURE.md, "What holds back the worst programs"). On a ``row_b`` chip, whose P V takes up
+        to ``rows`` column tiles of a block an MM (``decode.column_tiles``), only when a half fills the array's
+        rows: else two blocks would be two MMs where one block is one (the B = 4 step at 4 bytes a beat on the
+        fastest chip: 1,039 cycles against 1,054)."""
         d, cols = self.d, self.config.cols
-        if self.config.decoupled and d % 2 == 0 and (d // 2) % cols == 0:
+        halves = self.config.decoupled and d % 2 == 0 and (d // 2) % cols == 0
+        if halves and (not self.config.row_b or (d // 2) // cols >= self.config.rows):
             return d // 2
         return d
 

@@ -55,7 +55,7 @@ def _execute(i, sp, ext, config):
     elif i.op == Op.ST:
         ext[i.dst:i.dst + i.len] = [store_element(w, config) for w in sp[i.src:i.src + i.len]]
     elif i.op == Op.MM:
-        a = [[s8(sp[i.A + r * i.lda + k]) for k in range(i.K)] for r in range(i.M)]
+        a = [[s8(sp[i.A + r * i.lda * (1 - i.sa) + k]) for k in range(i.K)] for r in range(i.M)]   # sa: row 0's A
 
         def b(r, k, c):     # Bop(k, c) of row r: with rb, row r's B starts r*lda words past B
             base = i.B + r * i.lda * i.rb

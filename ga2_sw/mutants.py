@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from . import mutation
 from .mutation import Outcome, PACKAGE_DIR, BatchInvariance
 
-__all__ = ["Mutant", "Outcome", "CHAPTER_MUTANTS", "OWN_MUTANTS", "ALL_MUTANTS", "NO_RAGGED_SURVIVORS",
+__all__ = ["Mutant", "Outcome", "CHAPTER_MUTANTS", "OWN_MUTANTS", "ROW_B_MUTANTS", "ALL_MUTANTS", "NO_RAGGED_SURVIVORS",
            "mutate", "run_mutant", "run_mutants", "summarise"]
 
 
@@ -88,13 +88,13 @@ OWN_MUTANTS = (
     _o("the V row of the new token is stored from the K cache slot", "src=lay.VC(j) + rv,", "src=lay.KC(j) + rv,"),
     _o("keys are requantised with the values' parameters", 'len=D, m=P["k"][0], s=P["k"][1]',
        'len=D, m=P["v"][0], s=P["v"][1]'),
-    _o("scores multiply by K untransposed (tb=0)", "N=min(C, L - c0), tb=1,", "N=min(C, L - c0), tb=0,"),
-    _o("score tiles step by one word instead of one cache row", "B=lay.KC(j) + c0 * D,", "B=lay.KC(j) + c0,"),
+    _o("scores multiply by K untransposed (tb=0)", "width=L, tb=1,", "width=L, tb=0,"),
+    _o("score tiles step by one word instead of one cache row", "column_words=D, lda=D)", "column_words=1, lda=D)"),
     _o("scores are requantised for one element only", "src=lay.S, len=L,", "src=lay.S, len=1,"),
     _o("softmax over one element less", "src=lay.S8, len=L)", "src=lay.S8, len=L - 1)"),
     # Caught only because the check runs every program on a junk scratchpad: on zeros the extra cache rows
     # past the sequence's length would add nothing.
-    _o("the output sums over d cache rows instead of the sequence's L (K = d)", "M=1, K=L,", "M=1, K=D,"),
+    _o("the output sums over d cache rows instead of the sequence's L (K = d)", "B=lay.VC(j) + v0, K=L,", "B=lay.VC(j) + v0, K=D,"),
     _o("the output is stored from the int32 accumulators", "src=lay.O8, dst=lay.ex_out(b)",
        "src=lay.O, dst=lay.ex_out(b)"),
     # The V cache's column blocks (Layout.v_block): one block in order, so these are caught decoupled.
@@ -102,15 +102,28 @@ OWN_MUTANTS = (
        why_survives=_ONE_V_BLOCK),
     _o("every block of the new value row takes the first block's columns", "src=lay.VA + j * D + c0,",
        "src=lay.VA + j * D,", why_survives=_ONE_V_BLOCK),
-    _o("P V reads the V cache with the row stride d of one block", "lda=L, ldb=G, ldc=C))",
-       "lda=L, ldb=D, ldc=C))", why_survives=_ONE_V_BLOCK),
+    _o("P V reads the V cache with the row stride d of one block", "tb=0, ldb=G,",
+       "tb=0, ldb=D,", why_survives=_ONE_V_BLOCK),
     _o("hidden-state rows are read with stride d instead of d_model", "tb=tw, lda=DM, ldb=DM if tw else D,",
        "tb=tw, lda=D, ldb=DM if tw else D,",
        why_survives="equivalent under the default configuration, where d_model = d = 16; a hole of the "
                     "check's configuration: run it with d_model != d (ga2 mutants --d-model 8) to catch it"),
 )
 
-ALL_MUTANTS = CHAPTER_MUTANTS + OWN_MUTANTS
+_ROW_B = ("equivalent on a chip built without row_b, whose attention takes a tile an MM (decode.column_tiles); "
+          "caught on a row_b chip (ga2 mutants --mode decoupled --row-b 1 --sp-banks 32)")
+
+# The attention's tiles a row of the array each on a row_b chip (MM's rb and sa: decode.column_tiles).
+ROW_B_MUTANTS = (
+    _o("a row_b chip's tile rows step one column instead of one tile", "lda=tile_words,", "lda=column_words,",
+       why_survives=_ROW_B),
+    _o("a row_b chip's tile rows read A's rows, not row 0's (sa dropped)", "ldc=C, rb=1, sa=1))",
+       "ldc=C, rb=1, sa=0))", why_survives=_ROW_B),
+    _o("a row_b chip's tile rows share row 0's tile (rb dropped)", "ldc=C, rb=1, sa=1))", "ldc=C, rb=0, sa=1))",
+       why_survives=_ROW_B),
+)
+
+ALL_MUTANTS = CHAPTER_MUTANTS + OWN_MUTANTS + ROW_B_MUTANTS
 # the mutants of the V-cache block code, which only the decoupled check can catch
 V_BLOCK_MUTANTS = tuple(m for m in OWN_MUTANTS if m.why_survives is _ONE_V_BLOCK)
 

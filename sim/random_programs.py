@@ -131,16 +131,17 @@ def random_valid_instr(draw, config):
     ldb = _pick(draw, (K if tb else N, 0, draw(0, 64)))
     ldc = _pick(draw, (N, 0, draw(0, 64)))
     rb = draw(0, 1) if config.row_b else 0         # each row its own B, lda words after the last row's
-    a_span = (M - 1) * lda + K
+    sa = draw(0, 1) if config.row_b else 0         # every row row 0's A (A's range is then row 0's alone)
+    a_span = (M - 1) * lda * (1 - sa) + K
     b_span = ((N - 1) * ldb + K) if tb else ((K - 1) * ldb + N)
     b_span += (M - 1) * lda * rb
     c_span = (M - 1) * ldc + N
     if max(a_span, b_span, c_span) > sp:           # only on tiny scratchpads: fall back to packed strides
-        lda, ldb, ldc, rb = K, (K if tb else N), N, 0
+        lda, ldb, ldc, rb, sa = K, (K if tb else N), N, 0, 0
         a_span, b_span, c_span = M * K, K * N, M * N
     A, B = draw(0, sp - a_span), draw(0, sp - b_span)
     dst = _pick(draw, (lambda: draw(0, sp - c_span), lambda: min(A, sp - c_span), lambda: min(B, sp - c_span)))()
-    return isa.mm(dst, A, B, M, K, N, tb, lda, ldb, ldc, rb)
+    return isa.mm(dst, A, B, M, K, N, tb, lda, ldb, ldc, rb, sa)
 
 
 def _online_instr(draw, config, op):

@@ -107,7 +107,7 @@ def test_load_mem_readmemh_style(tmp_path):
     ("MM dst=0 A=0 B=0 M=256 K=1 N=1 tb=0 lda=0 ldb=0 ldc=0", r"field 'M' must be in range 0\.\.255, not 256$"),
     ("MM dst=0 A=0 B=0 M=1 K=1 N=1 tb=2 lda=0 ldb=0 ldc=0", r"field 'tb' must be in range 0\.\.1, not 2$"),
     ("HALT now=1", r"^prog\.s:3: HALT: unknown field 'now' \(fields: none\)$"),
-    ("MM dst=0 A=0 B=0 m=1 K=1 N=1 tb=0 lda=0 ldb=0 ldc=0", r"MM: unknown field 'm' \(fields: dst A B M K N tb lda ldb ldc rb\)"),
+    ("MM dst=0 A=0 B=0 m=1 K=1 N=1 tb=0 lda=0 ldb=0 ldc=0", r"MM: unknown field 'm' \(fields: dst A B M K N tb lda ldb ldc rb sa\)"),
 ])
 def test_syntax_errors(line, message):
     with pytest.raises(AsmError, match=message):

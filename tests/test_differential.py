@@ -46,8 +46,8 @@ PACKED_16 = FUZZ_DECOUPLED.replace(bus_bytes=16, sp_banks=32)
 # The result writer a row a cycle (Config.row_writes), on the word port and on a packed one.
 ROW_WRITES = FUZZ_DECOUPLED.replace(row_writes=1)
 ROW_WRITES_PACKED = PACKED_4.replace(row_writes=1)
-# A B operand per array cell (Config.row_b: MM's rb), on 32 banks and on the default 8, where its 20 operands
-# a slice crowd the banks.
+# A B operand per array cell (Config.row_b: MM's rb and sa), on 32 banks and on the default 8, where its 20
+# operands a slice crowd the banks.
 ROW_B = FUZZ_DECOUPLED.replace(row_b=1, sp_banks=32)
 ROW_B_8 = FUZZ_DECOUPLED.replace(row_b=1)
 
@@ -169,7 +169,8 @@ def test_programs_with_row_writes(sims, batch):
 @settings(max_examples=10, **SETTINGS)
 @given(st.lists(cases(ROW_B, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
 def test_programs_with_a_b_per_row(sims, batch):
-    """MMs with and without rb, back to back, beside the vector lane and the DMA; B's range spans every row's."""
+    """MMs with and without rb and sa, back to back, beside the vector lane and the DMA; B's range spans every
+    row's, and with sa A's is row 0's alone."""
     check_batch(sims(ROW_B), ROW_B, batch)
 
 

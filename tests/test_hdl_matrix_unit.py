@@ -24,9 +24,9 @@ EXTREME_BYTES = [0x80, 0x7F, 0x80, 0x7F, 0x00, 0x01, 0xFF]     # mostly -128 and
 
 # -- shared: the instruction, the reference, the harness ------------------------------------------------------
 
-def encode_mm(*, dst, A, B, M, K, N, tb, lda, ldb, ldc, rb=0, **_):
+def encode_mm(*, dst, A, B, M, K, N, tb, lda, ldb, ldc, rb=0, sa=0, **_):
     """The 128-bit MM word, field positions straight from the encoding table of docs/ISA.md."""
-    return (3 | tb << 4 | rb << 5 | dst << 8 | A << 24 | B << 40 | K << 56 | M << 72 | N << 80
+    return (3 | tb << 4 | rb << 5 | sa << 6 | dst << 8 | A << 24 | B << 40 | K << 56 | M << 72 | N << 80
             | lda << 88 | ldb << 100 | ldc << 112)
 
 
@@ -45,7 +45,8 @@ def footprints(c):
     M, K, N = c["M"], c["K"], c["N"]
     fb = (N - 1) * c["ldb"] + K if c["tb"] else (K - 1) * c["ldb"] + N
     fb += (M - 1) * c["lda"] * c.get("rb", 0)             # rb: row i's B, i*lda words on (docs/ISA.md)
-    return {"A": (c["A"], (M - 1) * c["lda"] + K), "B": (c["B"], fb),
+    fa = (M - 1) * c["lda"] * (1 - c.get("sa", 0)) + K    # sa: every row reads row 0's A
+    return {"A": (c["A"], fa), "B": (c["B"], fb),
             "dst": (c["dst"], (M - 1) * c["ldc"] + N)}
 
 
@@ -56,7 +57,7 @@ def reference(image, c):
     s8 = ((words & 0xFF) ^ 0x80) - 0x80
     i = np.arange(c["M"])[:, None]
     k = np.arange(c["K"])
-    A = s8[c["A"] + i * c["lda"] + k[None, :]]                      # M x K
+    A = s8[c["A"] + i * c["lda"] * (1 - c.get("sa", 0)) + k[None, :]]    # M x K (sa: row 0's, M times)
     j = np.arange(c["N"])[None, :]
     if c["tb"]:
         Bop = s8[c["B"] + j * c["ldb"] + k[:, None]]                # K x N, stored transposed
@@ -342,6 +343,8 @@ def random_stream_case(rng, config, kind):
          "lda": K + int(rng.integers(0, 4)),
          "ldb": (K if tb else N) + int(rng.integers(0, 4)),
          "ldc": N + int(rng.integers(0, 4))}
+    if config.row_b:
+        c["sa"] = int(rng.integers(0, 2))
     c.update(A=0, B=0, dst=0)
     size = {name: n for name, (_, n) in footprints(c).items()}
     if kind in ("dst_on_A", "dst_on_B"):
@@ -407,7 +410,7 @@ def test_smm_dst_overlaps_operands():
 
 def as_instr(c):
     return isa.mm(c["dst"], c["A"], c["B"], c["M"], c["K"], c["N"], c["tb"], c["lda"], c["ldb"], c["ldc"],
-                  c.get("rb", 0))
+                  c.get("rb", 0), c.get("sa", 0))
 
 
 def run_chain(config, cases, image, taken=None, delays=None):
@@ -523,9 +526,10 @@ def test_smm_random_chains(rows, cols, count, density):
 
 @pytest.mark.parametrize("rows, cols, banks, density", [(4, 4, 32, 0.0), (4, 4, 8, 0.3), (2, 3, 16, 0.5)])
 def test_smm_a_b_per_row(rows, cols, banks, density):
-    """A row_b chip (Config.row_b): random MMs with and without rb back to back, beside random vector-lane
-    banks, against numpy's per-row products (``reference``); with rb the B operands of rows 1.. are read
-    through ports of their own, and without it every row's cells take the column's operand."""
+    """A row_b chip (Config.row_b): random MMs with and without rb and sa back to back, beside random
+    vector-lane banks, against numpy's per-row products (``reference``); with rb the B operands of rows 1.. are
+    read through ports of their own, and without it every row's cells take the column's operand; with sa every
+    row takes row 0's A operand."""
     config = Config(rows=rows, cols=cols, row_b=1, **{**STREAM, "sp_banks": banks, "sp_words": 512})
     rng = np.random.default_rng(900 + rows + banks)
     image = random_image(rng, config)
@@ -534,6 +538,8 @@ def test_smm_a_b_per_row(rows, cols, banks, density):
         c, _ = random_stream_case(rng, config, STREAM_KINDS[n % len(STREAM_KINDS)])
         cases.append((c, None))
     assert {c["rb"] for c, _ in cases} == {0, 1} and any(c["rb"] and c["M"] > 1 for c, _ in cases)
+    assert any(c["sa"] and c["rb"] and c["M"] > 1 for c, _ in cases)
+    assert any(c["sa"] and not c["rb"] and c["M"] > 1 for c, _ in cases)
     taken = {cycle: {int(b) for b in rng.choice(config.sp_banks, rng.integers(1, 3))}
              for cycle in range(1, 4000) if rng.random() < density}
     run_chain(config, cases, image, taken)

@@ -30,7 +30,7 @@ def test_encode_decode_round_trip(instr):
 
 def test_field_ranges_follow_the_bit_layout():
     # widths from the table in docs/ISA.md
-    widths = {"dst": 16, "src": 16, "len": 16, "A": 16, "B": 16, "K": 16, "M": 8, "N": 8, "tb": 1, "rb": 1,
+    widths = {"dst": 16, "src": 16, "len": 16, "A": 16, "B": 16, "K": 16, "M": 8, "N": 8, "tb": 1, "rb": 1, "sa": 1,
               "lda": 12, "ldb": 12, "ldc": 12, "s": 6, "st": 16, "a": 16, "ld": 12}
     external = {(Op.LD, "src"), (Op.ST, "dst")}          # 32-bit external addresses
     for op in Op:
@@ -93,11 +93,11 @@ def test_every_unused_bit_of_every_opcode_is_illegal():
         for bit in range(128):
             if not isa.USED_BITS[op] >> bit & 1:
                 assert isa.decode(int(op) | 1 << bit)[1] == Err.ILLEGAL, (op, bit)
-    # the reserved bits of the table are never used ([5] only by MM's rb, [127:124] only by the online
-    # instructions' st and a)
+    # the reserved bits of the table are never used ([5] and [6] only by MM's rb and sa, [127:124] only by the
+    # online instructions' st and a)
     for op in Op:
-        assert isa.USED_BITS[op] & (0b110 << 5) == 0
-        assert isa.USED_BITS[op] & (1 << 5) == 0 or op == Op.MM
+        assert isa.USED_BITS[op] & (1 << 7) == 0
+        assert isa.USED_BITS[op] & (0b11 << 5) == 0 or op == Op.MM
         assert isa.USED_BITS[op] >> 124 == 0 or op in isa.ONLINE_OPS
 
 
@@ -277,3 +277,29 @@ def test_rb_footprint_spans_every_row_b():
     cfg = Config(mode="decoupled", row_b=1, sp_words=2232)        # words 0..2231: row 2's last fits, just
     assert isa.check(i, cfg) == Err.NONE
     assert isa.check(isa.Instr(**{**i.__dict__, "B": 2001}), cfg) == Err.SP_RANGE
+
+
+def test_sa_is_illegal_on_a_chip_built_without_row_b():
+    """MM's sa (bit 6, docs/ISA.md), like rb: decodes anywhere, executes only on chips built with row_b = 1,
+    prints only when set."""
+    i = isa.mm(0, 0, 0, 2, 3, 2, sa=1)
+    word = isa.encode(i)
+    assert word >> 6 & 1 == 1 and word >> 5 & 1 == 0 and isa.decode(word) == (i, Err.NONE)
+    plain, built = Config(mode="decoupled"), Config(mode="decoupled", row_b=1)
+    assert isa.check(i, plain) == Err.ILLEGAL and isa.check(i, built) == Err.NONE
+    assert isa.check(isa.mm(0, 0, 0, 9, 3, 2, sa=1), plain) == Err.ILLEGAL        # before SHAPE
+    assert "sa=1 needs a chip built with row_b=1" in isa.explain(i, plain)
+    assert "sa" not in str(isa.mm(0, 0, 0, 2, 3, 2)) and str(i).endswith(" sa=1")
+
+
+def test_sa_footprint_is_row_0s_a():
+    """With sa every row reads A's row 0: A's range is A .. A+K-1 whatever M and lda, while rb's Bs still run
+    (M-1)*lda past B, worked by hand: M=3, K=4, lda=100, N=2, tb=0, ldb=10."""
+    i = isa.mm(dst=0, A=1000, B=2000, M=3, K=4, N=2, tb=0, lda=100, ldb=10, ldc=2, rb=1, sa=1)
+    assert isa.footprints(i)[0][:2] == [(1000, 1003), (2000, 2231)]
+    assert isa.footprints(isa.Instr(**{**i.__dict__, "sa": 0}))[0][0] == (1000, 1203)
+    cfg = Config(mode="decoupled", row_b=1, sp_words=2232)
+    edge = isa.Instr(**{**i.__dict__, "A": 2228, "B": 0})             # row 0's A ends at 2231, the last word
+    assert isa.check(edge, cfg) == Err.NONE
+    assert isa.check(isa.Instr(**{**edge.__dict__, "A": 2229}), cfg) == Err.SP_RANGE
+    assert isa.check(isa.Instr(**{**edge.__dict__, "sa": 0}), cfg) == Err.SP_RANGE

@@ -121,6 +121,23 @@ def test_checker_rb(config, instr, code):
     assert r.error == code
 
 
+@pytest.mark.parametrize("config, instr, code", [
+    (ROW_B, mm(0, 251, 0, 3, 5, 2, 0, 20, 4, 2, sa=1), Err.NONE),            # row 0's A ends at 255, the last word
+    (ROW_B, mm(0, 252, 0, 3, 5, 2, 0, 20, 4, 2, sa=1), Err.SP_RANGE),        # ... at 256
+    (ROW_B, mm(0, 251, 0, 3, 5, 2, 0, 20, 4, 2), Err.SP_RANGE),              # without sa row 2's A ends at 295
+    (ROW_B, mm(0, 251, 100, 3, 5, 2, 0, 20, 4, 2, rb=1, sa=1), Err.NONE),    # rb's Bs still span (M-1)*lda: 157
+    (ROW_B, mm(0, 251, 199, 3, 5, 2, 0, 20, 4, 2, rb=1, sa=1), Err.SP_RANGE),   # ... 256: row 2's B past
+    (SMALL.replace(mode="decoupled"), mm(0, 0, 0, 2, 3, 2, sa=1), Err.ILLEGAL),   # no row_b: sa is stray
+    (SMALL, mm(0, 0, 0, 2, 3, 2, sa=1), Err.ILLEGAL),
+], ids=["sa-last", "sa-past", "no-sa-past", "sa-rb-fits", "sa-rb-past", "sa-unbuilt-decoupled", "sa-unbuilt-inorder"])
+def test_checker_sa(config, instr, code):
+    """chk mutants "sa's A range spans every row" and "sa is legal on a chip built without row_b": A's range
+    with sa is row 0's alone, A + K-1 (docs/ISA.md), while rb's Bs still reach (M-1)*lda past B; and sa on a
+    chip without row_b faults ILLEGAL."""
+    r = same_as_machine([ld(0, 0, 40), instr, halt()], config)
+    assert r.error == code
+
+
 # -- DMA: external addresses above 16 bits (their high half in xhi) --------------------------------------------
 
 def test_dma_external_addresses_above_16_bits():
