@@ -66,7 +66,10 @@ def test_an_mm_held_by_a_later_rq_told_from_its_final_schedule():
 
 @pytest.mark.parametrize("config", [Config(mode="decoupled"),
                                     Config(mode="decoupled", bus_bytes=4, sp_banks=32, row_writes=1, rq_overlap=1,
-                                           ld_overlap=1)], ids=["word port", "fastest 4-byte chip"])
+                                           ld_overlap=1),
+                                    Config(mode="decoupled", bus_bytes=4, sp_banks=32, row_writes=1, rq_overlap=1,
+                                           ld_overlap=1, row_b=1)],
+                         ids=["word port", "fastest 4-byte chip", "with tiles a row (sa)"])
 def test_every_cycle_of_the_decode_steps_told_once(config):
     """On the decode steps: the categories add up to the cycle model's count, the slices to the K of the
     program's MMs and the issue cycles to 1 + MM_PLAN_CYCLES each (counted here from the programs), and every
