@@ -87,10 +87,11 @@ class CheckRanges(wiring.Component):
                  ends.ext_over.eq(sums.ext_end >= ext_words)]
         for r in RANGES:
             x, y = getattr(sums, r), getattr(ends, r)
-            end, end_over = x.start + x.prod, x.start_over + x.prod
+            prod = x.prod
             if r == "a" and self._config.row_b:
                 # With sa, A's range is row 0's: its product (M-1)*lda left out (ga2_sw.isa.footprints).
-                end, end_over = x.start + Mux(sums.sa, 0, x.prod), x.start_over + Mux(sums.sa, 0, x.prod)
+                prod = Mux(sums.sa, 0, x.prod)
+            end, end_over = x.start + prod, x.start_over + prod
             if r == "b" and self._config.row_b:
                 # With rb, B's range spans every row's B: A's product (M-1)*lda further (ga2_sw.isa.footprints).
                 rows_b = Mux(sums.rb, sums.a.prod, 0)

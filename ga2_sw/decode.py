@@ -148,21 +148,22 @@ def program(config, seqs, ts, P, key_digits=1):
         prog.append(isa.st(src=lay.KC(j) + r, dst=lay.ex_kc(b) + r, len=D))
         for _, rv in rows_v:
             prog.append(isa.st(src=lay.VC(j) + rv, dst=lay.ex_vc(b) + rv, len=G))
-    # Attention, one sequence at a time, each over its own cache at its own length: its query against the key
-    # cache's column tiles (a tile is C keys, each a row of D words), its weights against the value cache's
-    # (a tile is C columns of a V block).
+    # Attention, one sequence at a time, each over its own cache at its own length (in buffers of its own where
+    # the layout has a set per slot, Layout.attention_sets): its query against the key cache's column tiles (a
+    # tile is C keys, each a row of D words), its weights against the value cache's (a tile is C columns of a
+    # V block).
     for j, b in enumerate(seqs):
-        L = ts[j]
-        prog += column_tiles(config, dst=lay.S, A=lay.Q8 + j * D, B=lay.KC(j), K=D, width=L, tb=1, ldb=D,
+        L, buf = ts[j], lay.attention(j)
+        prog += column_tiles(config, dst=buf["S"], A=lay.Q8 + j * D, B=lay.KC(j), K=D, width=L, tb=1, ldb=D,
                              column_words=D, lda=D)
-        prog.append(isa.rq(dst=lay.S8, src=lay.S, len=L, m=P["scores"][0], s=P["scores"][1]))
-        prog.append(isa.sm(dst=lay.P, src=lay.S8, len=L))
-        prog.append(isa.rq(dst=lay.WT, src=lay.P, len=L, m=P["weights"][0], s=P["weights"][1]))
+        prog.append(isa.rq(dst=buf["S8"], src=buf["S"], len=L, m=P["scores"][0], s=P["scores"][1]))
+        prog.append(isa.sm(dst=buf["P"], src=buf["S8"], len=L))
+        prog.append(isa.rq(dst=buf["WT"], src=buf["P"], len=L, m=P["weights"][0], s=P["weights"][1]))
         for c0, v0 in lay.v_blocks:
-            prog += column_tiles(config, dst=lay.O + c0, A=lay.WT, B=lay.VC(j) + v0, K=L, width=min(G, D - c0),
-                                 tb=0, ldb=G, column_words=1, lda=L)
-        prog.append(isa.rq(dst=lay.O8, src=lay.O, len=D, m=P["out"][0], s=P["out"][1]))
-        prog.append(isa.st(src=lay.O8, dst=lay.ex_out(b), len=D))
+            prog += column_tiles(config, dst=buf["O"] + c0, A=buf["WT"], B=lay.VC(j) + v0, K=L,
+                                 width=min(G, D - c0), tb=0, ldb=G, column_words=1, lda=L)
+        prog.append(isa.rq(dst=buf["O8"], src=buf["O"], len=D, m=P["out"][0], s=P["out"][1]))
+        prog.append(isa.st(src=buf["O8"], dst=lay.ex_out(b), len=D))
     prog.append(isa.halt())
     # Decoupled, the same instructions go out in an order that overlaps the DMA with compute; every pair
     # that shares a word keeps its order, so the step computes exactly what the in-order program does.

@@ -63,7 +63,7 @@ class Layout:
         (docs/ARCHITECTURE.md, "What holds back the worst programs"). On a ``row_b`` chip, whose P V takes up
         to ``rows`` column tiles of a block an MM (``decode.column_tiles``), only when a half fills the array's
         rows: else two blocks would be two MMs where one block is one (the B = 4 step at 4 bytes a beat on the
-        fastest chip: 1,039 cycles against 1,054)."""
+        fastest chip, one set of attention buffers: 1,039 cycles against 1,054)."""
         d, cols = self.d, self.config.cols
         halves = self.config.decoupled and d % 2 == 0 and (d // 2) % cols == 0
         if halves and (not self.config.row_b or (d // 2) // cols >= self.config.rows):
@@ -153,8 +153,36 @@ class Layout:
         return self.caches + 2 * self.cache_words * j + self.cache_words
 
     @property
-    def sp_needed(self):
+    def caches_end(self):
         return self.caches + 2 * self.cache_words * self.config.rows
+
+    @property
+    def attention_words(self):
+        """One set of a sequence's attention buffers, ``S`` to the end of ``O8``."""
+        return self.O8 + self.d - self.S
+
+    @property
+    def attention_sets(self):
+        """Sets of attention buffers: one for the batch, or on a ``row_b`` chip one per batch slot, after the
+        caches, where the scratchpad holds them. A ``row_b`` chip's attention MMs are short
+        (``decode.column_tiles``), and with one set a sequence's weights and outputs wait until the sequence
+        before has read the shared buffers: the B = 4 step at 4 bytes a beat on the fastest chip takes 972
+        cycles with a set per slot against 1,039 with one (990 with slot 0's set left in its place, on other
+        banks). Elsewhere one set, the chapter's layout (on the other decoupled chips a set per slot does not
+        pay: 1,207 cycles against 1,180)."""
+        rows = self.config.rows
+        fits = self.caches_end + rows * self.attention_words <= self.config.sp_words
+        return rows if self.config.row_b and rows > 1 and fits else 1
+
+    def attention(self, j):
+        """Slot ``j``'s attention buffers: ``{name: address}`` for ``S``, ``S8``, ``P``, ``WT``, ``O``, ``O8``."""
+        shift = 0 if self.attention_sets == 1 else self.caches_end + j * self.attention_words - self.S
+        return {name: getattr(self, name) + shift for name in ("S", "S8", "P", "WT", "O", "O8")}
+
+    @property
+    def sp_needed(self):
+        sets = self.attention_sets
+        return self.caches_end + (sets * self.attention_words if sets > 1 else 0)
 
     # external memory -----------------------------------------------------------------------------------
     @property

@@ -60,7 +60,7 @@ CHAPTER_MUTANTS = (
        "src=lay.ex_kc(b) + v0,"),
     _c("the new value is appended to the K cache in external memory", "dst=lay.ex_vc(b) + rv,",
        "dst=lay.ex_kc(b) + rv,"),
-    _c("attention length of every sequence is the first sequence's", "L = ts[j]\n", "L = ts[0]\n"),
+    _c("attention length of every sequence is the first sequence's", "L, buf = ts[j],", "L, buf = ts[0],"),
     _c("the q requantisation covers only one row", "src=lay.QA, len=n * D,", "src=lay.QA, len=D,"),
     _c("a sequence's K cache is loaded with the first sequence's length", "src=lay.ex_kc(b), len=(ts[j] - 1) * D",
        "src=lay.ex_kc(b), len=(ts[0] - 1) * D"),
@@ -90,13 +90,13 @@ OWN_MUTANTS = (
        'len=D, m=P["v"][0], s=P["v"][1]'),
     _o("scores multiply by K untransposed (tb=0)", "width=L, tb=1,", "width=L, tb=0,"),
     _o("score tiles step by one word instead of one cache row", "column_words=D, lda=D)", "column_words=1, lda=D)"),
-    _o("scores are requantised for one element only", "src=lay.S, len=L,", "src=lay.S, len=1,"),
-    _o("softmax over one element less", "src=lay.S8, len=L)", "src=lay.S8, len=L - 1)"),
+    _o("scores are requantised for one element only", 'src=buf["S"], len=L,', 'src=buf["S"], len=1,'),
+    _o("softmax over one element less", 'src=buf["S8"], len=L)', 'src=buf["S8"], len=L - 1)'),
     # Caught only because the check runs every program on a junk scratchpad: on zeros the extra cache rows
     # past the sequence's length would add nothing.
     _o("the output sums over d cache rows instead of the sequence's L (K = d)", "B=lay.VC(j) + v0, K=L,", "B=lay.VC(j) + v0, K=D,"),
-    _o("the output is stored from the int32 accumulators", "src=lay.O8, dst=lay.ex_out(b)",
-       "src=lay.O, dst=lay.ex_out(b)"),
+    _o("the output is stored from the int32 accumulators", 'src=buf["O8"], dst=lay.ex_out(b)',
+       'src=buf["O"], dst=lay.ex_out(b)'),
     # The V cache's column blocks (Layout.v_block): one block in order, so these are caught decoupled.
     _o("the second V-cache block is loaded over the first", "dst=lay.VC(j) + v0,", "dst=lay.VC(j),",
        why_survives=_ONE_V_BLOCK),

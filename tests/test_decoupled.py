@@ -312,7 +312,7 @@ def test_a_sequences_tiles_a_row_in_the_decode_step():
     ``decode.column_tiles``) against the same steps without it: the projections keep their 12 MMs, and a
     sequence's attention at 16 tokens is two MMs instead of eight (the MMs counted here from the tiles, partial
     ones included, for the ragged batch too); every step is faster, and the B = 4 step gains more than a tenth
-    (1,180 -> 1,039 cycles when this was written); the outputs are the integer reference's (``check_batching``
+    (1,180 -> 972 cycles when this was written); the outputs are the integer reference's (``check_batching``
     on the same chip)."""
     base = Config(mode="decoupled", bus_bytes=4, sp_banks=32, row_writes=1, rq_overlap=1, ld_overlap=1)
     tiles = base.replace(row_b=1)
@@ -334,6 +334,23 @@ def test_a_sequences_tiles_a_row_in_the_decode_step():
     b4 = [cycle_counts(x[3].program, c)[0].cycles for x, c in ((plain, base), (by_rows, tiles))]
     assert b4[1] < 0.9 * b4[0], b4
     assert check_batching(tiles, batches=[1, 4], lengths=(1, 5, 16), seeds=(0,), ragged=False) == []
+
+
+def test_a_set_of_attention_buffers_per_slot_where_they_fit():
+    """Layout.attention_sets on row_b chips: a set per batch slot, each after the caches and apart from the
+    others, where the scratchpad holds them; one set, in its place, where it does not (and on every other
+    chip); the steps compute the integer reference's outputs both ways."""
+    from ga2_sw.layout import Layout
+    tiles = Config(mode="decoupled", sp_banks=32, row_b=1)
+    spread, tight = Layout(tiles), Layout(tiles.replace(sp_words=3328))
+    assert spread.attention_sets == 4 and tight.attention_sets == 1 and Layout(DECOUPLED).attention_sets == 1
+    sets = [spread.attention(j) for j in range(4)]
+    assert sets[0]["S"] == spread.caches_end and sets[3]["O8"] + spread.d == spread.sp_needed <= 4096
+    assert all(b["S"] - a["S"] == spread.attention_words for a, b in zip(sets, sets[1:]))
+    in_place = {name: getattr(tight, name) for name in ("S", "S8", "P", "WT", "O", "O8")}
+    assert tight.attention(3) == tight.attention(0) == in_place
+    for config in (tiles, tiles.replace(sp_words=3328)):
+        assert check_batching(config, batches=[4], lengths=(5, 16), seeds=(1,), ragged=False) == []
 
 
 ROWS = DECOUPLED.replace(sp_banks=16, row_writes=1)
