@@ -35,8 +35,9 @@ def _o(label, old, new, file="decode.py", why_survives=""):
     return Mutant(label, file, old, new, own=True, why_survives=why_survives)
 
 
-_ONE_V_BLOCK = ("equivalent in order, where the V cache is one block of d columns (Layout.v_block); caught by "
-                "the decoupled check (ga2 mutants --mode decoupled)")
+_ONE_V_BLOCK = ("equivalent where the V cache is one block of d columns (Layout.v_block: in order, and on a "
+                "row_b chip whose half blocks would not fill the array's rows); caught by the decoupled check "
+                "(ga2 mutants --mode decoupled)")
 
 _KC = "def KC(self, j):\n        return self.caches + 2 * self.cache_words * j\n"
 
