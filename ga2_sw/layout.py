@@ -8,7 +8,11 @@ output)."""
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-__all__ = ["Layout", "LayoutError"]
+__all__ = ["Layout", "LayoutError", "ATTENTION_BUFFERS"]
+
+# A sequence's attention buffers, in scratchpad order: its int32 and int8 scores, probabilities, int8 weights,
+# int32 and int8 outputs (Layout.attention).
+ATTENTION_BUFFERS = ("S", "S8", "P", "WT", "O", "O8")
 
 
 class LayoutError(ValueError):
@@ -175,9 +179,9 @@ class Layout:
         return rows if self.config.row_b and rows > 1 and fits else 1
 
     def attention(self, j):
-        """Slot ``j``'s attention buffers: ``{name: address}`` for ``S``, ``S8``, ``P``, ``WT``, ``O``, ``O8``."""
+        """Slot ``j``'s attention buffers: ``{name: address}`` for each of ``ATTENTION_BUFFERS``."""
         shift = 0 if self.attention_sets == 1 else self.caches_end + j * self.attention_words - self.S
-        return {name: getattr(self, name) + shift for name in ("S", "S8", "P", "WT", "O", "O8")}
+        return {name: getattr(self, name) + shift for name in ATTENTION_BUFFERS}
 
     @property
     def sp_needed(self):

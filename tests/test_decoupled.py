@@ -340,14 +340,14 @@ def test_a_set_of_attention_buffers_per_slot_where_they_fit():
     """Layout.attention_sets on row_b chips: a set per batch slot, each after the caches and apart from the
     others, where the scratchpad holds them; one set, in its place, where it does not (and on every other
     chip); the steps compute the integer reference's outputs both ways."""
-    from ga2_sw.layout import Layout
+    from ga2_sw.layout import ATTENTION_BUFFERS, Layout
     tiles = Config(mode="decoupled", sp_banks=32, row_b=1)
     spread, tight = Layout(tiles), Layout(tiles.replace(sp_words=3328))
     assert spread.attention_sets == 4 and tight.attention_sets == 1 and Layout(DECOUPLED).attention_sets == 1
     sets = [spread.attention(j) for j in range(4)]
     assert sets[0]["S"] == spread.caches_end and sets[3]["O8"] + spread.d == spread.sp_needed <= 4096
     assert all(b["S"] - a["S"] == spread.attention_words for a, b in zip(sets, sets[1:]))
-    in_place = {name: getattr(tight, name) for name in ("S", "S8", "P", "WT", "O", "O8")}
+    in_place = {name: getattr(tight, name) for name in ATTENTION_BUFFERS}
     assert tight.attention(3) == tight.attention(0) == in_place
     for config in (tiles, tiles.replace(sp_words=3328)):
         assert check_batching(config, batches=[4], lengths=(5, 16), seeds=(1,), ragged=False) == []
