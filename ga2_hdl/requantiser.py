@@ -1,5 +1,8 @@
 """The requantiser: executes ``RQ dst src len m s`` (docs/ISA.md), int32 to int8, one element per cycle."""
 
+import functools
+import operator
+
 from amaranth.hdl import Array, Module, Mux, Signal, signed
 
 from ga2_sw.banking import RQ_MAX_SKEW, RQ_READ_TO_WRITE, bank_bits
@@ -9,32 +12,43 @@ from .ports import Unit
 from .requant_pipeline import SHIFT_WIDTH, RequantPipeline
 from .valid_chain import delayed
 
-__all__ = ["Requantiser", "skew_taps", "write_skew"]
+__all__ = ["Requantiser", "skew_taps", "window_may_collide", "write_skew"]
+
+
+def window_may_collide(e, config, wrap=None):
+    """The RTL of ``ga2_sw.banking.rq_window_may_collide``: whether reads of one cycle and writes of that cycle,
+    the first read's address ``e`` past the first write's, can share a bank, over the ``2 rq_lanes - 1``
+    differences of their lanes. ``wrap``: the differences are taken modulo ``2**wrap`` (a 16-bit field's
+    difference: a multiple of ``Nb << b``, so the bank arithmetic is unchanged), else ``e`` is signed."""
+    b, nb, w = bank_bits(config), config.sp_banks, config.rq_lanes
+
+    def may_collide(x):
+        v = (x + ((x.as_signed() if wrap else x) >> b))[:b]
+        return (v == 0) | (v == nb - 1)
+    near = [e if d == 0 else (e + d)[:wrap] if wrap else e + d for d in range(1 - w, w)]
+    return functools.reduce(operator.or_, map(may_collide, near))
 
 
 def write_skew(src, dst, config):
     """The RTL of ``ga2_sw.banking.rq_write_skew``: the cycles the decoupled requantiser delays its writes by so
-    that a write never reaches the bank read in the same cycle (0 .. ``RQ_MAX_SKEW``). Only ``src - dst``
+    that a write never reaches a bank read in the same cycle (0 .. ``RQ_MAX_SKEW``). Only ``src - dst``
     modulo ``2**16`` matters (a multiple of ``Nb << b``), so 16-bit fields may be read as signed."""
-    b, nb = bank_bits(config), config.sp_banks
-    e = src.as_signed() - dst.as_signed() + RQ_READ_TO_WRITE
-
-    def may_collide(skew):
-        v = ((e + skew) + ((e + skew) >> b))[:b]
-        return (v == 0) | (v == nb - 1)
+    w = config.rq_lanes
+    e = src.as_signed() - dst.as_signed() + w * RQ_READ_TO_WRITE
     assert RQ_MAX_SKEW == 2, "the choice below covers skews 0, 1 and 2"
-    return Mux(~may_collide(0), 0, Mux(~may_collide(1), 1, 2))
+    may_collide = [window_may_collide(e + w * skew, config) for skew in range(2)]
+    return Mux(~may_collide[0], 0, Mux(~may_collide[1], 1, 2))
 
 
-def skew_taps(m, reading, word):
+def skew_taps(m, reading, word, lane=""):
     """The delay lines a decoupled requantiser selects its skew from: the read valid bits tapped one register
     late (``reads_late[n]`` is ``reading`` ``n + 1`` cycles ago, ``n <= RQ_MAX_SKEW``) and the read words
-    (``words[n]`` is ``word`` ``n`` cycles ago)."""
+    (``words[n]`` is ``word`` ``n`` cycles ago); ``lane`` names a lane's copies."""
     reads_late, words = [], [word]
     for n in range(RQ_MAX_SKEW + 1):
-        reads_late.append(delayed(m, reading if n == 0 else reads_late[-1], 1, f"read_d{n + 1}"))
+        reads_late.append(delayed(m, reading if n == 0 else reads_late[-1], 1, f"read{lane}_d{n + 1}"))
     for n in range(RQ_MAX_SKEW):
-        words.append(delayed(m, words[-1], 1, f"word_d{n + 1}"))
+        words.append(delayed(m, words[-1], 1, f"word{lane}_d{n + 1}"))
     return reads_late, words
 
 

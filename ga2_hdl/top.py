@@ -48,6 +48,11 @@ def unit_class(name, config):
     return PackedDMA if name == "dma" and config.bus_bytes > 1 else UNIT_CLASSES[name]
 
 
+# The units with a scratchpad port per element of a beat or cycle whose ports stay in their lane's groups: port 0
+# in the lane's (shared with its other units), port n in "<lane><n>". The packed DMAs' byte lanes are port A's;
+# the requantiser's lanes (Config.rq_lanes) go first on port B with the rest of the vector lane.
+LANE_WIDE_UNITS = ("dma", "rq")
+
 # The host's debug reads share a lane's read port (they happen only while no program runs): in order the chip's
 # only one; decoupled the DMA lane's, port A of the banks, so that the compute lanes' crossbar has no extra
 # requester. Their data comes DEBUG_READ_LATENCY cycles after the address in both modes: in order a register
@@ -84,15 +89,18 @@ class GA2(wiring.Component):
         groups = dict(reads={g: len(p) for g, p in self._reads.items()},
                       writes={g: len(p) for g, p in self._writes.items()})
         # In order, one memory with one read and one write port; decoupled, banks whose port A is the DMA lane's.
-        dma_groups = tuple(sorted(g for g in groups["reads"].keys() | groups["writes"].keys() if g.startswith("dma")))
-        self.scratchpad = (BankedScratchpad(config, **groups, port_a=dma_groups, first=("vector",),
+        all_groups = groups["reads"].keys() | groups["writes"].keys()
+        dma_groups = tuple(sorted(g for g in all_groups if g.startswith("dma")))
+        vector_groups = tuple(sorted(g for g in all_groups if g.startswith("vector")))
+        self.scratchpad = (BankedScratchpad(config, **groups, port_a=dma_groups, first=vector_groups,
                                             port_a_data_registered=dma_data_at_banks(config))
                            if config.decoupled else Scratchpad(config, **groups))
         if config.decoupled:        # the units wait as long for their data as the banks take
             assert all(self.scratchpad.read_latency(g) == compute_read_latency(config)
-                       for g in self._reads if g not in dma_groups + ("vector",)), \
+                       for g in self._reads if g not in dma_groups + vector_groups), \
                 "port B's read latency (ga2_sw.timing.compute_read_latency) is the banked scratchpad's"
-            assert self.scratchpad.read_latency("vector") == vector_read_latency(config), \
+            assert all(self.scratchpad.read_latency(g) == vector_read_latency(config)
+                       for g in vector_groups if g in self._reads), \
                 "the vector lane's read latency (ga2_sw.timing) is the banked scratchpad's"
             assert all(self.scratchpad.read_latency(g) == dma_read_latency(config) for g in dma_groups), \
                 "the DMA lane's read latency (ga2_sw.timing) is the banked scratchpad's"
@@ -108,14 +116,15 @@ class GA2(wiring.Component):
         of a lane share one memory port for reads and one for writes (in order, the whole chip is one lane);
         a unit with several read ports (the streaming matrix unit) has a memory port for each. The packed DMA's
         byte lanes each have a read and a write port: lane 0 in the DMA lane's groups, lane j in ``dma<j>``,
-        all on port A of the banks. The host's debug reads share a read port with a lane (DEBUG_GROUP; they
+        all on port A of the banks; so have the wide requantiser's lanes (``Config.rq_lanes``), in ``vector``
+        and ``vector<j>``, first on port B (LANE_WIDE_UNITS). The host's debug reads share a read port with a lane (DEBUG_GROUP; they
         happen only while no program runs, the sequencer's ``stopped``)."""
         decoupled = self._config.decoupled
         reads, writes = {DEBUG_GROUP[decoupled]: [self._debug_rd]}, {}
         for name, unit in self.units.items():
             lane = unit_lane(name) if decoupled else "shared"
             for ports, groups in ((unit.read_ports, reads), (unit.write_ports, writes)):
-                if len(ports) == 1 or name == "dma":
+                if len(ports) == 1 or name in LANE_WIDE_UNITS:
                     groups.setdefault(lane, []).append(ports[0])
                     groups.update({f"{lane}{n}": [port] for n, port in enumerate(ports) if n})
                 else:

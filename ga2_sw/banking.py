@@ -15,7 +15,8 @@ beside an RQ or SM, the cycles it gives way to them are ``cycles.mm_schedule``'s
 * the matrix unit reads each k-slice's ``M + N`` operands in rounds, one operand per bank per round
   (``slice_rounds``); a slice takes as many cycles as the most operands on one bank.
 * the requantiser reads ``src + t`` in the cycle in which the write of element ``t - RQ_READ_TO_WRITE``
-  reaches the memory; where those two can share a bank it delays its writes by ``rq_write_skew`` cycles."""
+  reaches the memory (with ``rq_lanes`` lanes, ``rq_lanes`` such elements a cycle); where those can share a
+  bank it delays its writes by ``rq_write_skew`` cycles."""
 
 from collections import Counter
 from functools import lru_cache
@@ -23,7 +24,7 @@ from functools import lru_cache
 from .timing import BANKED_DATA_DELAY, BANKED_SELECT_DELAY, PORT_B_ANNOUNCE, RQ_DEPTH, SP_WRITE_DELAY
 
 __all__ = ["key_stride", "bank_bits", "bank_of", "row_of", "slice_addresses", "slice_rounds", "most_on_one_bank", "mm_extra_cycles",
-           "rq_write_skew", "RQ_MAX_SKEW", "RQ_READ_TO_WRITE",
+           "rq_write_skew", "rq_window_may_collide", "rq_beats", "RQ_MAX_SKEW", "RQ_READ_TO_WRITE",
            "rq_follow_wait", "RQ_FOLLOW_MAX_WAIT", "rq_write_track", "may_collide", "spread_stride", "operand_stride", "operand_start"]
 
 # Cycles from a decoupled RQ element's read in the memory to its write reaching the memory, without skew: the
@@ -145,40 +146,59 @@ def operand_start(addr, side, config):
     return a if (a // nb) % 2 == (side == "B") else a + nb
 
 
+def rq_window_may_collide(e, config):
+    """Whether an RQ's reads of one cycle and the writes of that cycle can share a bank, given ``e``, the first
+    read's address less the first write's: with ``w = rq_lanes`` lanes the cycle reads ``w`` consecutive words
+    and writes ``w`` (fewer in an instruction's last cycle), so the pairs differ by ``e - (w - 1) .. e + (w - 1)``,
+    and any of them may collide (``may_collide``). One lane: ``may_collide(e)``."""
+    w = config.rq_lanes
+    return any(may_collide(e + d, config) for d in range(1 - w, w))
+
+
+def rq_beats(instr, config):
+    """The cycles an RQ reads in (and writes in): ``ceil(len / rq_lanes)``, element ``t`` in its cycle
+    ``t // rq_lanes`` through lane ``t % rq_lanes``."""
+    return -(-instr.len // config.rq_lanes)
+
+
 def rq_write_skew(instr, config):
     """The cycles the decoupled requantiser delays its writes by, so that no write reaches a bank in the cycle in
-    which the same bank is read: the smallest ``s`` such that the read of ``src + t`` and the write of
-    ``dst + t - RQ_READ_TO_WRITE - s`` (the two accesses of one cycle) can never share a bank.
+    which the same bank is read: the smallest ``s`` such that the reads of ``src + w t + j`` and the writes of
+    ``dst + w (t - RQ_READ_TO_WRITE - s) + j'`` (the accesses of one cycle, ``w = rq_lanes``, lanes ``j, j' < w``)
+    can never share a bank (``rq_window_may_collide``).
 
-    ``s <= 2``: ``v(e) = e + e // Nb`` grows by 1 or 2 when ``e`` grows by 1, so at most two consecutive
-    values of ``e`` have ``v`` in ``{0, -1}`` (mod Nb). The skew never changes what the instruction computes:
-    its destination is its source or disjoint from it (the checker faults the rest, ``isa.rq_overlaps_partly``),
-    so no read can see one of its writes, however late they come."""
-    e = instr.src - instr.dst + RQ_READ_TO_WRITE
+    ``s <= 2`` with one lane: ``v(e) = e + e // Nb`` grows by 1 or 2 when ``e`` grows by 1, so at most two
+    consecutive values of ``e`` have ``v`` in ``{0, -1}`` (mod Nb). With ``w <= Nb / 4`` lanes (``Config``) the
+    bound holds too, which a test shows by walking every difference modulo ``Nb**2`` (``v``'s period). The skew
+    never changes what the instruction computes: its destination is its source or disjoint from it (the checker
+    faults the rest, ``isa.rq_overlaps_partly``), so no read can see one of its writes, however late they come."""
+    w = config.rq_lanes
+    e = instr.src - instr.dst + w * RQ_READ_TO_WRITE
     for skew in range(RQ_MAX_SKEW + 1):
-        if not may_collide(e + skew, config):
+        if not rq_window_may_collide(e + w * skew, config):
             return skew
     raise AssertionError("unreachable: see the docstring")
 
 
 def rq_write_track(instr, first_read, config):
     """The write track of a decoupled RQ whose first read request is in cycle ``first_read``: the function
-    ``cycle -> address`` that gives the word it writes in the cycle in which a read requested in ``cycle``
-    reaches the bank, extended past both ends of its range (element ``t`` is read ``first_read + t`` and written
-    ``RQ_READ_TO_WRITE + skew`` cycles after its read reaches the bank). It grows by one a cycle, so a register
-    that counts keeps it in the RTL."""
+    ``cycle -> address`` that gives the first word it writes in the cycle in which a read requested in ``cycle``
+    reaches the bank (its lanes write that word and the next ``rq_lanes - 1``), extended past both ends of its
+    range (element ``t`` is read in ``first_read + t // rq_lanes`` and written ``RQ_READ_TO_WRITE + skew``
+    cycles after its read reaches the bank). It grows by ``rq_lanes`` a cycle, so a register that counts keeps
+    it in the RTL."""
     lag = RQ_READ_TO_WRITE + rq_write_skew(instr, config)
-    return lambda cycle: instr.dst + cycle - first_read - lag
+    return lambda cycle: instr.dst + config.rq_lanes * (cycle - first_read - lag)
 
 
 def rq_follow_wait(instr, track, start, config):
     """With ``Config.rq_overlap``: the cycles an RQ started in cycle ``start`` while the RQ before it is still
     writing waits before its first read, beyond ``start + 2`` (its fields are registered in ``start + 1``, where
     this is decided): the fewest, ``w``, such that none of its reads can meet a write of the RQ before it on a
-    bank. Reading from ``r = start + 2 + w``, element ``t``'s read and the word written in its cycle are
-    ``src + t`` and ``track(r) + t`` (``rq_write_track``): always the same difference, so ``w`` is the first
-    for which ``may_collide`` of it is false, at most ``RQ_FOLLOW_MAX_WAIT``."""
+    bank. Reading from ``r = start + 2 + w``, the reads of its cycle ``t`` start at ``src + t * rq_lanes`` and the
+    writes of that cycle at ``track(r + t)`` (``rq_write_track``): always the same difference, so ``w`` is the
+    first for which ``rq_window_may_collide`` of it is false, at most ``RQ_FOLLOW_MAX_WAIT``."""
     for wait in range(RQ_FOLLOW_MAX_WAIT + 1):
-        if not may_collide(instr.src - track(start + 2 + wait), config):
+        if not rq_window_may_collide(instr.src - track(start + 2 + wait), config):
             return wait
     raise AssertionError("unreachable: see the docstring")

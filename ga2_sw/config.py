@@ -51,6 +51,7 @@ _RANGES = {
     "row_writes":  (0, 1),
     "row_b":       (0, 1),
     "rq_overlap":  (0, 1),
+    "rq_lanes":    (1, 16),
     "ld_overlap":  (0, 1),
     "ext_write_latency": (1, 64),
     "clock_mhz":   (1, 1000),
@@ -81,6 +82,8 @@ _HELP = {
              "then takes a key or value tile a row (decoupled mode; docs/ISA.md)",
     "rq_overlap": "1: an RQ may start while the RQ before it is still writing, from the cycle after that RQ's "
                   "last read (the requantiser holds two; decoupled mode; docs/ARCHITECTURE.md)",
+    "rq_lanes": "elements an RQ reads, requantises and writes a cycle (1, 2, 4, 8 or 16, at most sp_banks / 4; "
+                "above 1 the overlapped requantiser's lanes: rq_overlap = 1; docs/ARCHITECTURE.md)",
     "ld_overlap": "1: an LD may start while the LD before it is still writing, from the cycle after that LD's "
                   "last request (the DMA holds two; decoupled mode, bare packed port; docs/ARCHITECTURE.md)",
     "axi": "1: the external port is an AXI4 manager (bursts, valid/ready on every channel; docs/ARCHITECTURE.md)",
@@ -117,6 +120,7 @@ class Config:
     row_writes: int = 0
     row_b: int = 0
     rq_overlap: int = 0
+    rq_lanes: int = 1
     ld_overlap: int = 0
     ext_write_latency: int = 1
     clock_mhz: int = 100
@@ -173,6 +177,19 @@ class Config:
             # Two RQs in the requantiser at once share port B's banks as one RQ's reads and writes do: the
             # banked scratchpad's arbitration (ga2_sw.banking.rq_follow_wait) is the decoupled chip's.
             self._needs_banks("rq_overlap", 0, "overlapped RQs")
+        if self.rq_lanes > 1:
+            # Each lane reads and writes through port-B requesters of its own, consecutive words on distinct banks.
+            # With at most sp_banks / 4 lanes, a write skew and a following RQ's wait of at most two cycles keep
+            # every cycle's reads and writes apart (ga2_sw.banking.rq_write_skew; a test walks every case).
+            if self.rq_lanes & (self.rq_lanes - 1):
+                raise ValueError(f"Config field 'rq_lanes' must be a power of two in range 1..16, "
+                                 f"not {self.rq_lanes!r}")
+            if not self.rq_overlap:
+                raise ValueError(f"Config field 'rq_lanes' must be 1 without rq_overlap (the lanes are the "
+                                 f"overlapped requantiser's), not {self.rq_lanes!r}")
+            if 4 * self.rq_lanes > self.sp_banks:
+                raise ValueError(f"Config field 'rq_lanes' must be at most sp_banks / 4 ({self.sp_banks // 4}), "
+                                 f"not {self.rq_lanes!r}")
         if self.ld_overlap:
             # The next LD's requests go out while the last one's beats still come in: the packed DMA of the bare
             # port, whose memory answers in a fixed time, keeps the older LD's write side apart.

@@ -11,7 +11,7 @@ reference machine, pysim and Verilator to them."""
 
 from dataclasses import dataclass, astuple
 
-from .banking import bank_of, rq_follow_wait, rq_write_skew, rq_write_track, slice_addresses
+from .banking import bank_of, rq_beats, rq_follow_wait, rq_write_skew, rq_write_track, slice_addresses
 from .isa import LANES, ONLINE_OPS, OPS, Op, Err, decode, check, footprints, Instr
 from .dram import DramTiming
 from .packing import beat_bytes, beat_of, beats, bursts, byte_address
@@ -107,12 +107,13 @@ def vector_port_b(instr, start, config, first_read=None):
     def request(cycle, addr):
         taken.setdefault(cycle + PORT_B_ANNOUNCE, set()).add(bank_of(addr, config))
     n = instr.len
-    if instr.op == Op.RQ:           # element i: read in cycle first_read + i, written rq_latency (+ skew) later
+    if instr.op == Op.RQ:           # element i: read in cycle first_read + i // lanes, written rq_latency (+ skew) later
         first_read = start + 1 if first_read is None else first_read
         first_write = first_read + rq_latency(config) + rq_write_skew(instr, config)
+        lanes = config.rq_lanes
         for i in range(n):
-            request(first_read + i, instr.src + i)
-            request(first_write + i, instr.dst + i)
+            request(first_read + i // lanes, instr.src + i)
+            request(first_write + i // lanes, instr.dst + i)
     elif instr.op == Op.SM:         # two reading passes, then the quotients from cycle 2n + 1 + overhead on
         first_write = start + 2 * n + 1 + sm_overhead(config)
         for i in range(n):
@@ -400,7 +401,7 @@ class DecoupledTimer:
         end = self.starts[index][2] = first_read - 1 + busy_cycles(instr, config)
         self._drained = end + 1
         if instr.op == Op.RQ and config.rq_overlap:
-            self.free["vector"] = max(first_read + instr.len, before[1] + 1 if following else 0)
+            self.free["vector"] = max(first_read + rq_beats(instr, config), before[1] + 1 if following else 0)
             self._last_rq = (rq_write_track(instr, first_read, config), end)
         else:
             self.free["vector"], self._last_rq = end + 1, None

@@ -3,7 +3,7 @@
 from dataclasses import dataclass, fields as dc_fields
 from enum import IntEnum
 
-from .banking import mm_extra_cycles, rq_write_skew
+from .banking import mm_extra_cycles, rq_beats, rq_write_skew
 from .numerics import MAX_SHIFT, NRM_MAX_SHIFT
 from .packing import beats
 from .timing import (STREAM_MM_OVERHEAD, mm_write_cycles, nrm_busy, rq_latency, rsa_busy, sm_overhead, smc_busy,
@@ -130,7 +130,7 @@ OPS = {
                     busy=lambda i, config: beats(i.dst, i.len, config) + st_latency(config)),
     Op.MM:   OpSpec("mm", "matrix", "mm", sp=(("A", "r"), ("B", "r"), ("dst", "w")), busy=_mm_busy),
     Op.RQ:   OpSpec("rq", "vector", "vec", sp=(("src", "r"), ("dst", "w")),
-                    busy=lambda i, config: i.len + rq_latency(config)
+                    busy=lambda i, config: rq_beats(i, config) + rq_latency(config)
                     + (rq_write_skew(i, config) if config.decoupled else 0)),
     Op.SM:   OpSpec("sm", "vector", "vec", sp=(("src", "r"), ("dst", "w")),
                     busy=lambda i, config: 3 * i.len + sm_overhead(config)),

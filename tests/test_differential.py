@@ -55,6 +55,10 @@ ROW_B_8 = FUZZ_DECOUPLED.replace(row_b=1)
 # the online unit's instructions, which wait for its last write.
 RQ_OVERLAP = FUZZ_DECOUPLED.replace(rq_overlap=1)
 RQ_OVERLAP_ONLINE = ONLINE_DECOUPLED.replace(rq_overlap=1, bus_bytes=4)
+# The wide requantiser (Config.rq_lanes): four lanes on 16 banks, and two on the default 8, where a cycle's reads
+# and writes most often could meet on a bank (the skew and the following RQ's wait most often taken).
+RQ_LANES_4 = RQ_OVERLAP.replace(sp_banks=16, rq_lanes=4)
+RQ_LANES_2 = RQ_OVERLAP.replace(rq_lanes=2)
 # Overlapped loads (Config.ld_overlap, the bare packed port): an LD beside the LD before it, whose beats still come
 # in; with overlapped RQs and row writes too, the decode steps' fastest chip.
 LD_OVERLAP = PACKED_4.replace(ld_overlap=1)
@@ -195,6 +199,21 @@ def test_programs_with_overlapped_requantisations(sims, batch):
 @given(st.lists(cases(RQ_OVERLAP_ONLINE, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
 def test_programs_with_overlapped_requantisations_and_the_online_unit(sims, batch):
     check_batch(sims(RQ_OVERLAP_ONLINE), RQ_OVERLAP_ONLINE, batch)
+
+
+@settings(max_examples=12, **SETTINGS)
+@given(st.lists(cases(RQ_LANES_4, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
+def test_programs_with_a_wide_requantiser(sims, batch):
+    """RQs of four elements a cycle, beside each other and everything else (tests/test_rq_lanes.py walks the
+    bank rule and measures the timeline by hand)."""
+    check_batch(sims(RQ_LANES_4), RQ_LANES_4, batch)
+
+
+@pytest.mark.slow
+@settings(max_examples=12, **SETTINGS)
+@given(st.lists(cases(RQ_LANES_2, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
+def test_programs_with_a_two_lane_requantiser_on_8_banks(sims, batch):
+    check_batch(sims(RQ_LANES_2), RQ_LANES_2, batch)
 
 
 @settings(max_examples=15, **SETTINGS)

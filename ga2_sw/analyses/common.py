@@ -21,10 +21,13 @@ def progress_bar(total, disabled, unit):
 def chip_options(config):
     """The decoupled chip's options that change its timing, as a table's title names them: ", a row of results a
     cycle, overlapped RQs, ..." (empty without any)."""
-    return "".join(f", {what}" for field, what in (("row_writes", "a row of results a cycle"),
-                                                   ("rq_overlap", "overlapped RQs"), ("ld_overlap", "overlapped LDs"),
-                                                   ("axi", "an AXI4 port"))
-                   if getattr(config, field))
+    named = [what for field, what in (("row_writes", "a row of results a cycle"), ("row_b", "a B per array row"),
+                                      ("rq_overlap", "overlapped RQs"), ("ld_overlap", "overlapped LDs"),
+                                      ("axi", "an AXI4 port"))
+             if getattr(config, field)]
+    if config.rq_lanes > 1:
+        named.insert(named.index("overlapped RQs") + 1, f"{config.rq_lanes} RQ lanes")
+    return "".join(f", {what}" for what in named)
 
 
 def table(headers, rows, aligns=None):
