@@ -1,11 +1,11 @@
 """The softmax unit: executes ``SM dst src len`` (docs/ISA.md), int8 scores to Q16 probabilities."""
 
 from amaranth.hdl import Module, Signal
-from amaranth.lib.wiring import connect, flipped
+from amaranth.lib.wiring import Out, connect, flipped
 
 from ga2_sw.timing import sm_overhead
 
-from .ports import Unit
+from .ports import SpReadSignature, Unit, sp_addr_width
 from .softmax_back import SoftmaxBack
 from .softmax_front import SoftmaxFront
 
@@ -31,8 +31,23 @@ class Softmax(Unit):
     (``ga2_sw.timing.sm_overhead``). The source is read only in the first two passes (the exps are kept in the
     buffer), so ``dst`` may overlap ``src``. Requires ``1 <= len <= config.sm_max_len``, which the sequencer checks.
 
+    With two lanes (``Config.sm_lanes`` = 2) the max and exp passes read two scores a cycle through two read
+    ports (``sp_rd`` is an array; :class:`SoftmaxFront`), so each takes ``P = ceil(n / 2)`` cycles and
+    X = ``2P + len + overhead``; the divide pass and the writes stay one a cycle.
+
     Its members are those of every :class:`ga2_hdl.ports.Unit`.
     """
+
+    def __init__(self, config):
+        self._lanes = config.sm_lanes
+        members = None
+        if self._lanes > 1:         # a read port per lane (ga2_hdl.top: the vector lane's groups)
+            members = {"sp_rd": Out(SpReadSignature(sp_addr_width(config))).array(self._lanes)}
+        super().__init__(config, members, read_port=self._lanes == 1)
+
+    @property
+    def read_ports(self):
+        return [self.sp_rd] if self._lanes == 1 else list(self.sp_rd)
 
     def elaborate(self, platform):
         m = Module()
@@ -54,7 +69,11 @@ class Softmax(Unit):
         last_index = Signal(range(self._config.sm_max_len), name="last_index")      # len - 1
         busy = Signal(name="busy_r")
 
-        connect(m, unit=flipped(self.sp_rd), front=front.sp_rd)
+        if self._lanes == 1:
+            connect(m, unit=flipped(self.sp_rd), front=front.sp_rd)
+        else:
+            for n, (unit_port, front_port) in enumerate(zip(self.read_ports, front.read_ports)):
+                connect(m, **{f"unit{n}": flipped(unit_port), f"front{n}": front_port})
         connect(m, front=front.o, back=back.i)
         m.d.comb += [front.start.eq(self.ctl.start), front.idle.eq(~busy), front.src.eq(instr.src),
                      front.last_index.eq(last_index), back.idle.eq(~busy), back.last_index.eq(last_index)]

@@ -9,7 +9,7 @@ from ga2_sw.numerics import EXP_TABLE, Q16_ONE
 from ga2_sw.timing import DIVIDER_LATENCY
 
 from .divider import Divider
-from .softmax_front import EXP_WIDTH, ExpLayout
+from .softmax_front import EXP_WIDTH, exp_layout
 from .valid_chain import ValidChain
 
 __all__ = ["SoftmaxBack", "rounded_numerator"]
@@ -29,25 +29,32 @@ class SoftmaxBack(wiring.Component):
     ``n`` cycles in the buffer and its quotient is on ``o`` ``n + latency`` cycles after it came in.
     While ``idle`` the sum and the buffer's index are held at zero.
 
+    With two lanes (``Config.sm_lanes`` = 2) the exps come in two a cycle (``exp`` and, where ``has1``, ``exp1``):
+    the even elements' exps go to one buffer and the odd ones' to another, each at the pair's index, and both are
+    added to ``S``. The divide pass reads element ``i`` from its parity's buffer at ``i // 2``, one a cycle as
+    with one lane, the buffer's word selected by the registered parity: an exp's quotient comes out as many
+    cycles after the divide pass's start as with one lane.
+
     Members
     -------
     idle : In(1)
         The unit is idle (it is, in the cycle of its start).
     last_index : In(range(sm_max_len))
         ``len - 1``, held from the cycle after ``start``.
-    i : In(stream.Signature(ExpLayout, always_ready=True))
-        The exps, ``last`` on the vector's last.
+    i : In(stream.Signature(exp_layout(lanes), always_ready=True))
+        The exps, ``last`` on the vector's last (pair).
     o : Out(stream.Signature(DIVIDER_LATENCY, always_ready=True))
         The Q16 probabilities, in order.
     """
 
     def __init__(self, config):
         self._max_len = config.sm_max_len
+        self._lanes = config.sm_lanes
         # S = sum of at most sm_max_len exps, each <= 65536.
         self._sum_width = bits_for(config.sm_max_len * Q16_ONE)
         self._num_width = bits_for(max(EXP_TABLE) * Q16_ONE + (config.sm_max_len * Q16_ONE) // 2)
         super().__init__({"idle": In(1), "last_index": In(range(self._max_len)),
-                          "i": In(stream.Signature(ExpLayout, always_ready=True)),
+                          "i": In(stream.Signature(exp_layout(self._lanes), always_ready=True)),
                           "o": Out(stream.Signature(DIVIDER_LATENCY, always_ready=True))})
 
     @property
@@ -61,26 +68,52 @@ class SoftmaxBack(wiring.Component):
         if bits_for(Q16_ONE) > DIVIDER_LATENCY:
             raise AssertionError(f"A Q16 probability needs {bits_for(Q16_ONE)} quotient bits, but the divider "
                                  f"of the cycle model (ga2_sw.timing) has {DIVIDER_LATENCY} stages")
-        m.submodules.exp_buffer = exp_buffer = memory.Memory(shape=EXP_WIDTH, depth=self._max_len, init=[])
+        if self._lanes == 1:
+            buffers = [memory.Memory(shape=EXP_WIDTH, depth=self._max_len, init=[])]
+            m.submodules.exp_buffer = buffers[0]
+        else:           # the even elements' exps and the odd ones'
+            buffers = [memory.Memory(shape=EXP_WIDTH, depth=-(-self._max_len // 2), init=[]) for _ in range(2)]
+            m.submodules.exp_buffer, m.submodules.exp_buffer1 = buffers
         m.submodules.divider = divider = Divider(num_width=self._num_width, den_width=self._sum_width,
                                                  quot_width=DIVIDER_LATENCY)
-        buf_rd, buf_wr = exp_buffer.read_port(), exp_buffer.write_port()
+        if self._lanes == 1:
+            buf_rd, buf_wr = buffers[0].read_port(), buffers[0].write_port()
+            reads, writes = [buf_rd], [buf_wr]
+        else:
+            reads, writes = [b.read_port() for b in buffers], [b.write_port() for b in buffers]
         total = Signal(self._sum_width, name="total")
         dividing = Signal(name="dividing")
-        # buffer_index walks the buffer twice: written in the exp pass, read in the divide pass. The two never
-        # overlap (the first buffer read is the cycle after the last buffer write).
+        # buffer_index walks the buffer twice: written in the exp pass (with two lanes, a pair at a time), read in
+        # the divide pass (an element at a time). The two never overlap (the first buffer read is the cycle after
+        # the last buffer write).
         buffer_index = Signal(range(self._max_len), name="buffer_index")
+        payload = self.i.payload
 
         # -- exp pass: each exp into the buffer and the sum -------------------------------------------------
-        m.d.comb += [buf_wr.en.eq(self.i.valid), buf_wr.addr.eq(buffer_index), buf_wr.data.eq(self.i.payload.exp)]
+        if self._lanes == 1:
+            m.d.comb += [writes[0].en.eq(self.i.valid), writes[0].addr.eq(buffer_index),
+                         writes[0].data.eq(payload.exp)]
+            exps = payload.exp
+        else:
+            m.d.comb += [writes[0].en.eq(self.i.valid), writes[0].data.eq(payload.exp),
+                         writes[1].en.eq(self.i.valid & payload.has1), writes[1].data.eq(payload.exp1)]
+            m.d.comb += [w.addr.eq(buffer_index) for w in writes]
+            exps = payload.exp + Mux(payload.has1, payload.exp1, 0)
         with m.If(self.i.valid):
-            m.d.sync += [total.eq(total + self.i.payload.exp),
-                         buffer_index.eq(Mux(self.i.payload.last, 0, buffer_index + 1))]
-            with m.If(self.i.payload.last):
+            m.d.sync += [total.eq(total + exps),
+                         buffer_index.eq(Mux(payload.last, 0, buffer_index + 1))]
+            with m.If(payload.last):
                 m.d.sync += dividing.eq(1)
 
         # -- divide pass: buffer reads, then the divider ----------------------------------------------------
-        m.d.comb += [buf_rd.en.eq(dividing), buf_rd.addr.eq(buffer_index)]
+        if self._lanes == 1:
+            m.d.comb += [reads[0].en.eq(dividing), reads[0].addr.eq(buffer_index)]
+            buffered = reads[0].data
+        else:           # element i at i // 2 of its parity's buffer, the word selected by the registered parity
+            odd = Signal(name="read_odd")
+            m.d.sync += odd.eq(buffer_index[0])
+            m.d.comb += [r.en.eq(dividing) for r in reads] + [r.addr.eq(buffer_index >> 1) for r in reads]
+            buffered = Mux(odd, reads[1].data, reads[0].data)
         with m.If(dividing):
             m.d.sync += buffer_index.eq(buffer_index + 1)
             with m.If(buffer_index == self.last_index):
@@ -90,7 +123,7 @@ class SoftmaxBack(wiring.Component):
         chain.through(divider.valid_i, divider.valid_o, divider.latency)
         chain.check(self.latency, "The softmax back end")
         m.d.comb += [
-            divider.num.eq(rounded_numerator(buf_rd.data, total)),
+            divider.num.eq(rounded_numerator(buffered, total)),
             divider.den.eq(total),
             self.o.valid.eq(chain.valid),
             self.o.payload.eq(divider.quot),

@@ -11,12 +11,22 @@ from ga2_sw.timing import vector_read_latency
 from .ports import SpReadSignature, sp_addr_width
 from .valid_chain import ValidChain
 
-__all__ = ["SoftmaxFront", "ExpLayout", "EXP_WIDTH", "exp_index"]
+__all__ = ["SoftmaxFront", "ExpLayout", "EXP_WIDTH", "exp_index", "exp_layout"]
 
 # Q16 exponentials: EXP_TABLE[0] = 65536 needs 17 bits.
 EXP_WIDTH = bits_for(max(EXP_TABLE))
-# What the front end hands the back end: one exp, and whether it is the vector's last.
-ExpLayout = data.StructLayout({"exp": EXP_WIDTH, "last": 1})
+
+
+def exp_layout(lanes):
+    """What the front end hands the back end a cycle: one exp, and whether it is the vector's last; with two
+    lanes (``Config.sm_lanes``) also the next element's exp (``exp1``) and whether there is one (``has1``: not
+    past the end of a vector of odd length)."""
+    if lanes == 1:
+        return data.StructLayout({"exp": EXP_WIDTH, "last": 1})
+    return data.StructLayout({"exp": EXP_WIDTH, "exp1": EXP_WIDTH, "has1": 1, "last": 1})
+
+
+ExpLayout = exp_layout(1)
 
 
 def exp_index(mx, x):
@@ -41,6 +51,11 @@ class SoftmaxFront(wiring.Component):
     subtract -> ROM address) limited the chip to 72 MHz on ECP5. Only the low 8 bits of a source word are
     the score (docs/ISA.md, int8 operand).
 
+    With two lanes (``Config.sm_lanes`` = 2) both passes read two scores a cycle, ``src+2p`` and ``src+2p+1``
+    (the second lane idle in a vector of odd length's last cycle), so everything above holds with ``n`` replaced
+    by the ``P = ceil(n / 2)`` pairs: the maximum takes the larger of each pair, two exp ROM ports look the
+    pair's exps up, and ``o`` carries both (``exp_layout``).
+
     Members
     -------
     start : In(1)
@@ -54,46 +69,66 @@ class SoftmaxFront(wiring.Component):
         keeps it).
     last_index : In
         ``len - 1``, held from the cycle after ``start``.
-    sp_rd : Out(SpReadSignature)
+    sp_rd : Out(SpReadSignature), or an array of two with two lanes
         Scratchpad read port (1-cycle latency; 3 decoupled, where every cycle above from the score register on
         comes two later).
-    o : Out(stream.Signature(ExpLayout, always_ready=True))
+    o : Out(stream.Signature(exp_layout(lanes), always_ready=True))
         The exps of the exp pass, in order; ``last`` marks the vector's last.
     """
 
     def __init__(self, config):
         self._max_len = config.sm_max_len
+        self._lanes = config.sm_lanes
         self._read_latency = vector_read_latency(config)
         # Registered stages from a score's read request to its exp: the scratchpad read (decoupled, with the
         # banked scratchpad's request register before it and its data and select registers after), the score
         # register, the exp ROM.
         self.latency = self._read_latency + 2
         aw = sp_addr_width(config)
+        read_port = Out(SpReadSignature(aw)) if self._lanes == 1 else Out(SpReadSignature(aw)).array(self._lanes)
         super().__init__({"start": In(1), "idle": In(1), "src": In(aw), "last_index": In(range(self._max_len)),
-                          "sp_rd": Out(SpReadSignature(aw)),
-                          "o": Out(stream.Signature(ExpLayout, always_ready=True))})
+                          "sp_rd": read_port,
+                          "o": Out(stream.Signature(exp_layout(self._lanes), always_ready=True))})
+
+    @property
+    def read_ports(self):
+        return [self.sp_rd] if self._lanes == 1 else list(self.sp_rd)
 
     def elaborate(self, platform):
         m = Module()
+        lanes = self._lanes
         m.submodules.exp_rom = exp_rom = memory.Memory(shape=EXP_WIDTH, depth=len(EXP_TABLE), init=EXP_TABLE)
         rom_rd = exp_rom.read_port()
+        rd0 = self.read_ports[0]
 
-        # -- source reads: cycles 1 .. 2n, the max pass then the exp pass back to back --------------------
+        # -- source reads: cycles 1 .. 2n, the max pass then the exp pass back to back (pairs with two lanes) --
         reading = Signal(name="reading")
         second_pass = Signal(name="second_pass")
         rd_index = Signal(range(self._max_len), name="rd_index")
-        rd_last = rd_index == self.last_index
+        last_read = self.last_index if lanes == 1 else self.last_index >> 1      # the last pair's index
+        rd_last = rd_index == last_read
         # The address and the enable go into the scratchpad straight from registers (an adder in front of the
         # read port was on the in-order chip's critical path).
         src_base = Signal.like(self.src, name="src_base")
         rd_addr = Signal.like(self.src, name="rd_addr")
-        m.d.comb += [self.sp_rd.en.eq(reading), self.sp_rd.addr.eq(rd_addr)]
+        m.d.comb += [rd0.en.eq(reading), rd0.addr.eq(rd_addr)]
         with m.If(reading):
-            m.d.sync += [rd_index.eq(Mux(rd_last, 0, rd_index + 1)), rd_addr.eq(Mux(rd_last, src_base, rd_addr + 1))]
+            m.d.sync += [rd_index.eq(Mux(rd_last, 0, rd_index + 1)),
+                         rd_addr.eq(Mux(rd_last, src_base, rd_addr + lanes))]
             with m.If(rd_last):
                 m.d.sync += second_pass.eq(1)
                 with m.If(second_pass):
                     m.d.sync += reading.eq(0)
+        read_has1 = None
+        if lanes == 2:
+            # The second lane reads src+2p+1, from registers of its own, except in the last pair of an odd n.
+            src_base1, rd_addr1 = Signal.like(self.src, name="src_base1"), Signal.like(self.src, name="rd_addr1")
+            read_has1 = reading & ~(rd_last & ~self.last_index[0])
+            m.d.comb += [self.sp_rd[1].en.eq(read_has1), self.sp_rd[1].addr.eq(rd_addr1)]
+            with m.If(reading):
+                m.d.sync += rd_addr1.eq(Mux(rd_last, src_base1, rd_addr1 + 2))
+            with m.If(self.idle):
+                m.d.sync += [src_base1.eq(self.src + 1), rd_addr1.eq(self.src + 1)]
 
         # -- the exp pass's valid bits, one per stage; the max pass's and the last score's ride beside them --
         arrive_max, arrive_last = Signal(name="arrive_max"), Signal(name="arrive_last")
@@ -102,18 +137,39 @@ class SoftmaxFront(wiring.Component):
         score_max = Signal(signed(8), name="score_max")
         chain = ValidChain(m, reading & second_pass)
         read_max, read_last = reading & ~second_pass, reading & second_pass & rd_last
+        # With two lanes the second score's presence rides beside them too.
+        has1 = [read_has1]
         for n in range(self._read_latency - 1):     # the banked scratchpad's request, data, select registers
             req_max, req_last = Signal(name=f"request{n}_max"), Signal(name=f"request{n}_last")
-            chain.stage(f"request{n}", req_max.eq(read_max), req_last.eq(read_last))
+            extra = []
+            if lanes == 2:
+                has1.append(Signal(name=f"request{n}_has1"))
+                extra = [has1[-1].eq(has1[-2])]
+            chain.stage(f"request{n}", req_max.eq(read_max), req_last.eq(read_last), *extra)
             read_max, read_last = req_max, req_last
-        chain.stage("arrive", arrive_max.eq(read_max), arrive_last.eq(read_last))
-        chain.stage("exp", max_valid.eq(arrive_max), exp_last.eq(arrive_last),
-                    score.eq(self.sp_rd.data[:8].as_signed()))
-        # Max pass: cycles 3 .. n+2. Exp pass: ROM address in cycles n+3 .. 2n+2, ROM data in n+4 .. 2n+3.
-        with m.If(max_valid & (score > score_max)):
-            m.d.sync += score_max.eq(score)
-        m.d.comb += rom_rd.addr.eq(exp_index(score_max, score))
-        chain.stage("rom", rom_last.eq(exp_last))
+        if lanes == 1:
+            chain.stage("arrive", arrive_max.eq(read_max), arrive_last.eq(read_last))
+            chain.stage("exp", max_valid.eq(arrive_max), exp_last.eq(arrive_last),
+                        score.eq(self.sp_rd.data[:8].as_signed()))
+            # Max pass: cycles 3 .. n+2. Exp pass: ROM address in cycles n+3 .. 2n+2, ROM data in n+4 .. 2n+3.
+            with m.If(max_valid & (score > score_max)):
+                m.d.sync += score_max.eq(score)
+            m.d.comb += rom_rd.addr.eq(exp_index(score_max, score))
+            chain.stage("rom", rom_last.eq(exp_last))
+        else:
+            rom_rd1 = exp_rom.read_port()
+            arrive_has1, exp_has1, rom_has1 = (Signal(name=f"{stage}_has1") for stage in ("arrive", "exp", "rom"))
+            score1 = Signal(signed(8), name="score1")
+            chain.stage("arrive", arrive_max.eq(read_max), arrive_last.eq(read_last), arrive_has1.eq(has1[-1]))
+            chain.stage("exp", max_valid.eq(arrive_max), exp_last.eq(arrive_last), exp_has1.eq(arrive_has1),
+                        score.eq(self.sp_rd[0].data[:8].as_signed()), score1.eq(self.sp_rd[1].data[:8].as_signed()))
+            # The pair's larger score, then the running maximum (a pair's second score only where it has one).
+            pair_max = Mux(exp_has1 & (score1 > score), score1, score)
+            with m.If(max_valid & (pair_max > score_max)):
+                m.d.sync += score_max.eq(pair_max)
+            m.d.comb += [rom_rd.addr.eq(exp_index(score_max, score)), rom_rd1.addr.eq(exp_index(score_max, score1))]
+            chain.stage("rom", rom_last.eq(exp_last), rom_has1.eq(exp_has1))
+            m.d.comb += [self.o.payload.exp1.eq(rom_rd1.data), self.o.payload.has1.eq(rom_has1)]
         chain.check(self.latency, "The softmax front end")
         m.d.comb += [self.o.valid.eq(chain.valid), self.o.payload.exp.eq(rom_rd.data),
                      self.o.payload.last.eq(rom_last)]

@@ -50,8 +50,9 @@ def unit_class(name, config):
 
 # The units with a scratchpad port per element of a beat or cycle whose ports stay in their lane's groups: port 0
 # in the lane's (shared with its other units), port n in "<lane><n>". The packed DMAs' byte lanes are port A's;
-# the requantiser's lanes (Config.rq_lanes) go first on port B with the rest of the vector lane.
-LANE_WIDE_UNITS = ("dma", "rq")
+# the requantiser's and the softmax's lanes (Config.rq_lanes, sm_lanes) go first on port B with the rest of the
+# vector lane (a lane runs one instruction at a time, so lane j of both shares group "vector<j>").
+LANE_WIDE_UNITS = ("dma", "rq", "sm")
 
 # The host's debug reads share a lane's read port (they happen only while no program runs): in order the chip's
 # only one; decoupled the DMA lane's, port A of the banks, so that the compute lanes' crossbar has no extra
@@ -125,8 +126,8 @@ class GA2(wiring.Component):
             lane = unit_lane(name) if decoupled else "shared"
             for ports, groups in ((unit.read_ports, reads), (unit.write_ports, writes)):
                 if len(ports) == 1 or name in LANE_WIDE_UNITS:
-                    groups.setdefault(lane, []).append(ports[0])
-                    groups.update({f"{lane}{n}": [port] for n, port in enumerate(ports) if n})
+                    for n, port in enumerate(ports):
+                        groups.setdefault(f"{lane}{n or ''}", []).append(port)
                 else:
                     groups.update({f"{name}{n}": [port] for n, port in enumerate(ports)})
         return reads, writes

@@ -52,6 +52,7 @@ _RANGES = {
     "row_b":       (0, 1),
     "rq_overlap":  (0, 1),
     "rq_lanes":    (1, 16),
+    "sm_lanes":    (1, 2),
     "ld_overlap":  (0, 1),
     "ext_write_latency": (1, 64),
     "clock_mhz":   (1, 1000),
@@ -84,6 +85,8 @@ _HELP = {
                   "last read (the requantiser holds two; decoupled mode; docs/ARCHITECTURE.md)",
     "rq_lanes": "elements an RQ reads, requantises and writes a cycle (1, 2, 4, 8 or 16, at most sp_banks / 4; "
                 "above 1 the overlapped requantiser's lanes: rq_overlap = 1; docs/ARCHITECTURE.md)",
+    "sm_lanes": "scores the softmax reads a cycle in its max and exp passes (1 or 2; 2: decoupled mode, "
+                "SM busy 2 ceil(len/2) + len + overhead; docs/ARCHITECTURE.md)",
     "ld_overlap": "1: an LD may start while the LD before it is still writing, from the cycle after that LD's "
                   "last request (the DMA holds two; decoupled mode, bare packed port; docs/ARCHITECTURE.md)",
     "axi": "1: the external port is an AXI4 manager (bursts, valid/ready on every channel; docs/ARCHITECTURE.md)",
@@ -121,6 +124,7 @@ class Config:
     row_b: int = 0
     rq_overlap: int = 0
     rq_lanes: int = 1
+    sm_lanes: int = 1
     ld_overlap: int = 0
     ext_write_latency: int = 1
     clock_mhz: int = 100
@@ -190,6 +194,9 @@ class Config:
             if 4 * self.rq_lanes > self.sp_banks:
                 raise ValueError(f"Config field 'rq_lanes' must be at most sp_banks / 4 ({self.sp_banks // 4}), "
                                  f"not {self.rq_lanes!r}")
+        if self.sm_lanes > 1:
+            # The second lane reads through a port-B requester of its own (consecutive words, distinct banks).
+            self._needs_banks("sm_lanes", 1, "two scores a cycle")
         if self.ld_overlap:
             # The next LD's requests go out while the last one's beats still come in: the packed DMA of the bare
             # port, whose memory answers in a fixed time, keeps the older LD's write side apart.

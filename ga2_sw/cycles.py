@@ -17,7 +17,7 @@ from .dram import DramTiming
 from .packing import beat_bytes, beat_of, beats, bursts, byte_address
 from .timing import (FETCH_CYCLES, ISSUE_CYCLES, RQ_DEPTH, SP_WRITE_DELAY, DIVIDER_LATENCY, SM_OVERHEAD,
                      STREAM_MM_OVERHEAD, MM_DRAIN_CYCLES, MM_PLAN_CYCLES, PORT_B_ANNOUNCE, rq_latency, sm_overhead,
-                     smc_phases, rsa_busy, nrm_busy, mm_write_cycles)
+                     sm_pass_cycles, smc_phases, rsa_busy, nrm_busy, mm_write_cycles)
 
 __all__ = ["Counters", "busy_cycles", "unit_of", "lane_of", "accesses", "conflict", "ranges_conflict", "EXT_SPACE",
            "cycle_counts", "run_program", "DecoupledTimer", "InorderTimer", "ExternalPort", "vector_port_b", "mm_schedule", "online_requests",
@@ -114,11 +114,12 @@ def vector_port_b(instr, start, config, first_read=None):
         for i in range(n):
             request(first_read + i // lanes, instr.src + i)
             request(first_write + i // lanes, instr.dst + i)
-    elif instr.op == Op.SM:         # two reading passes, then the quotients from cycle 2n + 1 + overhead on
-        first_write = start + 2 * n + 1 + sm_overhead(config)
+    elif instr.op == Op.SM:         # two reading passes of P cycles, then the quotients from 2P + 1 + overhead on
+        lanes, passes = config.sm_lanes, sm_pass_cycles(n, config)
+        first_write = start + 2 * passes + 1 + sm_overhead(config)
         for i in range(n):
-            request(start + 1 + i, instr.src + i)
-            request(start + n + 1 + i, instr.src + i)
+            request(start + 1 + i // lanes, instr.src + i)
+            request(start + passes + 1 + i // lanes, instr.src + i)
             request(first_write + i, instr.dst + i)
     elif instr.op in ONLINE_OPS:
         for offset, addr, _ in online_requests(instr, config):

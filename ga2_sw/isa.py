@@ -6,8 +6,8 @@ from enum import IntEnum
 from .banking import mm_extra_cycles, rq_beats, rq_write_skew
 from .numerics import MAX_SHIFT, NRM_MAX_SHIFT
 from .packing import beats
-from .timing import (STREAM_MM_OVERHEAD, mm_write_cycles, nrm_busy, rq_latency, rsa_busy, sm_overhead, smc_busy,
-                     st_latency)
+from .timing import (STREAM_MM_OVERHEAD, mm_write_cycles, nrm_busy, rq_latency, rsa_busy, sm_overhead,
+                     sm_pass_cycles, smc_busy, st_latency)
 
 __all__ = ["rows_moved", "Op", "Err", "Instr", "FIELDS", "SLOTS", "OPS", "OpSpec", "UNITS", "LANES", "unit_ops", "unit_lane", "encode",
            "decode", "check", "WIDE", "ONLINE_OPS", "enabled", "units_of", "smc", "rsa", "nrm", "EXT_ADDR_BITS", "field_slots", "rq_overlaps_partly", "footprints", "OPTIONAL_FIELDS", "unbuilt_fields", "used_bits", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS",
@@ -133,7 +133,7 @@ OPS = {
                     busy=lambda i, config: rq_beats(i, config) + rq_latency(config)
                     + (rq_write_skew(i, config) if config.decoupled else 0)),
     Op.SM:   OpSpec("sm", "vector", "vec", sp=(("src", "r"), ("dst", "w")),
-                    busy=lambda i, config: 3 * i.len + sm_overhead(config)),
+                    busy=lambda i, config: 2 * sm_pass_cycles(i.len, config) + i.len + sm_overhead(config)),
     Op.HALT: OpSpec(None, None, None, busy=lambda i, config: 0),
     # The online unit reads everything an instruction reads before it writes anything (docs/ISA.md), so
     # overlapping ranges behave as "read everything, then write" and need no OVERLAP rule.

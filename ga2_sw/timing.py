@@ -9,7 +9,7 @@ __all__ = ["FETCH_CYCLES", "ISSUE_CYCLES", "SP_WRITE_DELAY", "DEBUG_READ_LATENCY
            "BANKED_SELECT_DELAY", "MM_PLAN_CYCLES", "MM_DRAIN_CYCLES", "PORT_B_ANNOUNCE", "mm_write_cycles",
            "vector_read_latency",
            "compute_read_latency", "dma_read_latency", "AXI_ST_DATA_DELAY", "dma_data_at_banks", "st_latency",
-           "debug_read_latency", "rq_latency",
+           "debug_read_latency", "rq_latency", "sm_pass_cycles",
            "sm_overhead", "SMC_SCORE_DEPTH", "RSA_DEPTH", "NRM_DEPTH", "smc_busy", "rsa_busy", "nrm_busy", "smc_phases"]
 
 FETCH_CYCLES = 1        # the first instruction's fetch
@@ -116,6 +116,14 @@ def rq_latency(config):
     """Cycles from an RQ element's read request to its result: ``RQ_DEPTH``, plus the banked scratchpad's
     registers and the announce register in decoupled mode."""
     return RQ_DEPTH + vector_read_latency(config) - 1
+
+
+def sm_pass_cycles(length, config):
+    """Cycles each of the softmax's two reading passes (the max pass, the exp pass) takes over ``length``
+    scores: one a score, or with ``Config.sm_lanes`` = 2 one a pair, ``ceil(length / 2)``. The divide pass
+    writes one quotient a cycle whatever the lanes, so SM is busy ``2 * sm_pass_cycles + length +
+    sm_overhead`` cycles."""
+    return -(-length // config.sm_lanes)
 
 
 def sm_overhead(config):

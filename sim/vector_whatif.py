@@ -1,17 +1,18 @@
 """What-ifs on the decoupled chip's vector lane, on the cycle model: how many cycles the B = 4 decode step would
-take if the softmax were faster, beside the requantiser's lanes that are built (``Config.rq_lanes``). The softmax
-what-ifs are not built; they say which vector-lane change is worth building next (docs/ARCHITECTURE.md, "A wider
-requantiser").
+take if the softmax were faster, beside the lanes that are built (``Config.rq_lanes``, ``Config.sm_lanes``). The
+patched what-ifs are not built; they say which vector-lane change is worth building next (docs/ARCHITECTURE.md, "A
+wider requantiser").
 
 The cycle model (``ga2_sw.cycles``) is patched for the duration of one run, and the step is built under the
 patch too, so the builder's list scheduler orders it for the faster lane, as it would for a chip that had it:
 
-* ``sm_cycles``: the softmax takes that many cycles an element instead of three (its fixed overhead kept);
+* ``sm_cycles``: the softmax takes that many cycles an element instead of three (its fixed overhead kept; on a
+  chip of one softmax lane);
 * ``sm_drain``: the vector lane takes the next instruction that many cycles before the softmax's last write.
 
 Command line (``python -m sim.vector_whatif``, no options): the table for the fastest 4-byte chip with MM's
 ``sa`` tiles (``--bus-bytes 4 --sp-banks 32 --row-writes 1 --rq-overlap 1 --ld-overlap 1 --row-b 1``) and one,
-two or four requantiser lanes."""
+two or four requantiser lanes, one or two softmax lanes."""
 
 import sys
 from contextlib import contextmanager
@@ -35,7 +36,7 @@ WHAT_IFS = [
     ("RQ of 4 lanes (built: --rq-lanes 4)", {"rq_lanes": 4}, {}),
     ("softmax of 2 cycles an element", {}, {"sm_cycles": 2}),
     ("softmax of 1 cycle an element", {}, {"sm_cycles": 1}),
-    ("RQ of 4 lanes, softmax of 2 cycles an element", {"rq_lanes": 4}, {"sm_cycles": 2}),
+    ("RQ of 4 lanes, softmax of 2 lanes (built: --sm-lanes 2)", {"rq_lanes": 4, "sm_lanes": 2}, {}),
     ("RQ of 4 lanes, softmax of 1 cycle an element", {"rq_lanes": 4}, {"sm_cycles": 1}),
 ]
 
@@ -80,10 +81,10 @@ def main(argv=None):
         print(f"python -m sim.vector_whatif: takes no arguments (the table's chip is fixed), not {argv[0]!r}",
               file=sys.stderr)
         return 2
-    print(f"{'the B = 4 step at 4 bytes a beat, vector lane':52}  cycles  x beats  vector busy")
+    print(f"{'the B = 4 step at 4 bytes a beat, vector lane':56}  cycles  x beats  vector busy")
     for label, changes, what_if in WHAT_IFS:
         c, beats = step_cycles(FASTEST.replace(**changes), **what_if)
-        print(f"{label:52}  {c.cycles:6,}  {c.cycles / beats:6.2f}x  {c.vec:11,}")
+        print(f"{label:56}  {c.cycles:6,}  {c.cycles / beats:6.2f}x  {c.vec:11,}")
     return 0
 
 

@@ -55,9 +55,10 @@ ROW_B_8 = FUZZ_DECOUPLED.replace(row_b=1)
 # the online unit's instructions, which wait for its last write.
 RQ_OVERLAP = FUZZ_DECOUPLED.replace(rq_overlap=1)
 RQ_OVERLAP_ONLINE = ONLINE_DECOUPLED.replace(rq_overlap=1, bus_bytes=4)
-# The wide requantiser (Config.rq_lanes): four lanes on 16 banks, and two on the default 8, where a cycle's reads
-# and writes most often could meet on a bank (the skew and the following RQ's wait most often taken).
-RQ_LANES_4 = RQ_OVERLAP.replace(sp_banks=16, rq_lanes=4)
+# The wide requantiser (Config.rq_lanes): four lanes on 16 banks with the softmax's two (Config.sm_lanes: the
+# units' second lanes share a port-B group), and two on the default 8, where a cycle's reads and writes most often
+# could meet on a bank (the skew and the following RQ's wait most often taken).
+RQ_LANES_4 = RQ_OVERLAP.replace(sp_banks=16, rq_lanes=4, sm_lanes=2)
 RQ_LANES_2 = RQ_OVERLAP.replace(rq_lanes=2)
 # Overlapped loads (Config.ld_overlap, the bare packed port): an LD beside the LD before it, whose beats still come
 # in; with overlapped RQs and row writes too, the decode steps' fastest chip.
@@ -204,8 +205,8 @@ def test_programs_with_overlapped_requantisations_and_the_online_unit(sims, batc
 @settings(max_examples=12, **SETTINGS)
 @given(st.lists(cases(RQ_LANES_4, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
 def test_programs_with_a_wide_requantiser(sims, batch):
-    """RQs of four elements a cycle, beside each other and everything else (tests/test_rq_lanes.py walks the
-    bank rule and measures the timeline by hand)."""
+    """RQs of four elements a cycle, beside each other and everything else, and softmaxes of two scores a cycle
+    (tests/test_rq_lanes.py walks the bank rule and works the timeline by hand; tests/test_sm_lanes.py)."""
     check_batch(sims(RQ_LANES_4), RQ_LANES_4, batch)
 
 

@@ -1,4 +1,5 @@
-"""The softmax RTL against ga2_sw.numerics.softmax_q16: values, timing (X = 3*len + 21) and overlap."""
+"""The softmax RTL against ga2_sw.numerics.softmax_q16: values, timing (X = 3*len + 21; with two lanes, decoupled,
+X = 2*ceil(len/2) + len + 25) and overlap."""
 
 import random
 
@@ -12,6 +13,13 @@ from ga2_sw.isa import encode, sm
 from ga2_sw.numerics import softmax_q16
 
 CONFIG = Config(sp_words=256)          # sm_max_len keeps its default, 64
+# Two lanes (Config.sm_lanes): decoupled, on the banked scratchpad, whose registers add 4 to the overhead.
+TWO_LANES = Config(mode="decoupled", sp_words=256, sm_lanes=2)
+
+
+def two_lane_busy(n):
+    """The max and exp passes a pair a cycle, the divide pass an element a cycle, the decoupled overhead 25."""
+    return 2 * ((n + 1) // 2) + n + 25
 
 
 def garbage_word(rng, score):
@@ -36,9 +44,10 @@ def run_sm_program(words, instrs, config=CONFIG):
     return contents, busy
 
 
-def check_vectors(vectors, seed, overlap=False):
+def check_vectors(vectors, seed, overlap=False, config=CONFIG, busy_of=lambda n: 3 * n + 21):
     """Softmax of each score vector, placed with garbage upper bits at consecutive source addresses; the
-    results go to a separate region (or over the source itself when ``overlap``)."""
+    results go to a separate region (or over the source itself when ``overlap``); each busy time is
+    ``busy_of(len)``."""
     rng = random.Random(seed)
     words, instrs, expected = [], [], {}
     dst = 128
@@ -50,10 +59,10 @@ def check_vectors(vectors, seed, overlap=False):
         for i, p in enumerate(softmax_q16(list(scores))):
             expected[out + i] = p
         dst += len(scores)
-    assert len(words) <= 128 and dst <= CONFIG.sp_words
-    contents, busy = run_sm_program(words, instrs)
-    assert busy == [3 * len(scores) + 21 for scores in vectors]
-    for addr in range(CONFIG.sp_words):
+    assert len(words) <= 128 and dst <= config.sp_words
+    contents, busy = run_sm_program(words, instrs, config)
+    assert busy == [busy_of(len(scores)) for scores in vectors]
+    for addr in range(config.sp_words):
         want = expected.get(addr, words[addr] if addr < len(words) else 0)
         assert contents[addr] == want, f"sp[{addr}] = {contents[addr]}, expected {want}"
 
@@ -137,6 +146,53 @@ def test_port_schedule():
         assert done == (cycle == 3 * n + 21), cycle
         assert rd == (src + (cycle - 1) % n if cycle <= 2 * n else 0), cycle
         assert wr == (dst + cycle - (2 * n + 22) if 2 * n + 22 <= cycle <= 3 * n + 21 else 0), cycle
+
+
+def test_two_lanes_random_and_edge_vectors():
+    """Two scores a cycle: odd lengths (the second lane idle in the last pair), the maximum in either lane of a
+    pair, in the last pair of an odd vector, a single score."""
+    rng = random.Random(30)
+    vectors = [[rng.randrange(-128, 128) for _ in range(n)] for n in (1, 2, 3, 5, 16)]
+    vectors += [[-128] * 6 + [127], [-128, 127, -128], [3, 50, -20, 50, 0], [127, 127], [7] * 5]
+    check_vectors(vectors, seed=31, config=TWO_LANES, busy_of=two_lane_busy)
+
+
+def test_two_lanes_full_length_over_the_source():
+    rng = random.Random(32)
+    check_vectors([[rng.randrange(-40, 40) for _ in range(63)], [rng.randrange(-40, 40) for _ in range(64)]],
+                  seed=33, config=TWO_LANES, busy_of=two_lane_busy, overlap=True)
+
+
+def test_two_lanes_port_schedule():
+    """n = 5, P = 3 pairs: lane 0 reads src+2p and lane 1 src+2p+1 in cycles 1 .. 3 and again in 4 .. 6, lane 1
+    idle in each pass's last pair; the quotients are written in 2P + 26 .. 2P + n + 25 = 36, done in 36."""
+    dut = Softmax(TWO_LANES)
+    bench = UnitBench(dut, TWO_LANES, sp_init=range(64))
+    dst, src, n, pairs = 40, 7, 5, 3
+    trace = []
+
+    async def testbench(ctx):
+        ctx.set(dut.ctl.instr.as_value(), encode(sm(dst, src, n)))
+        ctx.set(dut.ctl.start, 1)
+        await ctx.tick()
+        ctx.set(dut.ctl.start, 0)
+        for cycle in range(1, two_lane_busy(n) + 3):
+            trace.append((cycle, ctx.get(dut.ctl.busy), ctx.get(dut.ctl.done),
+                          [ctx.get(p.en) and ctx.get(p.addr) for p in dut.sp_rd],
+                          ctx.get(dut.sp_wr.en) and ctx.get(dut.sp_wr.addr)))
+            await ctx.tick()
+
+    run_bench(bench, testbench)
+    last = two_lane_busy(n)
+    assert last == 36
+    for cycle, busy, done, rd, wr in trace:
+        assert busy == (cycle <= last) and done == (cycle == last), cycle
+        pair = (cycle - 1) % pairs
+        if cycle <= 2 * pairs:
+            assert rd == [src + 2 * pair, src + 2 * pair + 1 if 2 * pair + 1 < n else 0], cycle
+        else:
+            assert rd == [0, 0], cycle
+        assert wr == (dst + cycle - (2 * pairs + 26) if 2 * pairs + 26 <= cycle <= last else 0), cycle
 
 
 def test_verilog():
