@@ -5,7 +5,7 @@ from amaranth.hdl import Array, Module, Mux, Signal
 from amaranth.lib.wiring import Out
 from amaranth.utils import exact_log2
 
-from ga2_sw.banking import RQ_FOLLOW_MAX_WAIT, RQ_MAX_SKEW, RQ_READ_TO_WRITE, bank_bits
+from ga2_sw.banking import RQ_FOLLOW_MAX_WAIT, RQ_MAX_SKEW, RQ_READ_TO_WRITE, rq_follow_decision
 from ga2_sw.timing import BANKED_READ_DELAY, SP_WRITE_DELAY, rq_latency, vector_read_latency
 
 from .ports import SpReadSignature, SpWriteSignature, Unit, sp_addr_width
@@ -18,11 +18,11 @@ __all__ = ["OverlappedRequantiser", "follow_wait"]
 
 def follow_wait(src, track, config):
     """The RTL of ``ga2_sw.banking.rq_follow_wait``, decided in the cycle after the start: ``track`` is the write
-    track of the RQ before (``banking.rq_write_track``) in this cycle, so reading from ``w + 1`` cycles on meets
-    its words from ``track + rq_lanes * (1 + w)``."""
+    track of the RQ before (``banking.rq_write_track``) in this cycle, so reading from ``ahead + w`` cycles on
+    (``ahead = rq_follow_decision - 1``) meets its words from ``track + rq_lanes * (ahead + w)``."""
     assert RQ_FOLLOW_MAX_WAIT == 2, "the choice below covers waits 0, 1 and 2"
-    lanes = config.rq_lanes
-    collide = [window_may_collide((src - (track + lanes * (1 + w) if lanes > 1 else track + 1 + w))[:16],
+    lanes, ahead = config.rq_lanes, rq_follow_decision(config) - 1
+    collide = [window_may_collide((src - (track + lanes * (ahead + w) if lanes > 1 else track + 1 + w))[:16],
                                   config, wrap=16)
                for w in range(RQ_FOLLOW_MAX_WAIT)]
     return Mux(~collide[0], 0, Mux(~collide[1], 1, 2))
@@ -115,9 +115,13 @@ class OverlappedRequantiser(Unit):
         next_len = Signal.like(instr.len, name="next_len")
         draining = Signal(name="draining_r")
 
-        read_idle = ~(deciding | waiting | reading)
-        m.d.comb += [self.ctl.busy.eq(deciding | waiting | reading | queued), self.ctl.draining.eq(draining),
-                     self.older.eq(queued)]
+        # With several lanes the wait decided over their window is registered (`decided`) before it is used
+        # (banking.rq_follow_decision): straight into `reading` it was the two-lane chip's critical path.
+        decided = Signal(name="decided") if lanes > 1 else None
+        deciding_or_decided = deciding if lanes == 1 else deciding | decided
+        read_idle = ~(deciding_or_decided | waiting | reading)
+        m.d.comb += [self.ctl.busy.eq(deciding_or_decided | waiting | reading | queued),
+                     self.ctl.draining.eq(draining), self.older.eq(queued)]
         with m.If(read_idle):
             m.d.sync += [dst.eq(instr.dst), mult.eq(instr.m), shift.eq(instr.s),
                          rd_addr.eq(instr.src), rd_left.eq(instr.len)]
@@ -147,9 +151,17 @@ class OverlappedRequantiser(Unit):
             m.d.sync += track.eq(track + lanes)
         wait_now = Signal(range(RQ_FOLLOW_MAX_WAIT + 1))
         m.d.comb += wait_now.eq(follow_wait(rd_addr, track, cfg))
-        with m.If(deciding):
-            m.d.sync += [deciding.eq(0), wait_left.eq(wait_now), waiting.eq(wait_now != 0),
-                         reading.eq(wait_now == 0), first_read.eq(wait_now == 0)]
+        if lanes == 1:
+            with m.If(deciding):
+                m.d.sync += [deciding.eq(0), wait_left.eq(wait_now), waiting.eq(wait_now != 0),
+                             reading.eq(wait_now == 0), first_read.eq(wait_now == 0)]
+        else:
+            wait_q = Signal.like(wait_now, name="wait_q")
+            with m.If(deciding):
+                m.d.sync += [deciding.eq(0), decided.eq(1), wait_q.eq(wait_now)]
+            with m.If(decided):
+                m.d.sync += [decided.eq(0), wait_left.eq(wait_q), waiting.eq(wait_q != 0),
+                             reading.eq(wait_q == 0), first_read.eq(wait_q == 0)]
         with m.If(waiting):
             m.d.sync += wait_left.eq(wait_left - 1)
             with m.If(wait_left == 1):

@@ -25,7 +25,7 @@ from .timing import BANKED_DATA_DELAY, BANKED_SELECT_DELAY, PORT_B_ANNOUNCE, RQ_
 
 __all__ = ["key_stride", "bank_bits", "bank_of", "row_of", "slice_addresses", "slice_rounds", "most_on_one_bank", "mm_extra_cycles",
            "rq_write_skew", "rq_window_may_collide", "rq_beats", "RQ_MAX_SKEW", "RQ_READ_TO_WRITE",
-           "rq_follow_wait", "RQ_FOLLOW_MAX_WAIT", "rq_write_track", "may_collide", "spread_stride", "operand_stride", "operand_start"]
+           "rq_follow_wait", "rq_follow_decision", "RQ_FOLLOW_MAX_WAIT", "rq_write_track", "may_collide", "spread_stride", "operand_stride", "operand_start"]
 
 # Cycles from a decoupled RQ element's read in the memory to its write reaching the memory, without skew: the
 # bank's data and select registers, the RQ_DEPTH stages from the word register on, and the write's announce and
@@ -191,14 +191,25 @@ def rq_write_track(instr, first_read, config):
     return lambda cycle: instr.dst + config.rq_lanes * (cycle - first_read - lag)
 
 
+def rq_follow_decision(config):
+    """Cycles from the start of an RQ that follows a draining one to its first possible read: its fields are
+    registered in the start cycle and its wait decided in the next (``rq_follow_wait``), so it reads from
+    ``start + 2 + wait``; with several lanes the decision is registered once more, ``start + 3 + wait``: over the
+    lanes' window it was the two-lane AXI chip's critical path (``rq.track`` -> ``rq.reading``, 84.38 MHz median
+    of three seeds on a 25F)."""
+    return 2 if config.rq_lanes == 1 else 3
+
+
 def rq_follow_wait(instr, track, start, config):
     """With ``Config.rq_overlap``: the cycles an RQ started in cycle ``start`` while the RQ before it is still
-    writing waits before its first read, beyond ``start + 2`` (its fields are registered in ``start + 1``, where
-    this is decided): the fewest, ``w``, such that none of its reads can meet a write of the RQ before it on a
-    bank. Reading from ``r = start + 2 + w``, the reads of its cycle ``t`` start at ``src + t * rq_lanes`` and the
-    writes of that cycle at ``track(r + t)`` (``rq_write_track``): always the same difference, so ``w`` is the
-    first for which ``rq_window_may_collide`` of it is false, at most ``RQ_FOLLOW_MAX_WAIT``."""
+    writing waits before its first read, beyond ``start + rq_follow_decision`` (its fields are registered in the
+    start cycle, and this is decided in ``start + 1``): the fewest, ``w``, such that none of its reads can meet
+    a write of the RQ before it on a bank. Reading from ``r = start + rq_follow_decision + w``, the reads of its
+    cycle ``t`` start at ``src + t * rq_lanes`` and the writes of that cycle at ``track(r + t)``
+    (``rq_write_track``): always the same difference, so ``w`` is the first for which ``rq_window_may_collide``
+    of it is false, at most ``RQ_FOLLOW_MAX_WAIT``."""
+    decision = rq_follow_decision(config)
     for wait in range(RQ_FOLLOW_MAX_WAIT + 1):
-        if not rq_window_may_collide(instr.src - track(start + 2 + wait), config):
+        if not rq_window_may_collide(instr.src - track(start + decision + wait), config):
             return wait
     raise AssertionError("unreachable: see the docstring")

@@ -11,7 +11,7 @@ reference machine, pysim and Verilator to them."""
 
 from dataclasses import dataclass, astuple
 
-from .banking import bank_of, rq_beats, rq_follow_wait, rq_write_skew, rq_write_track, slice_addresses
+from .banking import bank_of, rq_beats, rq_follow_decision, rq_follow_wait, rq_write_skew, rq_write_track, slice_addresses
 from .isa import LANES, ONLINE_OPS, OPS, Op, Err, decode, check, footprints, Instr
 from .dram import DramTiming
 from .packing import beat_bytes, beat_of, beats, bursts, byte_address
@@ -394,11 +394,12 @@ class DecoupledTimer:
         """An RQ, SM or online instruction starts in cycle ``start``: record its last busy cycle and the lane's
         next free cycle, and return the RQ's first read (None for the others). With ``rq_overlap`` an RQ that
         starts while the RQ before it is still writing (its last write in cycle ``start`` or later) reads from
-        ``start + 2 + wait`` (``banking.rq_follow_wait``), and the lane takes the next RQ after the last read, but
+        ``start + rq_follow_decision + wait`` (``banking.rq_follow_wait``: 2 + wait with one lane), and the lane takes the next RQ after the last read, but
         not before the RQ before has written its last word (the requantiser holds two)."""
         config, before = self.config, self._last_rq
         following = instr.op == Op.RQ and before is not None and before[1] >= start
-        first_read = start + 2 + rq_follow_wait(instr, before[0], start, config) if following else start + 1
+        first_read = (start + rq_follow_decision(config) + rq_follow_wait(instr, before[0], start, config)
+                      if following else start + 1)
         end = self.starts[index][2] = first_read - 1 + busy_cycles(instr, config)
         self._drained = end + 1
         if instr.op == Op.RQ and config.rq_overlap:

@@ -225,7 +225,8 @@ RTL_MUTANTS = (
        "            with m.If(draining):\n                m.d.sync += [next_dst.eq(instr.dst)",
        "            with m.If(0):\n                m.d.sync += [next_dst.eq(instr.dst)"),
     _m("rqo: busy forgets the queued RQ (a third may start)", "overlapped_requantiser",
-       "self.ctl.busy.eq(deciding | waiting | reading | queued)", "self.ctl.busy.eq(deciding | waiting | reading)"),
+       "self.ctl.busy.eq(deciding_or_decided | waiting | reading | queued)",
+       "self.ctl.busy.eq(deciding_or_decided | waiting | reading)"),
     _m("rqo: older never set (the RQ before the last is not in flight)", "overlapped_requantiser",
        "self.older.eq(queued)", "self.older.eq(0)"),
     # -- the wide requantiser (Config.rq_lanes): its lanes and their bank rule --------------------------------
@@ -245,7 +246,12 @@ RTL_MUTANTS = (
        "            m.d.sync += track.eq(track + lanes)", "            m.d.sync += track.eq(track + 1)",
        file="ga2_hdl/overlapped_requantiser.py"),
     _m("rqw: the follow wait steps one word a cycle, not a cycle's lanes", "wide_requantiser",
-       "(track + lanes * (1 + w) if lanes > 1", "(track + 1 + w if lanes > 1", file="ga2_hdl/overlapped_requantiser.py"),
+       "(track + lanes * (ahead + w) if lanes > 1", "(track + ahead + w if lanes > 1",
+       file="ga2_hdl/overlapped_requantiser.py"),
+    _m("rqw: the wait decided over the lanes' window used at once, not registered (reads a cycle early)",
+       "wide_requantiser", "m.d.sync += [deciding.eq(0), decided.eq(1), wait_q.eq(wait_now)]",
+       "m.d.sync += [deciding.eq(0), wait_left.eq(wait_now), waiting.eq(wait_now != 0), reading.eq(wait_now == 0), "
+       "first_read.eq(wait_now == 0)]", file="ga2_hdl/overlapped_requantiser.py"),
     _m("rqw: the bank rule checks only each lane against its own (not the other lanes of the cycle)",
        "wide_requantiser", "for d in range(1 - w, w)]", "for d in range(0, 1)]", file="ga2_hdl/requantiser.py"),
     _m("rqw: the write skew steps one word, not a cycle's lanes", "wide_requantiser",

@@ -122,11 +122,11 @@ def test_largest_sm_max_len():
     assert contents[300:1324] == [64] * 1024                 # 65536 / 1024, written over its source
 
 
-def test_port_schedule():
-    # Source reads in cycles 1 .. 2n (twice over src .. src+n), writes in 2n+22 .. 3n+21, done in 3n+21.
-    dut = Softmax(CONFIG)
-    bench = UnitBench(dut, CONFIG, sp_init=range(64))
-    dst, src, n = 40, 7, 5
+def port_trace(config, dst, src, n, cycles):
+    """Start ``SM dst src n`` on the unit alone and record, for each cycle 1 .. ``cycles``: busy, done, each
+    read port's address where it reads (else 0) and the write port's address where it writes (else 0)."""
+    dut = Softmax(config)
+    bench = UnitBench(dut, config, sp_init=range(64))
     trace = []
 
     async def testbench(ctx):
@@ -134,17 +134,23 @@ def test_port_schedule():
         ctx.set(dut.ctl.start, 1)
         await ctx.tick()
         ctx.set(dut.ctl.start, 0)
-        for cycle in range(1, 3 * n + 23):
+        for cycle in range(1, cycles + 1):
             trace.append((cycle, ctx.get(dut.ctl.busy), ctx.get(dut.ctl.done),
-                          ctx.get(dut.sp_rd.en) and ctx.get(dut.sp_rd.addr),
+                          [ctx.get(p.en) and ctx.get(p.addr) for p in dut.read_ports],
                           ctx.get(dut.sp_wr.en) and ctx.get(dut.sp_wr.addr)))
             await ctx.tick()
 
     run_bench(bench, testbench)
-    for cycle, busy, done, rd, wr in trace:
+    return trace
+
+
+def test_port_schedule():
+    # Source reads in cycles 1 .. 2n (twice over src .. src+n), writes in 2n+22 .. 3n+21, done in 3n+21.
+    dst, src, n = 40, 7, 5
+    for cycle, busy, done, rd, wr in port_trace(CONFIG, dst, src, n, 3 * n + 22):
         assert busy == (cycle <= 3 * n + 21), cycle
         assert done == (cycle == 3 * n + 21), cycle
-        assert rd == (src + (cycle - 1) % n if cycle <= 2 * n else 0), cycle
+        assert rd == [src + (cycle - 1) % n if cycle <= 2 * n else 0], cycle
         assert wr == (dst + cycle - (2 * n + 22) if 2 * n + 22 <= cycle <= 3 * n + 21 else 0), cycle
 
 
@@ -166,26 +172,10 @@ def test_two_lanes_full_length_over_the_source():
 def test_two_lanes_port_schedule():
     """n = 5, P = 3 pairs: lane 0 reads src+2p and lane 1 src+2p+1 in cycles 1 .. 3 and again in 4 .. 6, lane 1
     idle in each pass's last pair; the quotients are written in 2P + 26 .. 2P + n + 25 = 36, done in 36."""
-    dut = Softmax(TWO_LANES)
-    bench = UnitBench(dut, TWO_LANES, sp_init=range(64))
     dst, src, n, pairs = 40, 7, 5, 3
-    trace = []
-
-    async def testbench(ctx):
-        ctx.set(dut.ctl.instr.as_value(), encode(sm(dst, src, n)))
-        ctx.set(dut.ctl.start, 1)
-        await ctx.tick()
-        ctx.set(dut.ctl.start, 0)
-        for cycle in range(1, two_lane_busy(n) + 3):
-            trace.append((cycle, ctx.get(dut.ctl.busy), ctx.get(dut.ctl.done),
-                          [ctx.get(p.en) and ctx.get(p.addr) for p in dut.sp_rd],
-                          ctx.get(dut.sp_wr.en) and ctx.get(dut.sp_wr.addr)))
-            await ctx.tick()
-
-    run_bench(bench, testbench)
     last = two_lane_busy(n)
     assert last == 36
-    for cycle, busy, done, rd, wr in trace:
+    for cycle, busy, done, rd, wr in port_trace(TWO_LANES, dst, src, n, last + 2):
         assert busy == (cycle <= last) and done == (cycle == last), cycle
         pair = (cycle - 1) % pairs
         if cycle <= 2 * pairs:

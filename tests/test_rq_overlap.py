@@ -26,13 +26,14 @@ SECOND = isa.rq(dst=600, src=40, len=12, m=-7, s=5)
 
 def bank_accesses(rq, first_read, config):
     """{cycle: [bank, ...]} of an RQ's reads and writes as they reach the banks, walked element by element: element
-    t read in ``first_read + t`` and written ``RQ_READ_TO_WRITE + skew`` cycles after its read reaches the bank
-    (both counted from the request, which shifts every access alike)."""
+    t read in ``first_read + t // rq_lanes`` (one lane: ``first_read + t``) and written ``RQ_READ_TO_WRITE + skew``
+    cycles after its read reaches the bank (both counted from the request, which shifts every access alike)."""
     lag = RQ_READ_TO_WRITE + rq_write_skew(rq, config)
     out = {}
     for t in range(rq.len):
-        out.setdefault(first_read + t, []).append(bank_of(rq.src + t, config))
-        out.setdefault(first_read + t + lag, []).append(bank_of(rq.dst + t, config))
+        cycle = first_read + t // config.rq_lanes
+        out.setdefault(cycle, []).append(bank_of(rq.src + t, config))
+        out.setdefault(cycle + lag, []).append(bank_of(rq.dst + t, config))
     return out
 
 
@@ -146,24 +147,28 @@ PROGRAMS = {
 }
 
 
-@pytest.mark.parametrize("name", PROGRAMS)
-def test_pysim_matches_the_model(name):
-    """Memories and all six counters; pysim also fails the run if any bank sees two accesses in one cycle."""
-    program = PROGRAMS[name]
+def run_against_the_model(config, program, name):
+    """Memories and all six counters of ``program`` (random images seeded by ``name``) on pysim and the reference
+    machine; pysim also fails the run if any bank sees two accesses in one cycle. Returns pysim's result."""
     rng = random.Random(name)
     ext, sp = random_words(rng, 200), random_words(rng, 1000)
-    ref = Machine(OVERLAP).run(program, ext, sp)
-    got = run_pysim(OVERLAP, program, ext, sp, cycle_limit=hang_limit(ref))
+    ref = Machine(config).run(program, ext, sp)
+    got = run_pysim(config, program, ext, sp, cycle_limit=hang_limit(ref))
     assert ref.ok and (got.counters, got.error, got.pc) == (ref.counters, ref.error, ref.pc)
     assert got.sp == ref.sp and got.ext == ref.ext
+    return got
 
 
-def test_random_programs_with_waits_on_pysim():
-    """Random programs in which a following RQ waits one or two cycles, on pysim: with a wrong wait the banks
-    would see two accesses in one cycle and the run fails."""
-    config = FUZZ_CONFIG.replace(mode="decoupled", rq_overlap=1)
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_pysim_matches_the_model(name):
+    run_against_the_model(OVERLAP, PROGRAMS[name], name)
+
+
+def check_random_programs_with_waits(config, count):
+    """``count`` random programs (no faults) in which a following RQ waits, on pysim against the reference
+    machine: with a wrong wait the banks would see two accesses in one cycle and the run fails."""
     picked, seed = [], 0
-    while len(picked) < 4:
+    while len(picked) < count:
         program, ext, sp = fuzz_job(config, seed, fault_rate=0.0)
         seed += 1
         timer, waited = DecoupledTimer(config), False
@@ -177,6 +182,11 @@ def test_random_programs_with_waits_on_pysim():
         ref = Machine(config).run(program, ext, sp)
         got = run_pysim(config, program, ext, sp, cycle_limit=hang_limit(ref))
         assert (got.counters, got.error, got.pc, got.sp, got.ext) == (ref.counters, ref.error, ref.pc, ref.sp, ref.ext)
+
+
+def test_random_programs_with_waits_on_pysim():
+    """Random programs in which a following RQ waits one or two cycles, on pysim."""
+    check_random_programs_with_waits(FUZZ_CONFIG.replace(mode="decoupled", rq_overlap=1), 4)
 
 
 def test_the_fuzz_generator_exercises_the_rule():

@@ -60,13 +60,13 @@ FASTEST = Config(mode="decoupled", bus_bytes=4, sp_banks=32, row_writes=1, rq_ov
 
 
 def test_the_decode_step_gains():
-    """With four RQ lanes a softmax of two lanes takes the B = 4 step at 4 bytes a beat from 835 to 807 cycles
+    """With four RQ lanes a softmax of two lanes takes the B = 4 step at 4 bytes a beat from 840 to 807 cycles
     (1.10 x its 736 beats), and no decode step is slower."""
     steps = {lanes: [(cycle_counts(p.program, FASTEST.replace(sm_lanes=lanes))[0].cycles,
                       beats_moved(p.program, FASTEST))
                      for p in decode_table_programs(FASTEST.replace(sm_lanes=lanes))]
              for lanes in (1, 2)}
-    assert steps[1][3] == (835, 736) and steps[2][3] == (807, 736), steps
+    assert steps[1][3] == (840, 736) and steps[2][3] == (807, 736), steps
     assert all(two[0] <= one[0] for one, two in zip(steps[1], steps[2])), steps
 
 
