@@ -51,8 +51,9 @@ class OverlappedRequantiser(Unit):
     consecutive words, one through each lane's scratchpad ports (``sp_rd`` and ``sp_wr`` are arrays; consecutive
     words lie on distinct banks), through ``w`` pipelines side by side, and writes them ``rq_latency + skew``
     cycles later, so an RQ reads in ``ceil(len / w)`` cycles, its last cycle's lanes past ``len`` idle. The skew,
-    the write track and the wait cover every lane (``ga2_sw.banking.rq_window_may_collide``); one lane is the
-    unit above, register for register.
+    the write track and the wait cover every lane (``ga2_sw.banking.rq_window_may_collide``), and the wait is
+    registered (``decided``) before it is used: a following RQ reads from ``S + 3 + wait``
+    (``banking.rq_follow_decision``). One lane is the unit above, register for register.
     """
 
     def __init__(self, config):
