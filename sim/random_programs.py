@@ -58,6 +58,13 @@ def _hi(op, name):
 _FAR = 65000
 
 
+def _past_end(n, sp, hi):
+    """The length ``n`` of a range meant to run past a scratchpad of ``sp`` words, raised where no value of its
+    address field (at most ``hi``) lies past the end: at sp = hi + 1 (2^16 words) only a range of two words or
+    more, started at the last word, reaches past it."""
+    return max(n, sp - hi + 1)
+
+
 def _pick(draw, options):
     return options[draw(0, len(options) - 1)]
 
@@ -125,7 +132,7 @@ def random_valid_instr(draw, config):
     M, N = draw(1, config.rows), draw(1, config.cols)
     K = _pick(draw, (lambda: draw(1, 8), lambda: draw(1, 24), lambda: draw(1, 64), lambda: draw(1, 8),
                      lambda: draw(1, 24), lambda: draw(1, 400)))()
-    K = max(1, min(K, sp // max(M, N)))            # packed operands always fit (tiny scratchpads)
+    K = max(1, min(K, sp // max(M, N)))            # packed A and B always fit (small scratchpads)
     tb = draw(0, 1)
     lda = _pick(draw, (K, 0, draw(0, 64)))
     ldb = _pick(draw, (K if tb else N, 0, draw(0, 64)))
@@ -136,7 +143,8 @@ def random_valid_instr(draw, config):
     b_span = ((N - 1) * ldb + K) if tb else ((K - 1) * ldb + N)
     b_span += (M - 1) * lda * rb
     c_span = (M - 1) * ldc + N
-    if max(a_span, b_span, c_span) > sp:           # only on tiny scratchpads: fall back to packed strides
+    if max(a_span, b_span, c_span) > sp:           # strides past the scratchpad: fall back to packed ones, and
+        N = min(N, sp // M)                        # to a C of at most sp words (arrays of more cells than words)
         lda, ldb, ldc, rb, sa = K, (K if tb else N), N, 0, 0
         a_span, b_span, c_span = M * K, K * N, M * N
     A, B = draw(0, sp - a_span), draw(0, sp - b_span)
@@ -213,42 +221,48 @@ def random_fault(draw, config, kind):
             return isa.rq(_FAR, _FAR + draw(0, 1), 10, 1, draw(MAX_SHIFT + 1, S_MAX)), Err.SHAPE
         return isa.mm(_FAR, 0, 0, 1, 1, 0), Err.SHAPE
     if kind == "overlap":
-        n = draw(2, 64)
+        n = draw(2, min(64, (sp + 1) // 2))      # source and destination, up to n - 1 apart, fit: 2n - 1 words
         distance = _pick(draw, (1, n - 1, draw(1, n - 1))) * _pick(draw, (1, -1))
-        if draw(0, 3):
+        far = (sp - n + 1, _hi(Op.RQ, "src") - n - 1)   # sources that run past the end (none at 2^16 words)
+        if draw(0, 3) or far[0] > far[1]:
             src = draw(max(0, -distance), sp - n - max(0, distance))
         else:                                    # OVERLAP outranks SP_RANGE
-            src = draw(sp - n + 1, _hi(Op.RQ, "src") - n - 1)
+            src = draw(*far)
         return isa.rq(src + distance, src, n, draw(-5, 5), draw(0, MAX_SHIFT)), Err.OVERLAP
     if kind == "sp_range":
         variant = draw(0, 5 if config.row_b and config.rows > 1 else 4)
         if variant == 5:                         # rb: row M-1's B runs past the end, row 0's does not
             M, K, lda = draw(2, config.rows), draw(1, 8), draw(1, 100)
             B = max(0, sp - (M - 1) * lda - K + 1 + draw(0, 3))
-            return isa.mm(0, 0, B, M, K, 1, 1, lda, 1, 1, rb=1), Err.SP_RANGE
+            return isa.mm(0, 0, min(B, _hi(Op.MM, "B")), M, K, 1, 1, lda, 1, 1, rb=1), Err.SP_RANGE
         if variant == 0:
-            n = draw(1, 64)
+            n = _past_end(draw(1, 64), sp, _hi(Op.LD, "dst"))
             return isa.ld(draw(sp - n + 1, min(_hi(Op.LD, "dst"), sp + 5)), 0, n), Err.SP_RANGE
         if variant == 1:                         # SP_RANGE outranks EXT_RANGE
-            n = draw(1, 64)
+            n = _past_end(draw(1, 64), sp, _hi(Op.ST, "src"))
             return isa.st(draw(sp - n + 1, _hi(Op.ST, "src")), ext, n), Err.SP_RANGE
-        if variant == 2:
-            n = draw(1, min(16, config.sm_max_len))
+        if variant == 2:                         # (an SM longer than sm_max_len would be SHAPE: an RQ then)
+            n = _past_end(draw(1, min(16, config.sm_max_len)), sp, _hi(Op.RQ, "dst"))
             src, dst = draw(0, sp - n), draw(sp - n + 1, _hi(Op.RQ, "dst"))
-            ins = isa.rq(dst, src, n, 1, 0) if draw(0, 1) else isa.sm(dst, src, n)
+            if draw(0, 1) or n > config.sm_max_len:
+                ins = isa.rq(dst, min(src, dst - n), n, 1, 0)     # disjoint: OVERLAP would outrank SP_RANGE
+            else:
+                ins = isa.sm(dst, src, n)
             if draw(0, 1):
                 ins = Instr(ins.op, dst=ins.src, src=ins.dst, len=ins.len, m=ins.m, s=ins.s)
             return ins, Err.SP_RANGE
         if variant == 3:                         # one operand just past the end through a stride
             M = draw(2, config.rows) if config.rows > 1 else 1
             lda = draw(1, 200)
-            K = draw(1, 8)
+            K = _past_end(draw(1, 8), sp, _hi(Op.MM, "A"))
             A = max(0, sp - (M - 1) * lda - K + 1 + draw(0, 3))
-            return isa.mm(0, A, 0, M, K, 1, 0, lda, 1, 1), Err.SP_RANGE
+            return isa.mm(0, min(A, _hi(Op.MM, "A")), 0, M, K, 1, 0, lda, 1, 1), Err.SP_RANGE
         which = draw(0, 2)                       # A, B or C starts at the last word and runs past it
         tb = draw(0, 1)
-        if which == 2 and config.cols == 1:
-            return isa.mm(min(sp, _hi(Op.MM, "dst")), 0, 0, 1, 1, 1), Err.SP_RANGE
+        if which == 2 and config.cols == 1:      # a one-column C starts past the end (none does at 2^16 words)
+            if sp <= _hi(Op.MM, "dst"):
+                return isa.mm(sp, 0, 0, 1, 1, 1), Err.SP_RANGE
+            which = 0
         ins = isa.mm(sp - 1 if which == 2 else 0, sp - 1 if which == 0 else 0, sp - 1 if which == 1 else 0,
                      1, 2, 2 if config.cols > 1 else 1, tb, 2, 2, 2)
         return ins, Err.SP_RANGE
