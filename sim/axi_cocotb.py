@@ -2,9 +2,19 @@
 cocotb on Verilator or Icarus (docs/VERIFICATION.md, "The AXI4 port").
 
 ``run_axiram(config, jobs, simulator=..., pause=..., seed=...)`` writes the chip's Verilog, builds it with
-cocotb's runner (cached by the Verilog's hash under the project's cache), runs ``sim/cocotb_axi_test.py`` on it
-in a subprocess and returns one ``ga2_sw.machine.Result`` per job (the scratchpad starts at zero). cocotb and
-cocotbext-axi come from PyPI (the ``dev`` extra); ``axiram_unavailable()`` says why it cannot run here."""
+cocotb's runner (cached, see below), runs ``sim/cocotb_axi_test.py`` on it in a subprocess and returns one
+``ga2_sw.machine.Result`` per job (the scratchpad starts at zero). cocotb and cocotbext-axi come from PyPI (the
+``dev`` extra); ``axiram_unavailable()`` says why it cannot run here.
+
+Build cache: ``cocotb/<simulator>-<key>`` under ``sim.cache.cache_root()``. cocotb's runner builds in place and
+make rebuilds incrementally, so the directory holds Makefiles, make's dependency files and a binary linked
+(by path) against the cocotb installation and the simulator's runtime that made it. The key (``build_key``)
+therefore holds, besides the Verilog, the simulator, the test module and the build script, the cocotb
+installation the build runs with (``cocotb_installation``: its version, share and libs folders, and Python)
+and the simulator's and C++ compiler's paths and versions: a build made in another environment (a deleted
+virtual environment, another Verilator) is never reused. What a key cannot know, an installation replaced in
+place, is checked before reuse: a directory whose dependency files name a file that is gone
+(``sim.cache.missing_references``) is discarded and built again."""
 
 import hashlib
 import json
@@ -20,13 +30,15 @@ from ga2_sw.isa import Err
 from ga2_sw.machine import Result
 from ga2_sw.packing import held_image
 
-from .cache import cache_root, file_lock
+from .cache import cache_root, discard, file_lock, missing_references, tool_identity
 from .verilog import verilog_for
 
-__all__ = ["run_axiram", "axiram_unavailable", "SIMULATORS"]
+__all__ = ["run_axiram", "axiram_unavailable", "build_key", "cocotb_installation", "SIMULATORS"]
 
 SIMULATORS = ("verilator", "icarus")
 REPO = Path(__file__).resolve().parent.parent
+TEST_MODULE = REPO / "sim" / "cocotb_axi_test.py"
+BUILD_ARGS = {"verilator": ["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2"], "icarus": []}
 
 
 def axiram_unavailable(simulator="verilator"):
@@ -84,6 +96,52 @@ if spec["test"]:
 '''
 
 
+_PROBE = r'''
+import json, sys
+from pathlib import Path
+import cocotb, cocotb_tools.config as config
+print(json.dumps({"cocotb": cocotb.__version__, "share_dir": str(Path(config.share_dir).resolve()),
+                  "libs_dir": str(Path(config.libs_dir).resolve()), "python": sys.version,
+                  "executable": sys.executable}))
+'''
+
+_INSTALLATIONS = {}
+
+
+def cocotb_installation(env):
+    """The cocotb installation the build script imports under the environment ``env``, as it reports itself
+    (a subprocess, once per process and ``PYTHONPATH``): ``{"cocotb", "share_dir", "libs_dir", "python",
+    "executable"}``. The build's Makefile names ``share_dir``'s sources and links the binary against
+    ``libs_dir``, so both are part of the build's key."""
+    memo = (sys.executable, env.get("PYTHONPATH", ""))
+    if memo not in _INSTALLATIONS:
+        r = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise RuntimeError(f"cocotb cannot be imported for the build: {r.stderr.strip()[-2000:]}")
+        _INSTALLATIONS[memo] = json.loads(r.stdout.strip().splitlines()[-1])
+    return _INSTALLATIONS[memo]
+
+
+def _simulator_identity(simulator, env):
+    """The tools a build with ``simulator`` runs, by path and version (``sim.cache.tool_identity``)."""
+    if simulator == "verilator":
+        from .verilator import compiler_identity, find_verilator
+        tool = find_verilator()
+        return {"verilator": tool.path, "version": tool.version, "env": list(tool.env),
+                "make_flags": list(tool.make_flags), "cxx": compiler_identity(tool)}
+    return {"iverilog": tool_identity("iverilog", ("-V",), env.get("PATH")),
+            "vvp": tool_identity("vvp", ("-V",), env.get("PATH"))}
+
+
+def build_key(verilog, simulator, env):
+    """The cache key of a cocotb build of ``verilog`` on ``simulator`` in the environment ``env``
+    (``_environment``): everything the build directory's contents depend on (module docstring)."""
+    parts = {"verilog": hashlib.sha256(verilog.encode()).hexdigest(), "simulator": simulator,
+             "test_module": TEST_MODULE.read_text(), "script": _BUILD_SCRIPT, "build_args": BUILD_ARGS[simulator],
+             "cocotb": cocotb_installation(env), "tools": _simulator_identity(simulator, env)}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:20]
+
+
 def run_axiram(config, jobs, *, simulator="verilator", pause=0.0, seed=0, timeout=3600):
     """Run ``jobs`` (``(program, ext[, cycle_limit])``) in one simulation against ``AxiRam``; each channel
     paused in a cycle with probability ``pause``. A list of ``Result`` (with ``hang``)."""
@@ -94,14 +152,10 @@ def run_axiram(config, jobs, *, simulator="verilator", pause=0.0, seed=0, timeou
     if not config.axi:
         raise ValueError("run_axiram needs a chip with an AXI4 port (Config field 'axi' = 1)")
     verilog = verilog_for(config)
-    key = hashlib.sha256((verilog + simulator + (REPO / "sim" / "cocotb_axi_test.py").read_text())
-                         .encode()).hexdigest()[:20]
-    build_dir = cache_root() / "cocotb" / f"{simulator}-{key}"
-    build_dir.mkdir(parents=True, exist_ok=True)
+    env = _environment(simulator)
+    build_dir = cache_root() / "cocotb" / f"{simulator}-{build_key(verilog, simulator, env)}"
     source = build_dir / "ga2.v"
-    build_args = []
-    if simulator == "verilator":
-        build_args += ["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2"]
+    build_args = BUILD_ARGS[simulator]
     spec = {"config": config.to_dict(), "pause": pause, "seed": seed, "jobs": []}
     for job in jobs:
         program, ext = job[0], job[1]
@@ -116,13 +170,16 @@ def run_axiram(config, jobs, *, simulator="verilator", pause=0.0, seed=0, timeou
                "env": {"GA2_AXI_JOBS": str(jobs_path), "GA2_AXI_RESULTS": str(results_path)}}
         # One build at a time per directory (parallel test workers share it), then the run beside others.
         with file_lock(build_dir.with_suffix(".lock")):
+            if missing_references(build_dir):             # made with files since removed: start afresh
+                discard(build_dir)
+            build_dir.mkdir(parents=True, exist_ok=True)
             if not source.exists():
                 source.write_text(verilog)
-            r = subprocess.run([sys.executable, "-c", _BUILD_SCRIPT, json.dumps(run)], env=_environment(simulator),
+            r = subprocess.run([sys.executable, "-c", _BUILD_SCRIPT, json.dumps(run)], env=env,
                                capture_output=True, text=True, timeout=timeout, cwd=tmp)
         if r.returncode == 0:
             run.update(build=False, test=True)
-            r = subprocess.run([sys.executable, "-c", _BUILD_SCRIPT, json.dumps(run)], env=_environment(simulator),
+            r = subprocess.run([sys.executable, "-c", _BUILD_SCRIPT, json.dumps(run)], env=env,
                                capture_output=True, text=True, timeout=timeout, cwd=tmp)
         if r.returncode != 0 or not results_path.exists():
             log = "".join(p.read_text()[-3000:] for p in (Path(tmp) / "test.log", build_dir / "build.log")

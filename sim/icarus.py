@@ -5,7 +5,11 @@ docs/SIMULATORS.md) and models the external memory the same way, so ``IcarusSim(
 ``.run``/``.run_many`` as ``sim.verilator.VerilatorSim``; it is the session of the ``icarus`` backend of
 ``sim.backends``. Icarus is a second, independent simulator of the same Verilog (event-driven, four-state): a
 third opinion next to pysim and Verilator, not a fast one. Used only when ``iverilog`` is on PATH
-(``icarus_available()``). Compiled testbenches are cached like the Verilator builds (``sim.cache``).
+(``icarus_available()``). Compiled testbenches are cached like the Verilator builds (``sim.cache``), in
+``icarus/<rows>x<cols>-<key>/``: the key holds the Verilog, the testbench and its parameters, and the paths and
+versions of ``iverilog`` and ``vvp`` (a compiled ``.vvp`` names the VPI modules of the installation that
+compiled it by path, and runs under that installation's ``vvp``). Those modules are also checked before reuse
+(``sim.cache.missing_references``): a build that names one that is gone is made again.
 """
 
 import hashlib
@@ -23,7 +27,7 @@ from amaranth.utils import ceil_log2
 from ga2_sw.banking import bank_bits
 from ga2_sw.timing import debug_read_latency
 
-from .cache import cache_root, file_lock
+from .cache import cache_root, discard, file_lock, missing_references, tool_identity
 from .jobs import (DEFAULT_CYCLE_LIMIT, Job, Session, SimulatorError, SimulatorMissing, as_job, check_job, parse_results,
                    write_jobs)
 from .verilog import verilog_for
@@ -37,9 +41,9 @@ def icarus_available():
     return shutil.which("iverilog") is not None and shutil.which("vvp") is not None
 
 
-def _version():
-    r = subprocess.run(["iverilog", "-V"], capture_output=True, text=True)
-    return (r.stdout.splitlines() or [""])[0]
+def _tools():
+    """The Icarus installation a build uses and runs under: ``iverilog`` and ``vvp``, by path and version."""
+    return {"iverilog": tool_identity("iverilog", ("-V",)), "vvp": tool_identity("vvp", ("-V",))}
 
 
 def sp_access(config):
@@ -90,18 +94,21 @@ class IcarusSim(Session):
                 + (["-DGA2_PACKED"] if self.config.bus_bytes > 1 else []))
         h = hashlib.sha256()
         access = sp_access(self.config)
-        for part in (self.verilog, TB.read_text(), access, json.dumps(args), _version()):
+        tools = _tools()
+        for part in (self.verilog, TB.read_text(), access, json.dumps(args), json.dumps(tools, sort_keys=True)):
             h.update(part.encode() + b"\0")
         key = h.hexdigest()[:24]
         tag = f"{self.config.rows}x{self.config.cols}"
         final = root / "icarus" / f"{tag}-{key}"
         vvp = final / "ga2.vvp"
         meta = final / "build.json"
-        if vvp.exists() and meta.exists():
+        if vvp.exists() and meta.exists() and not missing_references(final):
             return vvp, json.loads(meta.read_text())["build_seconds"], True
         with file_lock(root / "icarus" / f"{tag}-{key}.lock"):
             if vvp.exists() and meta.exists():
-                return vvp, json.loads(meta.read_text())["build_seconds"], True
+                if not missing_references(final):
+                    return vvp, json.loads(meta.read_text())["build_seconds"], True
+                discard(final)                          # its VPI modules are gone: compile again
             tmp = Path(tempfile.mkdtemp(prefix="build-", dir=root / "icarus"))
             (tmp / "ga2.v").write_text(self.verilog)
             shutil.copy2(TB, tmp / "ga2_tb.v")
@@ -113,8 +120,7 @@ class IcarusSim(Session):
             if r.returncode != 0:
                 raise SimulatorError(f"iverilog failed (rc={r.returncode}); files kept in {tmp}:\n"
                                      f"{(r.stdout + r.stderr)[-4000:]}")
-            (tmp / "build.json").write_text(json.dumps({"build_seconds": seconds, "args": args,
-                                                        "iverilog": _version()}))
+            (tmp / "build.json").write_text(json.dumps({"build_seconds": seconds, "args": args, **tools}))
             try:
                 os.rename(tmp, final)
             except OSError:

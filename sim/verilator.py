@@ -9,7 +9,9 @@ the session of the ``verilator`` backend of ``sim.backends``, whose ``Runner`` m
 
 Build cache (``sim.cache``): ``$GA2_CACHE`` or ``~/.cache/ga2``. The harness binary lives in
 ``verilator/<rows>x<cols>-<key>/`` where the key hashes the Verilog text, the harness source, the waivers,
-the Verilator binary and version, and the flags; builds go to a temporary directory first and are renamed into
+the Verilator binary's path, version and environment (its root), the C++ compiler its makefile runs (path and
+version, ``compiler_identity``), the host CPU and the flags: a cache shared by several environments or
+machines never hands one a binary another built. Builds go to a temporary directory first and are renamed into
 place, under a file lock, so concurrent pytest-xdist workers build once and never see half a build.
 
 The Verilated top is ``ga2_sim`` (``sim_wrapper``): the ``ga2`` ports with ``rst`` registered, which keeps
@@ -39,12 +41,13 @@ from pathlib import Path
 from ga2_sw import dram
 from ga2_sw.timing import debug_read_latency
 
-from .cache import cache_root, file_lock, prune
+from .cache import cache_root, file_lock, prune, tool_identity
 from .jobs import (DEFAULT_CYCLE_LIMIT, Job, Session, SimulatorError, SimulatorMissing, as_job, check_job, make_result,
                    parse_result_block, parse_results, write_header, write_job, write_jobs)
 from .verilog import verilog_for
 
-__all__ = ["VerilatorSim", "find_verilator", "verilator_available", "lint", "yosys_read_check", "sim_wrapper"]
+__all__ = ["VerilatorSim", "find_verilator", "verilator_available", "compiler_identity", "lint", "yosys_read_check",
+           "sim_wrapper"]
 
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
 HARNESS_CPP = HARNESS_DIR / "ga2_harness.cpp"
@@ -181,6 +184,28 @@ def find_verilator():
 
 def verilator_available():
     return find_verilator() is not None
+
+
+_COMPILERS = {}
+
+
+def compiler_identity(tool):
+    """The C++ compiler a build with ``tool`` runs, as ``sim.cache.tool_identity`` gives it: the ``CXX`` of
+    the installation's ``include/verilated.mk`` (its last assignment, which the environment does not override;
+    ``c++`` when there is none). The compiler and its libraries are part of every binary Verilator builds."""
+    if tool not in _COMPILERS:
+        root = dict(tool.env).get("VERILATOR_ROOT")
+        if root is None:
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                r = subprocess.run([tool.path, "--getenv", "VERILATOR_ROOT"], capture_output=True, text=True,
+                                   env=tool.environ(), timeout=60)
+                root = r.stdout.strip() or None
+        cxx = "c++"
+        with contextlib.suppress(OSError, TypeError):
+            found = re.findall(r"^CXX\s*:?=\s*(\S+)", (Path(root) / "include" / "verilated.mk").read_text(), re.M)
+            cxx = found[-1] if found else cxx
+        _COMPILERS[tool] = cxx
+    return tool_identity(_COMPILERS[tool])
 
 
 # Waiver rules unknown to older releases of the tool, and what to use instead (None: drop the waiver).
@@ -382,7 +407,7 @@ class VerilatorSim(Session):
         harness = HARNESS_CPP.read_text()
         h = hashlib.sha256()
         for part in (self.verilog, sim_wrapper(self.verilog), harness, WAIVERS.read_text(), PUBLIC_VLT,
-                     self.tool.path, self.tool.version,
+                     self.tool.path, self.tool.version, json.dumps(self.tool.env), compiler_identity(self.tool),
                      json.dumps(flags), json.dumps(self.tool.make_flags), _cpu_signature()):
             h.update(part.encode() + b"\0")
         key = h.hexdigest()[:24]
@@ -439,7 +464,8 @@ class VerilatorSim(Session):
                 shutil.copy2(tmp / name, stage / name)
             (stage / "build.json").write_text(json.dumps({
                 "build_seconds": seconds, "flags": flags, "verilator": self.tool.path, "version": self.tool.version,
-                "origin": self.tool.origin, "config": self.config.to_dict(), "built_at": time.time()}, indent=1))
+                "origin": self.tool.origin, "cxx": compiler_identity(self.tool), "config": self.config.to_dict(),
+                "built_at": time.time()}, indent=1))
             try:
                 os.rename(stage, final)
             except OSError:

