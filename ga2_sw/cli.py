@@ -7,8 +7,8 @@ the command line is parsed, before any work starts."""
 import importlib
 import sys
 
-from .config import COMMAND_MODE, Config
-from .options import Int, Parser, run_main
+from .config import Config
+from .options import Int, Names, Parser, run_main
 
 __all__ = ["main", "build_parser", "add_config_arguments", "config_from_args"]
 
@@ -30,50 +30,45 @@ _COMMAND_MODULES = [
     "ga2_sw.analyses.weight_stream",
     "ga2_hdl.commands",               # generate
     "sim.commands",                   # bench-sim
+    "synth.commands",                 # chips
 ]
 
 
-def add_config_arguments(parser, mode=True):
-    """--rows, --cols, ... one option per Config field, defaulting to the Config defaults. ``mode=False``
+def add_config_arguments(parser, mode=True, chip=None):
+    """``--chip NAME`` and one option per Config field (--rows, --cols, ...). The configuration is the chip's
+    (``chip``: the command's default chip, ``DEFAULT_CHIP`` unless given), and each field option given beside
+    ``--chip`` overrides that one field, as ``ga2_sw.chips.config_of(name, **fields)`` does. ``mode=False``
     leaves out --mode for a command that defines its own (decode-table runs both modes)."""
-    group = parser.add_argument_group("configuration")
-    defaults = Config()
+    from .chips import CHIP_NAMES, DEFAULT_CHIP
+    default_chip = chip or DEFAULT_CHIP
+    group = parser.add_argument_group("configuration", "a chip of the catalogue (ga2 chips lists them), and "
+                                      "any of its fields changed")
+    group.add_argument("--chip", metavar="NAME", type=Names(lambda: CHIP_NAMES, what="chip"), default=default_chip,
+                       help=f"the chip to build, one of {', '.join(CHIP_NAMES)} (default %(default)s); the options "
+                            f"below change single fields of it")
     for name, text in Config.field_help().items():
         if name == "mode" and not mode:
             continue
-        if name == "mode":
-            group.add_argument("--mode", dest="cfg_mode", choices=Config.field_range("mode"),
-                               default=COMMAND_MODE.value, help=f"{text} (default %(default)s; inorder is the chapter's chip)")
-            continue
-        if name == "memory":
-            group.add_argument("--memory", dest="cfg_memory", choices=Config.field_range("memory"),
-                               default=defaults.memory, help=f"{text} (default %(default)s)")
+        option = f"--{name.replace('_', '-')}"
+        if name in ("mode", "memory"):
+            group.add_argument(option, dest=f"cfg_{name}", choices=Config.field_range(name), default=None,
+                               help=f"{text} (default: the chip's)")
             continue
         lo, hi = Config.field_range(name)
-        if name == "axi":               # 1 with a DRAM unless given (config_from_args)
-            group.add_argument("--axi", dest="cfg_axi", type=Int(lo, hi), metavar="N", default=None,
-                               help=f"{text} ({lo}..{hi}; default 1 with a DRAM --memory, else 0)")
-            continue
-        if name == "online_unit":       # decided by the context unless given (config_from_args)
-            group.add_argument("--online-unit", dest="cfg_online_unit", type=Int(lo, hi), metavar="N",
-                               default=None, help=f"{text} ({lo}..{hi}; default 1 when --max-ctx exceeds "
-                                                  f"--sm-max-len, else 0)")
-            continue
-        group.add_argument(f"--{name.replace('_', '-')}", dest=f"cfg_{name}", type=Int(lo, hi), metavar="N",
-                           default=getattr(defaults, name), help=f"{text} ({lo}..{hi}; default %(default)s)")
+        group.add_argument(option, dest=f"cfg_{name}", type=Int(lo, hi), metavar="N", default=None,
+                           help=f"{text} ({lo}..{hi}; default: the chip's)")
 
 
-def config_from_args(args):
-    """The Config of a command's options. A field whose option defaults to None (a command that sizes it
-    itself, as ``ga2 prefill`` sizes the memories) takes Config's default here."""
-    fields = {k[4:]: v for k, v in vars(args).items() if k.startswith("cfg_") and v is not None}
+def config_from_args(args, drop=(), **fixed):
+    """The Config of a command's options: the ``--chip`` with every field option given (not None) in place
+    of the chip's. A command's own ``--mode`` (decode-table's), when it names one mode, is the mode field.
+    ``fixed``: fields the command itself decides (weight-stream's memory: its rows run their own), under the
+    options given; ``drop``: field options to leave out (those a command sizes and checks itself)."""
+    from .chips import DEFAULT_CHIP, config_of
+    fields = {k[4:]: v for k, v in vars(args).items() if k.startswith("cfg_") and v is not None and k[4:] not in drop}
     if "mode" not in fields and getattr(args, "mode", None) in Config.field_range("mode"):
-        fields["mode"] = args.mode      # a command's own --mode (decode-table's), when it names one mode
-    if "axi" not in fields:             # a DRAM answers the AXI4 port
-        fields["axi"] = int(fields.get("memory", Config.memory) != "ideal")
-    if "online_unit" not in fields:     # a context longer than one softmax holds streams through the online unit
-        fields["online_unit"] = int(fields.get("max_ctx", Config.max_ctx) > fields.get("sm_max_len", Config.sm_max_len))
-    return Config(**fields)
+        fields["mode"] = args.mode
+    return config_of(getattr(args, "chip", None) or DEFAULT_CHIP, **{**fixed, **fields})
 
 
 def build_parser():

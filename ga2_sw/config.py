@@ -6,7 +6,8 @@ import json
 
 from .dram import MEMORIES
 
-__all__ = ["Config", "DEFAULT", "Mode", "MODES", "MEMORIES", "BUS_BYTES", "COMMAND_MODE", "memory_words", "sized_memories"]
+__all__ = ["Config", "DEFAULT", "Mode", "MODES", "MEMORIES", "BUS_BYTES", "WORKLOAD_FIELDS", "memory_words",
+           "sized_memories"]
 
 
 class Mode(enum.Enum):
@@ -24,10 +25,10 @@ MODES = tuple(mode.value for mode in Mode)     # the names the command line and 
 # one element per 32-bit word; the others pack bytes (docs/ISA.md, "Packed external memory").
 BUS_BYTES = (1, 4, 8, 16)
 
-# The chip the commands build when `--mode` is not given: decoupled, 2.45x in-order's tokens per second at each
-# chip's median Fmax on the 25F (README). `Config()` itself stays the chapter's in-order chip, the one its
-# tables describe; `--mode inorder` asks any command for it.
-COMMAND_MODE = Mode.DECOUPLED
+# The fields that reach no RTL: the workload a chip is measured on (the decode head's shape and context) and the
+# testbench around it (what answers the AXI4 port, its write latency, the clock its timing and the reports use).
+# Every other field is hardware: ``Config.hardware()`` alone determines the Verilog.
+WORKLOAD_FIELDS = ("d_model", "d", "max_ctx", "memory", "clock_mhz", "ext_write_latency")
 
 # (minimum, maximum) of every integer field; the maxima follow from the instruction encoding (16-bit
 # scratchpad addresses and lengths, 8-bit M and N, 12-bit strides) or from what the RTL is built and tested
@@ -237,6 +238,11 @@ class Config:
 
     def to_dict(self):
         return {**asdict(self), "mode": self.mode.value}
+
+    def hardware(self):
+        """The fields that reach the RTL, as ``to_dict`` gives them: all but ``WORKLOAD_FIELDS``. Two
+        configurations with the same hardware have the same Verilog."""
+        return {k: v for k, v in self.to_dict().items() if k not in WORKLOAD_FIELDS}
 
     def to_json(self):
         return json.dumps(self.to_dict(), sort_keys=True)

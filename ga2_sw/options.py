@@ -579,12 +579,12 @@ def run_main(parser, argv=None):
     prog = sub.prog
     try:
         _check_files(sub, args)
+        check = getattr(args, "check", None)
+        if check is not None:                    # the command's own checks first: they name its options
+            check(args)
         if any(k.startswith("cfg_") for k in vars(args)):
             from .cli import config_from_args
             config_from_args(args)               # a field combination the configuration refuses
-        check = getattr(args, "check", None)
-        if check is not None:
-            check(args)
     except Exception as exc:
         status, message = classify(exc)
         _say(prog, message)

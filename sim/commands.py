@@ -1,6 +1,7 @@
-"""``ga2 bench-sim`` and ``ga2 fuzz``: simulator speed on the decode-table programs, and differential fuzzing
-of the RTL (Verilator or Icarus) against the reference machine. The simulators come from ``sim.backends``,
-the fuzz programs from ``sim.random_programs``."""
+"""``ga2 bench-sim``, ``ga2 fuzz`` and ``ga2 cache``: simulator speed on the decode-table programs,
+differential fuzzing of the RTL (Verilator or Icarus) against the reference machine, and the on-disk caches
+(where each is, how large, and clearing them). The simulators come from ``sim.backends``, the fuzz programs
+from ``sim.random_programs``, the caches from ``sim.cache``."""
 
 import sys
 import time
@@ -10,11 +11,12 @@ from ga2_sw.machine import Machine
 
 from ga2_sw.options import SEED, Float, Int, Names
 
+from . import cache as caches
 from .backends import backend_names, get_backend
 from .compare import compare_results, format_program
-from .random_programs import FUZZ_CONFIG, cycle_limit_for, fuzz_job
+from .random_programs import cycle_limit_for, fuzz_job
 
-__all__ = ["register", "bench_sim", "fuzz"]
+__all__ = ["register", "bench_sim", "fuzz", "cache_report"]
 
 
 # -- ga2 bench-sim -----------------------------------------------------------------------------------------
@@ -169,6 +171,37 @@ def _fuzz(args):
     return 0
 
 
+# -- ga2 cache ---------------------------------------------------------------------------------------------
+
+def cache_report(clear=()):
+    """Every cache of ``sim.cache.CACHES``: ``{"caches": [usage...], "cleared": [clear result...]}``, the
+    caches named in ``clear`` emptied first (so the sizes shown are what is left)."""
+    cleared = [caches.clear(name) for name in clear]
+    return {"caches": [caches.usage(name) for name in caches.cache_names()], "cleared": cleared}
+
+
+def _mb(n):
+    return f"{n / 1e6:,.1f} MB"
+
+
+def _cache(args):
+    from ga2_sw.analyses.common import table, write_json
+    report = cache_report(args.clear or ())
+    for c in report["cleared"]:
+        busy = f"; {c['in_use']} in use, left" if c["in_use"] else ""
+        print(f"cleared {c['name']}: {c['removed']} entries, {_mb(c['bytes'])}{busy} ({c['path']})")
+    rows = [[u["name"], u["entries"], _mb(u["bytes"]), u["path"] + ("" if u["exists"] else " (none yet)")]
+            for u in report["caches"]]
+    rows.append(["total", sum(u["entries"] for u in report["caches"]),
+                 _mb(sum(u["bytes"] for u in report["caches"])), ""])
+    print(table(["cache", "entries", "size", "path"], rows, ["<", ">", ">", "<"]))
+    print("(each key holds what its entry depends on, the tools' paths and versions included: --json lists "
+          "it; $GA2_CACHE and $GA2_SYNTH_CACHE move the caches)")
+    if args.json:
+        write_json(args.json, report)
+    return 0
+
+
 # What the options take.
 REPEAT = Int(1, 10_000)
 PYSIM_REPEAT = Int(1, 100)
@@ -216,5 +249,14 @@ def register(sub):
                         f"(default %(default)s)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_config_arguments(p)
-    p.set_defaults(func=_fuzz, check=lambda args: get_backend(args.sim).require(),
-                   **{f"cfg_{k}": v for k, v in FUZZ_CONFIG.to_dict().items()})
+    p.set_defaults(func=_fuzz, check=lambda args: get_backend(args.sim).require())
+
+    p = sub.add_parser("cache", help="the on-disk caches (Verilog, simulator builds, the model file, synthesis "
+                       "results): where each is and how large; --clear empties them")
+    p.add_argument("--clear", nargs="?", const=caches.cache_names(), default=None, metavar="CACHE,..",
+                   type=Names(caches.cache_names, many=True, what="cache"),
+                   help=f"remove the entries of every cache, or of those named: {', '.join(caches.cache_names())} "
+                        f"(an entry another process is building is left)")
+    p.add_argument("--json", metavar="FILE", type=json_option(), help="write the table (and what was cleared) "
+                   "as JSON, with what each cache's keys hold")
+    p.set_defaults(func=_cache)

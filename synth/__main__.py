@@ -11,6 +11,7 @@ from ga2_sw.config import MODES
 from ga2_sw.options import (Float, InputFile, Int, IntList, Names, OutputDir, OutputFile, Parsed, Parser, atomic_write,
                             need_matplotlib, run_main)
 
+from .datasheet import DEFAULT_LIMIT, RECORD as DATASHEETS, load_records
 from .figures import RECORD, load_figures
 from .nextpnr import ROUTERS
 
@@ -103,18 +104,41 @@ def _sweep(args):
 
 
 def _figures(args):
+    from .datasheet import check_records
     from .figures import check_figures, figures_table
+    from .report import table
     entries = load_figures(args.record)
     checked = check_figures(entries, cache_dir=args.cache_dir,
                             progress=lambda n, total, name: print(f"[{n + 1}/{total}] generating the Verilog of "
                                                                   f"{name}", file=sys.stderr, flush=True))
     print(figures_table(checked))
-    _write(args.json, checked)
-    stale = [e["figure"] for e in checked if not e["current"]]
+    print(f"the chips' datasheets ({args.datasheets}), generating each chip's Verilog", file=sys.stderr, flush=True)
+    sheets = check_records(load_records(args.datasheets), cache_dir=args.cache_dir)
+    print()
+    print(table(("chip", "datasheet's Verilog is today's"), [(n, "yes" if ok else "NO: measure again")
+                                                            for n, ok in sheets.items()], align=["<", "<"]))
+    _write(args.json, {"figures": checked, "datasheets": sheets})
+    stale = [e["figure"] for e in checked if not e["current"]] + [n for n, ok in sheets.items() if not ok]
     if stale:
-        print(f"{len(stale)} of {len(checked)} figures were placed on other Verilog than today's; run each "
-              f"one's command again ({args.record})", file=sys.stderr)
+        print(f"{len(stale)} figures or datasheets were measured on other Verilog than today's: "
+              f"{', '.join(stale)}; run each one's command again", file=sys.stderr)
         return 1
+    return 0
+
+
+def _datasheet(args):
+    from ga2_sw.chips import chip
+    from .datasheet import measure, store_record
+    from .report import datasheet_text
+    records = []
+    for name in args.chips:
+        record = measure(chip(name), sims=args.sims, limit=args.limit, jobs=args.jobs or 1, cache_dir=args.cache_dir,
+                         progress=lambda text: print(text, file=sys.stderr, flush=True))
+        store_record(record, args.record)
+        records.append(record)
+        print(datasheet_text(record))
+        print(f"recorded in {args.record}", file=sys.stderr)
+    _write(args.json, {"chips": records})
     return 0
 
 
@@ -130,6 +154,11 @@ def _seed_arguments(p):
 def _checked_seeds(option, text):
     _seeds(argparse.Namespace(**{"seeds": None, "seed": None, option[2:]: text}))
     return text
+
+
+def _chip_names():
+    from ga2_sw.chips import CHIP_NAMES
+    return CHIP_NAMES
 
 
 def build_parser():
@@ -160,10 +189,29 @@ def build_parser():
     p.set_defaults(func=_fmax)
 
     p = sub.add_parser("figures", parents=[common],
-                       help="are the documented Fmax figures still today's Verilog? (exit 1 when one is not)")
+                       help="are the documented Fmax figures and the chips' datasheets still today's Verilog? (exit 1 "
+                            "when one is not)")
     p.add_argument("--record", metavar="FILE", default=str(RECORD), type=InputFile(decode=load_figures),
                    help="the recorded figures (default synth/figures.json, the ones README and docs/SYNTH.md quote)")
+    p.add_argument("--datasheets", metavar="FILE", default=str(DATASHEETS), type=InputFile(decode=load_records),
+                   help="the chips' recorded datasheets (default synth/datasheets.json)")
     p.set_defaults(func=_figures)
+
+    p = sub.add_parser("datasheet", parents=[common],
+                       help="a named chip's datasheet: area, Fmax of seeds 1, 2, 3, decode steps, tokens/s; recorded")
+    p.add_argument("--chip", dest="chips", metavar="NAME[,NAME...]", required=True,
+                   type=Names(_chip_names, many=True, what="chip"), help="the chips to measure (ga2 chips lists them)")
+    p.add_argument("--limit", type=Int(60, 86400), default=DEFAULT_LIMIT, metavar="S",
+                   help="seconds a seed may place and route, 60..86400, before it is recorded as unrouted "
+                        "(default %(default)s)")
+    p.add_argument("--jobs", type=Int(1, 3), default=None, metavar="N",
+                   help="seeds placed at once, 1..3 (default 1)")
+    p.add_argument("--sims", default=("model", "verilator"), type=Names(lambda: ("model", "verilator", "pysim"),
+                                                                        many=True, what="simulator"),
+                   help="simulators that run the decode steps (default model,verilator)")
+    p.add_argument("--record", metavar="FILE", default=str(DATASHEETS), type=OutputFile(suffixes=(".json",)),
+                   help="the record file the datasheets go into (default synth/datasheets.json)")
+    p.set_defaults(func=_datasheet)
 
     p = sub.add_parser("sweep", parents=[common], help="area, Fmax and decode cycles over square array sizes")
     p.add_argument("--sizes", default="2,4,8,16", type=IntList(1, 32), help="array sizes n, n x n (default %(default)s)")

@@ -26,8 +26,8 @@ from ga2_hdl.generate import body_sha256
 from . import cache
 from .yosys import _verilog, ecp5_netlist
 
-__all__ = ["DEVICES", "ROUTERS", "fmax", "fmax_seeds", "median_of_seeds", "DoesNotFit", "ecp5_summary", "fits",
-           "nextpnr_status", "run_with_progress"]
+__all__ = ["DEVICES", "ROUTERS", "fmax", "fmax_seeds", "median_of_seeds", "DoesNotFit", "OutOfTime", "ecp5_summary",
+           "fits", "nextpnr_status", "run_with_progress"]
 
 # LFE5U capacities (nextpnr's utilisation report: TRELLIS_COMB = LUT4 sites, 2 per CCU2C).
 DEVICES = {
@@ -93,22 +93,33 @@ def _log_tail(path):
         return ""
 
 
-def run_with_progress(cmd, cwd, log, progress=None, poll=POLL_SECONDS, every=PROGRESS_SECONDS):
+class OutOfTime(RuntimeError):
+    """A run reached its time limit and was stopped: ``status`` says where it was."""
+
+    def __init__(self, seconds, status):
+        super().__init__(f"stopped after {seconds:,.0f} s, {status}")
+        self.seconds, self.status = seconds, status
+
+
+def run_with_progress(cmd, cwd, log, progress=None, poll=POLL_SECONDS, every=PROGRESS_SECONDS, limit=None):
     """Run ``cmd`` in ``cwd`` to its end and return ``(returncode, stdout + stderr)``. With ``progress`` (a
     callable taking one line), report ``nextpnr_status`` of the log file ``log`` (relative to ``cwd``) and the
     seconds so far when the phase changes, and every ``every`` seconds in between (with the phase's latest
-    numbers: router1's arcs left change every few seconds)."""
+    numbers: router1's arcs left change every few seconds). With ``limit`` (seconds), a run still going then is
+    stopped and ``OutOfTime`` raised, naming the phase it was in."""
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     t0, said, said_at = time.perf_counter(), "starting", 0.0
     try:
         while True:
             try:
-                out, err = proc.communicate(timeout=poll if progress else None)
+                out, err = proc.communicate(timeout=poll if progress or limit else None)
                 return proc.returncode, out + err
             except subprocess.TimeoutExpired:
                 status = nextpnr_status(_log_tail(Path(cwd) / log)) or said
                 now = time.perf_counter() - t0
-                if _phase(status) != _phase(said) or now - said_at >= every:
+                if limit is not None and now >= limit:
+                    raise OutOfTime(now, status)
+                if progress and (_phase(status) != _phase(said) or now - said_at >= every):
                     progress(f"{status} ({now:,.0f} s)")
                     said, said_at = status, now
     except BaseException:               # Ctrl-C, or a failure here: leave no nextpnr running behind us
@@ -178,13 +189,15 @@ def _path_summary(report):
             "cells": cells}
 
 
-def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, router=ROUTERS[0], progress=False):
+def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, router=ROUTERS[0], progress=False,
+         limit=None):
     """``{"config", "device", "fmax_mhz", "utilisation": {RES: [used, available]}, "critical_path"}``.
 
     ``router``: nextpnr's router, ``router1`` (the default, every figure of docs/SYNTH.md unless it says
     otherwise) or ``router2`` (which converges where router1 oscillates on a crowded netlist). ``progress``:
     report on stderr, one line at a time prefixed with the seed, where the run is (``run_with_progress``), and
-    its result.
+    its result. ``limit``: seconds a seed may place and route; a seed still running then is stopped and its
+    result is unrouted (``fmax_mhz`` None, ``unrouted`` saying where it stopped), cached for that limit.
 
     Raises DoesNotFit (message names the resource and the numbers) when the design is too big."""
     if device not in DEVICES:
@@ -198,11 +211,13 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
         if msg:
             raise DoesNotFit(msg)
     # The default router is not part of the key, so that the results cached before the choice stay valid.
-    key = cache.key_of(kind="fmax", config=config.to_dict(), netlist=Path(net["json"]).name,
+    key = cache.key_of(kind="fmax", config=config.hardware(), netlist=Path(net["json"]).name,
                        tools=cache.tool_versions(), device=device, seed=seed, freq=freq, flow=FLOW,
                        **({"router": router} if router != ROUTERS[0] else {}))
     say = (lambda text: _stderr_line(f"[seed {seed}] {text}")) if progress else None
     hit = cache.load(d, "fmax", key)
+    if hit is not None and hit.get("unrouted") and (limit is None or hit["limit"] < limit):
+        hit = None                      # stopped sooner than this run may take: place it again
     if hit is not None:
         if "does_not_fit" in hit:
             raise DoesNotFit(hit["does_not_fit"])
@@ -217,7 +232,16 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
                "--report", "report.json", "-l", "nextpnr.log", "-q", "--router", router]
         if say:
             say(f"placing and routing on LFE5U-{device.upper()} ({router}; the phases follow as nextpnr logs them)")
-        returncode, output = run_with_progress(cmd, work, "nextpnr.log", say)
+        try:
+            returncode, output = run_with_progress(cmd, work, "nextpnr.log", say, limit=limit)
+        except OutOfTime as exc:
+            if say:
+                say(f"unrouted: {exc}")
+            return cache.store(d, "fmax", key, {
+                "config": config.to_dict(), "device": device, "seed": seed, "target_mhz": freq, "fmax_mhz": None,
+                "unrouted": f"{exc} (limit {limit:,} s)", "limit": limit, "fmax_line": None, "utilisation": {},
+                "critical_path": None, "synthesis": net["flow"], "flow": FLOW, "router": router,
+                "seconds": round(exc.seconds, 1)})
         log = (Path(work) / "nextpnr.log").read_text(errors="replace") if (Path(work) / "nextpnr.log").exists() \
             else output
         if returncode != 0:
@@ -246,22 +270,25 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
 def median_of_seeds(runs):
     """Several ``fmax`` results of one netlist (one per placement seed) summed up: the median seed's result (the
     lower of the two middle ones for an even count) with ``fmax_mhz`` = the median over the seeds, and
-    ``fmax_mhz_min``, ``fmax_mhz_max``, ``seeds`` and ``per_seed`` [{"seed", "fmax_mhz", "critical_path",
-    "fmax_line", "seconds"}] added. ``seconds`` is the sum of the runs' nextpnr times (as measured when each was
-    computed, also for results now read from the cache)."""
+    ``fmax_mhz_min``, ``fmax_mhz_max``, ``seeds``, ``unrouted`` (the seeds that did not route) and ``per_seed``
+    [{"seed", "fmax_mhz", "critical_path", "fmax_line", "seconds", "unrouted"}] added. A seed that did not route
+    is a result, not a seed to replace: with one, the netlist has no Fmax (``fmax_mhz`` None; min and max are of
+    the routed seeds). ``seconds`` is the sum of the runs' nextpnr times (as measured when each was computed,
+    also for results now read from the cache)."""
     per_seed = [{"seed": r["seed"], "fmax_mhz": r["fmax_mhz"], "critical_path": r["critical_path"],
-                 "fmax_line": r["fmax_line"], "seconds": r["seconds"]} for r in runs]
+                 "fmax_line": r["fmax_line"], "seconds": r["seconds"], "unrouted": r.get("unrouted")} for r in runs]
     timed = sorted((r for r in runs if r["fmax_mhz"] is not None), key=lambda r: (r["fmax_mhz"], r["seed"]))
     vals = [r["fmax_mhz"] for r in timed]
+    unrouted = [r["seed"] for r in runs if r["fmax_mhz"] is None]
     middle = timed[(len(timed) - 1) // 2] if timed else runs[0]
-    return {**middle, "fmax_mhz": round(statistics.median(vals), 2) if vals else None,
+    return {**middle, "fmax_mhz": round(statistics.median(vals), 2) if vals and not unrouted else None,
             "fmax_mhz_min": min(vals, default=None), "fmax_mhz_max": max(vals, default=None),
-            "seeds": [r["seed"] for r in runs], "per_seed": per_seed,
+            "seeds": [r["seed"] for r in runs], "unrouted": unrouted, "per_seed": per_seed,
             "seconds": round(sum(r["seconds"] for r in runs), 1)}
 
 
 def fmax_seeds(config, device="25k", seeds=(1,), freq=100, cache_dir=None, jobs=1, router=ROUTERS[0],
-               progress=False):
+               progress=False, limit=None):
     """``fmax`` for each placement seed (one after another, or in a pool of ``jobs`` processes), summed up by
     ``median_of_seeds``. The netlist is synthesised (or loaded) once, before any seed runs. Raises DoesNotFit
     when the design does not fit ``device`` (or when nextpnr fails to place it with any of the seeds).
@@ -279,10 +306,10 @@ def fmax_seeds(config, device="25k", seeds=(1,), freq=100, cache_dir=None, jobs=
         with cf.ProcessPoolExecutor(max_workers=min(jobs, len(seeds))) as pool:
             runs = list(pool.map(fmax, [config] * len(seeds), [device] * len(seeds), seeds,
                                  [freq] * len(seeds), [cache_dir] * len(seeds), [True] * len(seeds),
-                                 [router] * len(seeds), [progress] * len(seeds)))
+                                 [router] * len(seeds), [progress] * len(seeds), [limit] * len(seeds)))
     else:
-        runs = [fmax(config, device, seed=s, freq=freq, cache_dir=cache_dir, router=router, progress=progress)
-                for s in seeds]
+        runs = [fmax(config, device, seed=s, freq=freq, cache_dir=cache_dir, router=router, progress=progress,
+                     limit=limit) for s in seeds]
     # The Verilog these seeds placed: a figure belongs to it alone (synth/figures.py checks the docs' figures).
     path, sha = _verilog(config, cache_dir)
     return {**median_of_seeds(runs), "verilog_sha256": sha, "verilog_body_sha256": body_sha256(Path(path).read_text())}

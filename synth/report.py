@@ -4,7 +4,7 @@ import re
 
 from .units import UNITS
 
-__all__ = ["table", "area_table", "fmax_text", "sweep_table"]
+__all__ = ["table", "area_table", "fmax_text", "sweep_table", "datasheet_text"]
 
 
 def table(head, body, align=None):
@@ -41,16 +41,20 @@ def fmax_text(r):
     """nextpnr's result: Fmax (with several seeds: each seed's and the median), utilisation, critical path."""
     per_seed = r.get("per_seed") or []
     router = f", nextpnr {r['router']}" if r.get("router", "router1") != "router1" else ""
+    unrouted = r.get("unrouted") or []
     if len(per_seed) > 1:
-        lines = [f"LFE5U-{r['device'].upper()}: Fmax {r['fmax_mhz']} MHz, the median of seeds "
-                 + ", ".join(str(s) for s in r["seeds"])
-                 + f" (min {r['fmax_mhz_min']}, max {r['fmax_mhz_max']}; target {r['target_mhz']} MHz{router})"]
-        lines += [f"  seed {p['seed']}: {p['fmax_mhz']} MHz"
+        head = (f"no Fmax: seed{'s' if len(unrouted) > 1 else ''} {', '.join(map(str, unrouted))} did not route"
+                if unrouted else f"Fmax {r['fmax_mhz']} MHz, the median")
+        lines = [f"LFE5U-{r['device'].upper()}: {head} of seeds " + ", ".join(str(s) for s in r["seeds"])
+                 + f" (routed: min {r['fmax_mhz_min']}, max {r['fmax_mhz_max']}; target {r['target_mhz']} MHz{router})"]
+        lines += [f"  seed {p['seed']}: " + (f"unrouted, {p['unrouted']}" if p.get("unrouted") else
+                                              f"{p['fmax_mhz']} MHz")
                   + (f", critical path {_path_line(p['critical_path'])}" if p["critical_path"] else "")
                   for p in per_seed]
     else:
-        lines = [f"LFE5U-{r['device'].upper()}: Fmax {r['fmax_mhz']} MHz (target {r['target_mhz']} MHz, "
-                 f"seed {r['seed']}{router})"]
+        why = per_seed[0]["unrouted"] if per_seed else r.get("unrouted")
+        lines = [f"LFE5U-{r['device'].upper()}: " + (f"unrouted, {why}" if why else f"Fmax {r['fmax_mhz']} MHz")
+                 + f" (target {r['target_mhz']} MHz, seed {r['seed']}{router})"]
     lines.append(table(["resource", "used", "available", "%"],
                        [[k, f"{u:,}", f"{a:,}", f"{100 * u / a:.0f}%"] for k, (u, a) in r["utilisation"].items()]))
     cp = r["critical_path"]
@@ -95,3 +99,22 @@ def sweep_table(rows):
     notes = [f"Fmax: the median over seeds {', '.join(map(str, s))}" for s in seeds if len(s) > 1]
     notes += [f"{r['rows']}x{r['cols']} {r['mode']}: " + "; ".join(r["fit_notes"]) for r in rows if r.get("fit_notes")]
     return out + ("\n" + "\n".join(notes) if notes else "")
+
+
+def datasheet_text(record):
+    """A chip's recorded datasheet for people: what it is, area, each seed's Fmax, the decode steps."""
+    d = record["datasheet"]
+    seeds = ", ".join(f"seed {s['seed']} " + (f"{s['fmax_mhz']} MHz" if s["fmax_mhz"] is not None else "unrouted")
+                      for s in d["fmax_seeds"]) or d.get("does_not_fit", "not placed")
+    fmax = f"{d['fmax_mhz']} MHz (median of {seeds})" if d["fmax_mhz"] is not None else f"none ({seeds})"
+    lines = [f"{record['name']}: {record['purpose']}",
+             f"  {record['device']}: LUT4 {d['lut4']:,}, FF {d['ff']:,}, multipliers {d['dsp']}, block RAM {d['bram']}",
+             f"  Fmax {fmax}"]
+    lines += [f"  worst path, seed {p['seed']}: {p['from']} -> {p['to']}, {p['total_ns']} ns ({p['logic_ns']} logic, "
+              f"{p['routing_ns']} routing)" for p in d["worst_paths"]]
+    lines.append(table(["decode step", "cycles", "words or beats", "x bound"],
+                       [[n, f"{c:,}", f"{w:,}", f"{x:.3f}"] for n, c, w, x in
+                        zip(d["decode_programs"], d["decode_cycles"], d["decode_words"], d["decode_x_bound"])]))
+    tps = f"{d['tokens_per_s']:,} tokens/s at the median Fmax" if d["tokens_per_s"] is not None else "no tokens/s (no Fmax)"
+    lines.append(f"  {tps}; simulators that agree with the model: {', '.join(d['simulators'])}")
+    return "\n".join(lines)

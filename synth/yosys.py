@@ -99,7 +99,7 @@ def area(config, target="generic", flat=True, cache_dir=None):
         raise ValueError(f"target must be generic or ecp5, not {target!r}")
     d = cache.cache_dir(cache_dir)
     vpath, vsha = _verilog(config, cache_dir)
-    key = cache.key_of(kind="area", config=config.to_dict(), verilog=vsha, tools=cache.tool_versions(),
+    key = cache.key_of(kind="area", config=config.hardware(), verilog=vsha, tools=cache.tool_versions(),
                        target=target, flat=flat, generic_flow=2 if target == "generic" else None)
     hit = cache.load(d, "area", key)
     if hit is not None:
@@ -131,7 +131,7 @@ def ecp5_netlist(config, cache_dir=None):
     """Flattened synth_ecp5 (the netlist nextpnr places): ``{"total", "json", "flow"}``, cached."""
     d = cache.cache_dir(cache_dir)
     vpath, vsha = _verilog(config, cache_dir)
-    key = cache.key_of(kind="ecp5_flat", config=config.to_dict(), verilog=vsha, tools=cache.tool_versions())
+    key = cache.key_of(kind="ecp5_flat", config=config.hardware(), verilog=vsha, tools=cache.tool_versions())
     hit = cache.load(d, "ecp5_flat", key)
     if hit is not None and Path(hit["json"]).exists():
         return hit

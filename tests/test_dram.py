@@ -183,11 +183,10 @@ def test_stall_counter_explains_the_extra_cycles():
 
 def test_decode_table_reports_stalls_and_the_dram_fraction(tmp_path, capsys):
     out = tmp_path / "t.json"
-    assert ga2(["decode-table", "--memory", "ddr3-1600", "--bus-bytes", "4", "--mode", "decoupled",
-                "--json", str(out)]) == 0
+    assert ga2(["decode-table", "--chip", "axi", "--json", str(out)]) == 0
     rows = json.loads(out.read_text())["programs"]
     ideal = tmp_path / "i.json"
-    assert ga2(["decode-table", "--axi", "1", "--bus-bytes", "4", "--mode", "decoupled", "--json", str(ideal)]) == 0
+    assert ga2(["decode-table", "--chip", "axi", "--memory", "ideal", "--json", str(ideal)]) == 0
     for row, base in zip(rows, json.loads(ideal.read_text())["programs"]):
         assert row["memory"] == "ddr3-1600" and row["stall_cycles"] > 0 and base["stall_cycles"] == 0
         assert row["cycles"] > base["cycles"]
@@ -198,5 +197,9 @@ def test_decode_table_reports_stalls_and_the_dram_fraction(tmp_path, capsys):
 
 def test_memory_and_the_bare_port_is_one_line(capsys):
     assert ga2(["decode-table", "--memory", "ddr3-1600", "--axi", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "memory" in err[0] and "axi" in err[0]
+    # a DRAM answers the AXI4 port: the command line turns it on no more than Config does
+    assert ga2(["decode-table", "--memory", "ddr3-1600"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "memory" in err[0] and "axi" in err[0]

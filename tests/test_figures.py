@@ -53,26 +53,33 @@ def test_a_figure_is_current_only_on_its_own_verilog(tmp_path, capsys):
     cache = tmp_path / "cache"
     sha = _verilog_sha(SMALL, cache)
     assert check_figures(load_figures(_record(tmp_path, sha)), cache_dir=cache)[0]["current"]
-    assert synth_main(["figures", "--record", str(_record(tmp_path, sha)), "--cache-dir", str(cache)]) == 0
+    none = tmp_path / "datasheets.json"
+    none.write_text('{"chips": {}}')
+    assert synth_main(["figures", "--record", str(_record(tmp_path, sha)), "--datasheets", str(none),
+                       "--cache-dir", str(cache)]) == 0
     # Another array size is other Verilog: the same record is stale for it.
     other = SMALL.replace("--rows 2", "--rows 3")
     assert _verilog_sha(other, cache) != sha
     stale = _record(tmp_path, sha)
     stale.write_text(stale.read_text().replace(SMALL, other))
-    assert synth_main(["figures", "--record", str(stale), "--cache-dir", str(cache)]) == 1
+    assert synth_main(["figures", "--record", str(stale), "--datasheets", str(none), "--cache-dir", str(cache)]) == 1
     assert "NO: measure again" in capsys.readouterr().out
 
 
 def test_a_new_configuration_field_stales_no_figure(tmp_path):
-    """The header names every configuration field; a figure follows the body. Two chips whose header differs
-    (another configuration field's value that the circuit never reads: clock_mhz, the DRAM's clock) have the
-    same body sha256, and differ in the file's."""
+    """The header names the hardware fields and the tools; a figure follows the body. A workload field the
+    circuit never reads (clock_mhz, the DRAM's clock) changes neither; a header that differs (another tool's
+    version, as a new field or an upgrade gives) leaves the body's sha256 as it was."""
+    from ga2_hdl.generate import body_sha256
     from synth.figures import _config_of
     from synth.yosys import _verilog
     cache = tmp_path / "cache"
     other = SMALL + " --clock-mhz 50"
-    assert _verilog(_config_of(SMALL), cache)[1] != _verilog(_config_of(other), cache)[1]
-    assert _verilog_sha(SMALL, cache) == _verilog_sha(other, cache)
+    assert _verilog(_config_of(SMALL), cache)[1] == _verilog(_config_of(other), cache)[1]
+    text = Path(_verilog(_config_of(SMALL), cache)[0]).read_text()
+    header, body = text.split("\n", 2)[:2], text.split("\n", 2)[2]
+    renamed = "\n".join([header[0], header[1] + ", a_new_field=1", body])
+    assert body_sha256(renamed) == body_sha256(text) == _verilog_sha(other, cache)
     assert check_figures(load_figures(_record(tmp_path, _verilog_sha(other, cache))), cache_dir=cache)[0]["current"]
 
 

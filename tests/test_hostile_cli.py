@@ -448,13 +448,13 @@ def _check_one_line(status, out, err, problem, expected_status, pattern):
 def _built(name):
     """Skip when the simulator cannot run here; else build it once outside the time limit of a call: a first
     Verilator build of a new design takes longer than a call may, and what these tests time is the error path,
-    not the compiler. The commands build the configuration of their default mode."""
-    from ga2_sw.config import COMMAND_MODE, Config
+    not the compiler. The commands build their default chip."""
+    from ga2_sw.chips import DEFAULT_CHIP, config_of
     from sim.backends import BACKENDS
     reason = BACKENDS[name].unavailable_reason()
     if reason:
         pytest.skip(reason)
-    with BACKENDS[name].open(Config(mode=COMMAND_MODE)):
+    with BACKENDS[name].open(config_of(DEFAULT_CHIP)):
         pass
 
 

@@ -94,7 +94,7 @@ def register(sub):
     p.set_defaults(func=_run, cfg_mode="decoupled", cfg_sp_banks=32, check=_check)
     for action in p._actions:
         if action.dest == "cfg_sp_banks":
-            action.help = action.help.replace("default %(default)s", "default 32 here: more than 16 bytes a beat")
+            action.help = action.help.replace("default: the chip's", "default 32 here: more than 16 bytes a beat")
         if action.dest == "cfg_ld_overlap":     # the packed widths' chips only: not a field of the base chip
             action.dest = "ld_overlap"
             action.help = action.help.replace("; default", "; here at 4, 8 and 16 bytes a beat only; default")

@@ -142,7 +142,7 @@ def stream_rows(base, batch, widths, memories, sim="model", seed=4242, progress=
 def _run(args):
     from ..cli import config_from_args
     from .common import progress_bar
-    base = config_from_args(args)
+    base = config_from_args(args, memory="ideal")
     widths, memories = args.widths or [base.bus_bytes], args.memories or list(MEMORIES)
     with progress_bar(len(widths) * len(memories), args.no_progress, "run") as bar:
         rows = stream_rows(base, args.batch or base.rows, widths, memories, args.sim, args.seed,
@@ -213,20 +213,17 @@ def register(sub):
     p.add_argument("--plot", metavar="FILE.png", type=plot_option(),
                    help="draw the fraction of each DRAM's peak against the bus width")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_config_arguments(p, mode=False)
-    # Decoupled with the AXI4 port (sized by stream_config); 4 x 16, 32 banks and 16 bytes a beat unless given.
-    p.set_defaults(func=_run, check=_check, cfg_mode="decoupled", cfg_rows=4, cfg_cols=16, cfg_sp_banks=32,
-                   cfg_bus_bytes=16, cfg_axi=1, cfg_row_writes=1, **{f"cfg_{name}": None for name in SIZED})
+    add_config_arguments(p, mode=False, chip="llm")
+    # The memories are sized to the program unless given; the memory models are --memories'.
+    p.set_defaults(func=_run, check=_check, **{f"cfg_{name}": None for name in SIZED})
     for action in p._actions:
-        if action.dest in ("cfg_rows", "cfg_cols", "cfg_sp_banks", "cfg_bus_bytes", "cfg_axi", "cfg_row_writes"):
-            action.help = action.help.replace("default %(default)s", "default %(default)s here")
-        elif action.dest in tuple(f"cfg_{name}" for name in SIZED):
-            action.help = action.help.replace("default %(default)s", "default: sized to the program")
+        if action.dest in tuple(f"cfg_{name}" for name in SIZED):
+            action.help = action.help.replace("default: the chip's", "default: sized to the program")
 
 
 def _check(args):
     from ..cli import config_from_args
-    base = config_from_args(args)
+    base = config_from_args(args, memory="ideal")
     batch = args.batch or base.rows
     if batch > base.rows:
         raise ValueError(f"--batch {batch}: at most the array's rows ({base.rows}, --rows)")
@@ -234,9 +231,9 @@ def _check(args):
     check_widths(widths, base.sp_banks)
     if base.axi != 1:
         raise ValueError("--axi: the weight stream runs on the AXI4 port (1), not 0")
-    if base.memory != "ideal":          # one memory option, not two that could disagree
+    if args.cfg_memory is not None:     # one memory option, not two that could disagree
         raise ValueError(f"--memory: the weight stream runs the memories of --memories; give --memories "
-                         f"{base.memory} instead")
+                         f"{args.cfg_memory} instead")
     given = {name: getattr(args, f"cfg_{name}") for name in SIZED}
     for w in widths:
         stream_config(base.replace(bus_bytes=w), batch, given=given)      # a given memory holds the program

@@ -191,7 +191,7 @@ def _run(args):
         print(f"note: Verilator cannot run here ({reason}); running the same programs on pysim instead, "
               f"about a thousand times slower", file=sys.stderr)
         sim = "pysim"
-    modes = ("inorder", "decoupled") if args.mode == "both" else (args.mode,)
+    modes = ("inorder", "decoupled") if args.mode == "both" else (config.mode.value,)
     by_mode, all_rows = {}, []
     for n, mode in enumerate(modes):
         cfg = config.replace(mode=mode)
@@ -223,8 +223,9 @@ def register(sub):
                    help="draw both modes and the decoupled lanes into a PNG (or .pdf, .svg)")
     p.add_argument("--no-fallback", action="store_true",
                    help="fail instead of falling back to pysim when Verilator cannot run")
-    p.add_argument("--mode", choices=("inorder", "decoupled", "both"), default="both",
-                   help="execution mode(s) to run; both prints them side by side (default %(default)s)")
+    p.add_argument("--mode", choices=("inorder", "decoupled", "both"), default=None,
+                   help="execution mode(s) to run; both prints the chip in each mode side by side (default: the "
+                        "chip's mode)")
     p.add_argument("--lengths", metavar="L,L,...", type=LENGTHS,
                    help="one batch of sequences at these context lengths instead of the five programs: each "
                         "1..--max-ctx, one to --rows of them")
@@ -237,7 +238,7 @@ def register(sub):
     p.set_defaults(func=_run, check=_check, **{f"cfg_{name}": None for name in SIZED})
     for action in p._actions:
         if action.dest[4:] in SIZED:
-            action.help = action.help.replace("default %(default)s", "default: Config's, or sized to the "
+            action.help = action.help.replace("default: the chip's", "default: the chip's, or sized to the "
                                               "long-context steps with the online unit")
 
 

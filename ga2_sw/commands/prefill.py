@@ -22,8 +22,8 @@ def prefill_config(args):
     from ..prefill import PrefillError, needed_config
     T = args.tokens
     given = {name: getattr(args, f"cfg_{name}") for name in SIZED}
-    base = config_from_args(args)
-    sm = given["sm_max_len"] or max(Config().sm_max_len, T)
+    base = config_from_args(args, drop=SIZED)
+    sm = given["sm_max_len"] or max(base.sm_max_len, T)
     if sm < T:
         raise PrefillError(f"--sm-max-len is {sm}, but each row of a {T}-token prefill is one softmax of up to "
                            f"{T} scores (give at least {T}, or leave it out)")
@@ -155,4 +155,4 @@ def register(sub):
     p.set_defaults(func=_run, check=_check, **{f"cfg_{name}": None for name in SIZED})
     for action in p._actions:
         if action.dest[4:] in SIZED:
-            action.help = action.help.replace("default %(default)s", "default: sized to the prefill")
+            action.help = action.help.replace("default: the chip's", "default: sized to the prefill")

@@ -1,0 +1,190 @@
+"""The catalogue of named chips: each chip what its derivation says, the command line and the Python API giving the
+same chip for the same request, the hardware alone deciding the Verilog, the datasheets' Fmax rule (seeds 1, 2
+and 3; an unrouted seed leaves the chip without an Fmax) and docs/CHIPS.md made from the records."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ga2_sw.chips import CATALOGUE, CHIP_NAMES, DEFAULT_CHIP, chip, config_of, name_of
+from ga2_sw.cli import build_parser, config_from_args, main
+from ga2_sw.config import WORKLOAD_FIELDS, Config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_catalogue_has_the_named_chips_each_placed_on_a_device():
+    from synth.nextpnr import DEVICES
+    assert {"chapter", "decoupled", "fast", "axi", "long", "llm"} <= set(CHIP_NAMES)
+    assert DEFAULT_CHIP in CHIP_NAMES
+    for c in CATALOGUE.values():
+        assert c.device in DEVICES and c.purpose and c.device_name.startswith("LFE5U-")
+        assert c.base is None or c.base in CATALOGUE
+
+
+def test_the_chips_are_the_configurations_spelled_by_hand():
+    """Independent of the derivations: each chip as its fields would be written out in full."""
+    assert chip("chapter").config == Config()
+    assert chip("decoupled").config == Config(mode="decoupled")
+    assert chip("fast").config == Config(mode="decoupled", bus_bytes=4, sp_banks=32, row_writes=1, rq_overlap=1,
+                                         ld_overlap=1, row_b=1, rq_lanes=4, sm_lanes=2)
+    assert chip("axi").config == Config(mode="decoupled", bus_bytes=4, axi=1, memory="ddr3-1600")
+    assert chip("long").config == Config(mode="decoupled", online_unit=1, sp_words=32768, imem_words=4096,
+                                         ext_words=131072, d=64, d_model=256, max_ctx=4096)
+
+
+@pytest.mark.parametrize("name", CHIP_NAMES)
+def test_a_derived_chip_differs_from_its_base_only_where_it_says(name):
+    c = chip(name)
+    if c.base is None:
+        return
+    base = chip(c.base).config.to_dict()
+    changed = {k for k, v in c.config.to_dict().items() if base[k] != v}
+    assert changed, f"{name} is its base {c.base}"
+
+
+def _args(argv):
+    return build_parser().parse_args(argv)
+
+
+@pytest.mark.parametrize("name", CHIP_NAMES)
+def test_the_command_line_builds_the_api_s_chip(name):
+    for command in (["decode-table"], ["generate", "-o", "x.v"], ["fuzz"], ["traffic"]):
+        assert config_from_args(_args(command + ["--chip", name])) == config_of(name)
+    assert config_from_args(_args(["traffic", "--chip", name, "--sp-words", "8192"])) == \
+        config_of(name, sp_words=8192)
+
+
+def test_without_chip_every_command_builds_the_default_chip():
+    for command in (["decode-table"], ["generate", "-o", "x.v"], ["fuzz"], ["check-batching"], ["prefill"]):
+        assert config_from_args(_args(command)) == config_of(DEFAULT_CHIP), command
+    assert config_from_args(_args(["traffic", "--mode", "inorder"])) == chip("chapter").config
+
+
+def test_the_command_line_defaults_no_field_the_api_does_not():
+    """A DRAM needs the AXI4 port and a long context the online unit, on the command line as in Config."""
+    with pytest.raises(ValueError, match="axi"):
+        config_from_args(_args(["traffic", "--memory", "ddr3-800"]))
+    with pytest.raises(ValueError, match="sm_max_len"):
+        config_from_args(_args(["traffic", "--max-ctx", "4096"]))
+    assert config_from_args(_args(["traffic", "--chip", "long"])).online_unit == 1
+
+
+def test_an_unknown_chip_is_one_line(capsys):
+    assert main(["decode-table", "--chip", "fastest"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Unknown chip 'fastest'" in err[0] and "chapter" in err[0]
+    with pytest.raises(ValueError, match="^Unknown chip 'fastest'; known: chapter, decoupled"):
+        chip("fastest")
+
+
+def test_the_chips_of_the_other_two_command_lines():
+    from ga2_hdl.commands import build_parser as hdl_parser
+    from synth.__main__ import build_parser as synth_parser
+    assert config_from_args(hdl_parser().parse_args(["generate", "--chip", "fast", "-o", "x.v"])) == chip("fast").config
+    assert config_from_args(synth_parser().parse_args(["area", "--chip", "axi", "--rows", "2"])) == \
+        config_of("axi", rows=2)
+
+
+def test_name_of_knows_a_chip_by_its_hardware():
+    assert name_of(Config()) == "chapter"
+    assert name_of(chip("long").config.replace(d=16, max_ctx=16)) == "long"
+    assert name_of(Config(rows=3)) is None
+
+
+def test_the_hardware_alone_decides_the_verilog():
+    from ga2_hdl.generate import generate_verilog
+    base = Config()
+    workload = base.replace(d=8, d_model=24, max_ctx=8, clock_mhz=50, ext_write_latency=3)
+    assert set(WORKLOAD_FIELDS) <= set(base.to_dict()) and base.hardware() == workload.hardware()
+    text = generate_verilog(base)
+    assert generate_verilog(workload) == text
+    header = text.split("\n", 2)[1]
+    assert "rows=4" in header and not any(f"{k}=" in header for k in WORKLOAD_FIELDS)
+
+
+# -- datasheets ----------------------------------------------------------------------------------------------
+
+def _run(seed, mhz, unrouted=None):
+    return {"seed": seed, "fmax_mhz": mhz, "critical_path": None, "fmax_line": None, "seconds": 1.0,
+            **({"unrouted": unrouted} if unrouted else {})}
+
+
+def test_the_fmax_is_the_median_of_three_routed_seeds_or_none():
+    from synth.nextpnr import median_of_seeds
+    r = median_of_seeds([_run(1, 101.0), _run(2, 97.5), _run(3, 104.2)])
+    assert r["fmax_mhz"] == 101.0 and r["unrouted"] == [] and r["seed"] == 1
+    r = median_of_seeds([_run(1, 101.0), _run(2, None, "stopped after 60 s"), _run(3, 104.2)])
+    assert r["fmax_mhz"] is None and r["unrouted"] == [2]
+    assert (r["fmax_mhz_min"], r["fmax_mhz_max"]) == (101.0, 104.2)
+
+
+def test_a_place_and_route_past_its_limit_stops_with_where_it_was(tmp_path):
+    import time
+    from synth.nextpnr import OutOfTime, run_with_progress
+    (tmp_path / "log").write_text("Info: Routing 1234 arcs\n")
+    t0 = time.perf_counter()
+    with pytest.raises(OutOfTime, match="routing 1,234 arcs"):
+        run_with_progress([sys.executable, "-c", "import time; time.sleep(30)"], tmp_path, "log", poll=0.05,
+                          limit=0.5)
+    assert time.perf_counter() - t0 < 10
+
+
+def test_tokens_per_s_is_the_largest_batch_over_its_step():
+    from synth.datasheet import tokens_per_s
+    steps = [{"name": "B=1 (all at token 16)", "batch": 1, "cycles": 1000},
+             {"name": "B=4 (all at token 16)", "batch": 4, "cycles": 3000},
+             {"name": "B=4 ragged (3, 9, 1, 14)", "batch": 4, "cycles": 2000}]
+    assert tokens_per_s(steps, 100.0) == pytest.approx(4 * 100e6 / 3000, abs=0.1)
+    assert tokens_per_s(steps, None) is None
+
+
+def test_docs_chips_md_is_made_from_the_records():
+    from synth.commands import catalogue_rows, chips_markdown
+    from synth.datasheet import load_records
+    records = load_records()
+    assert (ROOT / "docs" / "CHIPS.md").read_text() == chips_markdown(catalogue_rows(records, {})), \
+        "docs/CHIPS.md is not the records' page: ga2 chips --markdown docs/CHIPS.md"
+    for name, record in records.items():
+        sheet = record["datasheet"]
+        assert record["config"] == chip(name).config.to_dict()
+        assert [s["seed"] for s in sheet["fmax_seeds"]] in ([1, 2, 3], [])
+        routed = [s["fmax_mhz"] for s in sheet["fmax_seeds"] if s["fmax_mhz"] is not None]
+        if len(routed) == 3:
+            assert sheet["fmax_mhz"] == sorted(routed)[1]
+        else:
+            assert sheet["fmax_mhz"] is None
+
+
+def test_ga2_chips_json(tmp_path):
+    out = tmp_path / "c.json"
+    r = subprocess.run([sys.executable, "-m", "ga2_sw", "chips", "--no-check", "--json", str(out)],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    chips = json.loads(out.read_text())["chips"]
+    assert [c["name"] for c in chips] == list(CHIP_NAMES)
+    assert all({"name", "purpose", "device", "config", "datasheet"} <= set(c) for c in chips)
+
+
+@pytest.mark.parametrize("name", CHIP_NAMES)
+def test_every_chip_runs_the_chapter_s_decode_steps_on_the_model(name):
+    from ga2_sw.commands.decode_table import decode_table
+    from synth.datasheet import chapter_workload
+    rows, _ = decode_table(chapter_workload(chip(name).config), "model")
+    assert len(rows) == chip(name).config.rows + 1 and all(r["matches_reference"] for r in rows)
+
+
+def test_a_datasheet_is_current_only_on_its_chip_s_verilog(tmp_path):
+    from ga2_hdl.generate import body_sha256
+    from synth.datasheet import check_records
+    from synth.yosys import _verilog
+    config = chip("chapter").config
+    path, _ = _verilog(config, tmp_path)
+    record = {"config": config.to_dict(), "datasheet": {"verilog_body_sha256": body_sha256(Path(path).read_text())}}
+    assert check_records({"chapter": record}, cache_dir=tmp_path) == {"chapter": True}
+    other = {**record, "datasheet": {"verilog_body_sha256": "0" * 64}}
+    assert check_records({"chapter": other}, cache_dir=tmp_path) == {"chapter": False}
+    assert check_records({"gone": record}, cache_dir=tmp_path) == {"gone": False}
