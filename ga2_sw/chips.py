@@ -11,14 +11,20 @@ A chip's ``config`` holds both the hardware (the fields that reach the RTL: ``Co
 determine its Verilog) and the workload it is measured on (head shape, context, the memory model and the clock
 the reports use: ``WORKLOAD_FIELDS``). Its datasheet (area, the Fmax of placement seeds 1, 2 and 3, its decode
 steps, tokens per second) is measured by ``python -m synth datasheet --chip NAME`` and recorded in
-``synth/datasheets.json``; ``ga2 chips`` lists them and docs/CHIPS.md is generated from the records.
+``ga2_sw/datasheets.json`` (``load_datasheets``); ``ga2 chips`` lists them and docs/CHIPS.md is generated from the records.
 """
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from .config import Config, WORKLOAD_FIELDS
 
-__all__ = ["Chip", "CATALOGUE", "CHIP_NAMES", "DEFAULT_CHIP", "chip", "config_of", "name_of"]
+__all__ = ["Chip", "CATALOGUE", "CHIP_NAMES", "DEFAULT_CHIP", "DATASHEETS", "chip", "config_of", "name_of",
+           "load_datasheets", "measured_fmax"]
+
+# The recorded datasheets, written by ``python -m synth datasheet`` and read here and by ``ga2 chips``.
+DATASHEETS = Path(__file__).with_name("datasheets.json")
 
 
 @dataclass(frozen=True)
@@ -97,3 +103,26 @@ def name_of(config):
     """The name of the catalogue chip whose hardware ``config`` is (``Config.hardware()``), or None."""
     hardware = config.hardware()
     return next((c.name for c in CATALOGUE.values() if c.config.hardware() == hardware), None)
+
+
+def load_datasheets(path=DATASHEETS):
+    """The recorded datasheets, ``{name: record}`` (empty when the file does not exist); ValueError naming the
+    file when it is not a record file. A record: ``{"name", "purpose", "device", "config", "datasheet": {...}}``."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    try:
+        records = json.loads(path.read_text())["chips"]
+        assert isinstance(records, dict) and all(isinstance(r["datasheet"], dict) for r in records.values())
+    except (OSError, ValueError, KeyError, TypeError, AssertionError) as exc:
+        raise ValueError(f"{path}: not a datasheet record file ({type(exc).__name__}: {exc})") from None
+    return records
+
+
+def measured_fmax(name, path=DATASHEETS):
+    """The median Fmax (MHz) of chip ``name``'s recorded datasheet, or None: not measured, not today's chip
+    configuration, or a seed that did not route."""
+    record = load_datasheets(path).get(name)
+    if record is None or record["config"] != chip(name).config.to_dict():
+        return None
+    return record["datasheet"]["fmax_mhz"]

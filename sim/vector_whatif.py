@@ -10,23 +10,23 @@ patch too, so the builder's list scheduler orders it for the faster lane, as it 
   chip of one softmax lane);
 * ``sm_drain``: the vector lane takes the next instruction that many cycles before the softmax's last write.
 
-Command line (``python -m sim.vector_whatif``, no options): the table for the fastest 4-byte chip with MM's
-``sa`` tiles (``--bus-bytes 4 --sp-banks 32 --row-writes 1 --rq-overlap 1 --ld-overlap 1 --row-b 1``) and one,
-two or four requantiser lanes, one or two softmax lanes."""
+Command line (``python -m sim.vector_whatif``, no options): the table for the ``fast`` chip (``ga2_sw.chips``)
+with one, two or four requantiser lanes, one or two softmax lanes."""
 
 import sys
 from contextlib import contextmanager
 import dataclasses
 
 from ga2_sw import cycles
-from ga2_sw.config import Config
 from ga2_sw.decode import beats_moved
 from ga2_sw.isa import OPS, Op
 from ga2_sw.workloads import decode_table_programs
+from ga2_sw.chips import chip
 
 __all__ = ["FASTEST", "WHAT_IFS", "patched", "step_cycles", "main"]
 
-FASTEST = Config(mode="decoupled", bus_bytes=4, sp_banks=32, row_writes=1, rq_overlap=1, ld_overlap=1, row_b=1)
+# The fast chip with one requantiser lane and one softmax lane: the chip the what-ifs patch.
+FASTEST = chip("fast").config.replace(rq_lanes=1, sm_lanes=1)
 
 # (label, the chip's changes, patch arguments), in the table's order
 WHAT_IFS = [

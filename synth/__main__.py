@@ -194,7 +194,7 @@ def build_parser():
     p.add_argument("--record", metavar="FILE", default=str(RECORD), type=InputFile(decode=load_figures),
                    help="the recorded figures (default synth/figures.json, the ones README and docs/SYNTH.md quote)")
     p.add_argument("--datasheets", metavar="FILE", default=str(DATASHEETS), type=InputFile(decode=load_records),
-                   help="the chips' recorded datasheets (default synth/datasheets.json)")
+                   help="the chips' recorded datasheets (default ga2_sw/datasheets.json)")
     p.set_defaults(func=_figures)
 
     p = sub.add_parser("datasheet", parents=[common],
@@ -202,7 +202,7 @@ def build_parser():
     p.add_argument("--chip", dest="chips", metavar="NAME[,NAME...]", required=True,
                    type=Names(_chip_names, many=True, what="chip"), help="the chips to measure (ga2 chips lists them)")
     p.add_argument("--limit", type=Int(60, 86400), default=DEFAULT_LIMIT, metavar="S",
-                   help="seconds a seed may place and route, 60..86400, before it is recorded as unrouted "
+                   help="CPU seconds a seed may place and route, 60..86400, before it is recorded as unrouted "
                         "(default %(default)s)")
     p.add_argument("--jobs", type=Int(1, 3), default=None, metavar="N",
                    help="seeds placed at once, 1..3 (default 1)")
@@ -210,7 +210,7 @@ def build_parser():
                                                                         many=True, what="simulator"),
                    help="simulators that run the decode steps (default model,verilator)")
     p.add_argument("--record", metavar="FILE", default=str(DATASHEETS), type=OutputFile(suffixes=(".json",)),
-                   help="the record file the datasheets go into (default synth/datasheets.json)")
+                   help="the record file the datasheets go into (default ga2_sw/datasheets.json)")
     p.set_defaults(func=_datasheet)
 
     p = sub.add_parser("sweep", parents=[common], help="area, Fmax and decode cycles over square array sizes")

@@ -1,5 +1,5 @@
 """``ga2 chips``: the catalogue of named chips (``ga2_sw.chips``), each with its recorded datasheet
-(``synth/datasheets.json``, measured by ``python -m synth datasheet --chip NAME``) and whether that datasheet
+(``ga2_sw/datasheets.json``, measured by ``python -m synth datasheet --chip NAME``) and whether that datasheet
 still describes today's RTL; ``--markdown`` writes docs/CHIPS.md from the records."""
 
 import sys
@@ -8,7 +8,8 @@ from ga2_sw.options import InputFile, OutputFile, atomic_write
 
 from .datasheet import RECORD, SEEDS, check_records, load_records
 
-__all__ = ["register", "catalogue_rows", "chips_markdown"]
+__all__ = ["register", "catalogue_rows", "chips_markdown", "summary_markdown", "readme_with_table", "README_BEGIN",
+           "README_END"]
 
 
 def catalogue_rows(records, current):
@@ -55,14 +56,35 @@ def _summary(rows, current=True):
     return head, body
 
 
+README_BEGIN = "<!-- the chips' datasheets: ga2 chips --readme README.md writes this table -->"
+README_END = "<!-- end of the chips' datasheets -->"
+
+
+def summary_markdown(rows):
+    """The catalogue's datasheets as a Markdown table (docs/CHIPS.md's and README's)."""
+    head, body = _summary(rows, current=False)
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + "|"]
+    lines += ["| " + " | ".join([f"`{r[0]}`"] + [str(x) for x in r[1:]]) + " |" for r in body]
+    return "\n".join(lines)
+
+
+def readme_with_table(text, rows):
+    """README's text with the block between ``README_BEGIN`` and ``README_END`` made from the records;
+    ValueError when the markers are missing."""
+    try:
+        head, rest = text.split(README_BEGIN + "\n", 1)
+        _, tail = rest.split(README_END, 1)
+    except ValueError:
+        raise ValueError(f"the README has no block between {README_BEGIN!r} and {README_END!r}") from None
+    return head + README_BEGIN + "\n" + summary_markdown(rows) + "\n" + README_END + tail
+
+
 def chips_markdown(rows):
     """docs/CHIPS.md: the catalogue and every recorded datasheet, made from the records alone (whether each is
     still today's RTL is for ``ga2 chips`` and ``python -m synth figures`` to say, not the page)."""
-    from .report import table
-    head, body = _summary(rows, current=False)
     out = ["# The chips", "",
            "GA-2's named chips (`ga2_sw/chips.py`): every command builds one with `--chip NAME` (default `decoupled`),",
-           "and an option beside it changes one field. This page is generated from `synth/datasheets.json` by",
+           "and an option beside it changes one field. This page is generated from `ga2_sw/datasheets.json` by",
            "`ga2 chips --markdown docs/CHIPS.md`; each datasheet is measured by `python -m synth datasheet --chip NAME`:",
            f"area from Yosys' `synth_ecp5`, Fmax the median of nextpnr-ecp5's placement seeds {', '.join(map(str, SEEDS))} (a seed",
            "that does not route within the command's limit is recorded as unrouted, and the chip then has no Fmax), the",
@@ -72,7 +94,7 @@ def chips_markdown(rows):
            "| chip | derived from | device | purpose |", "|---|---|---|---|"]
     out += [f"| `{r['name']}` | {('`' + r['base'] + '`') if r['base'] else '-'} | {r['device']} | {r['purpose']} |"
             for r in rows]
-    out += ["", "```", table(head, body), "```"]
+    out += ["", summary_markdown(rows)]
     for r in rows:
         s = r["datasheet"]
         out += ["", f"## `{r['name']}`", "", r["purpose"] + ".", ""]
@@ -81,7 +103,8 @@ def chips_markdown(rows):
             out += ["", f"No datasheet recorded yet: `python -m synth datasheet --chip {r['name']}`."]
             continue
         out += ["", f"Measured by `{s['command']}` on the Verilog of sha256 `{s['verilog_sha256'][:16]}...`.", ""]
-        out.append(f"* {r['device']}: LUT4 {s['lut4']:,}, FF {s['ff']:,}, multipliers {s['dsp']}, block RAMs {s['bram']}.")
+        out.append(f"* {r['device']} (flattened `synth_ecp5`): LUT4 {s['lut4']:,} and CCU2C {s['ccu2c']:,} "
+                   f"({s['lut_sites']:,} LUT sites), FF {s['ff']:,}, multipliers {s['dsp']}, block RAMs {s['bram']}.")
         if s.get("does_not_fit"):
             out.append(f"* Not placed: {s['does_not_fit']}.")
         else:
@@ -109,6 +132,10 @@ def _run(args):
     if args.markdown:
         with atomic_write(args.markdown) as f:
             f.write(chips_markdown(rows))
+    if args.readme:
+        text = readme_with_table(open(args.readme).read(), rows)
+        with atomic_write(args.readme) as f:
+            f.write(text)
     head, body = _summary(rows, current=not args.no_check)
     for r in rows:
         print(f"{r['name']:10} {r['device']}  {r['purpose']}")
@@ -123,14 +150,20 @@ def _run(args):
     return 0
 
 
+def _has_table(path):
+    readme_with_table(open(path).read(), [])
+
+
 def register(sub):
     p = sub.add_parser("chips", help="the named chips, each with its datasheet (area, Fmax, decode steps, tokens/s)")
     p.add_argument("--json", metavar="FILE", type=OutputFile(suffixes=(".json",)),
                    help="write the catalogue and the datasheets as JSON")
     p.add_argument("--markdown", metavar="FILE", type=OutputFile(suffixes=(".md",)),
                    help="write the catalogue page (docs/CHIPS.md) from the records")
+    p.add_argument("--readme", metavar="FILE", type=InputFile(decode=_has_table),
+                   help="rewrite the datasheets' table of this README (its block between the markers) from the records")
     p.add_argument("--record", metavar="FILE", default=str(RECORD), type=InputFile(decode=load_records),
-                   help="the recorded datasheets (default synth/datasheets.json)")
+                   help="the recorded datasheets (default ga2_sw/datasheets.json)")
     p.add_argument("--no-check", action="store_true",
                    help="do not regenerate each chip's Verilog to say whether its datasheet is current")
     p.set_defaults(func=_run)

@@ -4,7 +4,7 @@
 RAMs), places and routes it on its device with seeds 1, 2 and 3 (``SEEDS``, always those three: a seed that does
 not route within the limit is recorded as unrouted, and the chip then has no Fmax), runs the chapter's five
 decode steps (d = 16, contexts to 16: ``chapter_workload``) on the cycle model and on Verilator, each checked
-against the reference machine, and records it all in ``datasheets.json`` beside this module with the sha256 of
+against the reference machine, and records it all in ``ga2_sw/datasheets.json`` with the sha256 of
 the chip's Verilog and of its body. ``ga2 chips`` lists the records and writes docs/CHIPS.md from them;
 ``python -m synth figures`` says which records no longer describe today's RTL.
 """
@@ -12,10 +12,12 @@ the chip's Verilog and of its body. ``ga2 chips`` lists the records and writes d
 import json
 from pathlib import Path
 
+from ga2_sw.chips import DATASHEETS, load_datasheets
+
 __all__ = ["RECORD", "SEEDS", "DEFAULT_LIMIT", "chapter_workload", "measure", "load_records", "store_record",
            "check_records", "tokens_per_s"]
 
-RECORD = Path(__file__).with_name("datasheets.json")
+RECORD = DATASHEETS
 SEEDS = (1, 2, 3)
 DEFAULT_LIMIT = 3600            # seconds a seed may place and route before it is recorded as unrouted
 
@@ -60,7 +62,8 @@ def measure(chip, sims=("model", "verilator"), limit=DEFAULT_LIMIT, jobs=1, cach
     config = chip.config
     path, sha = _verilog(config, cache_dir)
     progress(f"{chip.name}: synthesis for the ECP5")
-    area = ecp5_summary(ecp5_netlist(config, cache_dir)["total"])
+    total = ecp5_netlist(config, cache_dir)["total"]
+    area = ecp5_summary(total)
     progress(f"{chip.name}: placing and routing on {chip.device_name}, seeds {', '.join(map(str, SEEDS))}")
     try:
         r = fmax_seeds(config, chip.device, seeds=SEEDS, cache_dir=cache_dir, jobs=jobs, progress=True,
@@ -75,7 +78,8 @@ def measure(chip, sims=("model", "verilator"), limit=DEFAULT_LIMIT, jobs=1, cach
         seeds, paths, fmax_mhz, fit = [], [], None, str(exc)
     decode, agreeing = _decode(chapter_workload(config), sims, lambda text: progress(f"{chip.name}: {text}"))
     sheet = {"fmax_mhz": fmax_mhz, "fmax_seeds": seeds, "worst_paths": paths,
-             "lut4": area["lut"], "ff": area["ff"], "dsp": area["dsp"], "bram": area["bram"],
+             "lut4": total.get("LUT4", 0), "ccu2c": total.get("CCU2C", 0), "lut_sites": area["lut"],
+             "ff": area["ff"], "dsp": area["dsp"], "bram": area["bram"],
              "decode_programs": [s["name"] for s in decode], "decode_cycles": [s["cycles"] for s in decode],
              "decode_words": [s["beats"] for s in decode], "decode_x_bound": [s["x_bound"] for s in decode],
              "tokens_per_s": tokens_per_s(decode, fmax_mhz), "simulators": agreeing,
@@ -89,18 +93,8 @@ def measure(chip, sims=("model", "verilator"), limit=DEFAULT_LIMIT, jobs=1, cach
 
 
 def load_records(path=RECORD):
-    """The recorded datasheets, ``{name: record}`` (an empty dict when the file does not exist); ValueError naming
-    the file when it is not a record file."""
-    path = Path(path)
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text())
-        records = data["chips"]
-        assert isinstance(records, dict) and all(isinstance(r["datasheet"], dict) for r in records.values())
-    except (OSError, ValueError, KeyError, TypeError, AssertionError) as exc:
-        raise ValueError(f"{path}: not a datasheet record file ({type(exc).__name__}: {exc})") from None
-    return records
+    """The recorded datasheets (``ga2_sw.chips.load_datasheets``)."""
+    return load_datasheets(path)
 
 
 def store_record(record, path=RECORD):

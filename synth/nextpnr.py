@@ -12,6 +12,7 @@ registers as much as the chip."""
 
 import concurrent.futures as cf
 import json
+import os
 import re
 import shutil
 import statistics
@@ -97,16 +98,29 @@ class OutOfTime(RuntimeError):
     """A run reached its time limit and was stopped: ``status`` says where it was."""
 
     def __init__(self, seconds, status):
-        super().__init__(f"stopped after {seconds:,.0f} s, {status}")
+        super().__init__(f"stopped after {seconds:,.0f} s of CPU time, {status}")
         self.seconds, self.status = seconds, status
+
+
+def cpu_seconds(pid):
+    """The CPU time (user and system) process ``pid`` has used so far, from /proc; None where it cannot be read.
+    A place and route's limit counts this, not the wall clock, so that a machine busy with other work does not
+    turn a seed that routes into an unrouted one."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def run_with_progress(cmd, cwd, log, progress=None, poll=POLL_SECONDS, every=PROGRESS_SECONDS, limit=None):
     """Run ``cmd`` in ``cwd`` to its end and return ``(returncode, stdout + stderr)``. With ``progress`` (a
     callable taking one line), report ``nextpnr_status`` of the log file ``log`` (relative to ``cwd``) and the
     seconds so far when the phase changes, and every ``every`` seconds in between (with the phase's latest
-    numbers: router1's arcs left change every few seconds). With ``limit`` (seconds), a run still going then is
-    stopped and ``OutOfTime`` raised, naming the phase it was in."""
+    numbers: router1's arcs left change every few seconds). With ``limit`` (seconds of the run's CPU time, or of
+    the wall clock where /proc cannot tell), a run still going then is stopped and ``OutOfTime`` raised, naming
+    the phase it was in."""
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     t0, said, said_at = time.perf_counter(), "starting", 0.0
     try:
@@ -117,8 +131,11 @@ def run_with_progress(cmd, cwd, log, progress=None, poll=POLL_SECONDS, every=PRO
             except subprocess.TimeoutExpired:
                 status = nextpnr_status(_log_tail(Path(cwd) / log)) or said
                 now = time.perf_counter() - t0
-                if limit is not None and now >= limit:
-                    raise OutOfTime(now, status)
+                if limit is not None:
+                    used = cpu_seconds(proc.pid)
+                    used = now if used is None else used
+                    if used >= limit:
+                        raise OutOfTime(used, status)
                 if progress and (_phase(status) != _phase(said) or now - said_at >= every):
                     progress(f"{status} ({now:,.0f} s)")
                     said, said_at = status, now
@@ -196,7 +213,7 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
     ``router``: nextpnr's router, ``router1`` (the default, every figure of docs/SYNTH.md unless it says
     otherwise) or ``router2`` (which converges where router1 oscillates on a crowded netlist). ``progress``:
     report on stderr, one line at a time prefixed with the seed, where the run is (``run_with_progress``), and
-    its result. ``limit``: seconds a seed may place and route; a seed still running then is stopped and its
+    its result. ``limit``: CPU seconds a seed may place and route; a seed still running then is stopped and its
     result is unrouted (``fmax_mhz`` None, ``unrouted`` saying where it stopped), cached for that limit.
 
     Raises DoesNotFit (message names the resource and the numbers) when the design is too big."""

@@ -108,7 +108,8 @@ def datasheet_text(record):
                       for s in d["fmax_seeds"]) or d.get("does_not_fit", "not placed")
     fmax = f"{d['fmax_mhz']} MHz (median of {seeds})" if d["fmax_mhz"] is not None else f"none ({seeds})"
     lines = [f"{record['name']}: {record['purpose']}",
-             f"  {record['device']}: LUT4 {d['lut4']:,}, FF {d['ff']:,}, multipliers {d['dsp']}, block RAM {d['bram']}",
+             f"  {record['device']}: LUT4 {d['lut4']:,} and CCU2C {d['ccu2c']:,} ({d['lut_sites']:,} LUT sites), FF "
+             f"{d['ff']:,}, multipliers {d['dsp']}, block RAM {d['bram']}",
              f"  Fmax {fmax}"]
     lines += [f"  worst path, seed {p['seed']}: {p['from']} -> {p['to']}, {p['total_ns']} ns ({p['logic_ns']} logic, "
               f"{p['routing_ns']} routing)" for p in d["worst_paths"]]

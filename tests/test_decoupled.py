@@ -19,6 +19,7 @@ from ga2_sw.schedule import dependences, reorder
 from ga2_sw.workloads import decode_table_programs
 from sim.random_programs import FUZZ_CONFIG, random_program, random_words
 from sim.pysim_runner import run_pysim
+from ga2_sw.chips import chip
 
 INORDER = Config()
 DECOUPLED = Config(mode="decoupled")
@@ -314,8 +315,8 @@ def test_a_sequences_tiles_a_row_in_the_decode_step():
     ones included, for the ragged batch too); every step is faster, and the B = 4 step gains more than a tenth
     (1,180 -> 972 cycles when this was written); the outputs are the integer reference's (``check_batching``
     on the same chip)."""
-    base = Config(mode="decoupled", bus_bytes=4, sp_banks=32, row_writes=1, rq_overlap=1, ld_overlap=1)
-    tiles = base.replace(row_b=1)
+    tiles = chip("fast").config.replace(rq_lanes=1, sm_lanes=1)
+    base = tiles.replace(row_b=0)
     plain, by_rows = decode_table_programs(base), decode_table_programs(tiles)
     projections = 3 * base.d // base.cols          # a column tile of each projection an MM, in both
     for p, q in zip(plain, by_rows):

@@ -17,6 +17,7 @@ from ga2_sw.packing import beats
 from ga2_sw.workloads import decode_table_programs
 from sim.pysim_runner import run_pysim
 from sim.random_programs import FUZZ_CONFIG, fuzz_job, random_words
+from ga2_sw.chips import chip
 
 OVERLAP = Config(mode="decoupled", bus_bytes=4, sp_banks=8, ld_overlap=1)
 # Fuzz chips of tests/test_differential.py (LD_OVERLAP there).
@@ -167,7 +168,7 @@ def test_the_decode_step_gains():
     """The decode steps at 4 bytes a beat on 32 banks: overlapped loads take the DMA lane's busy time down, no
     step is slower, and the B = 4 step gains on the fastest chip (row writes, overlapped RQs:
     1,192 -> 1,180 cycles when this was written)."""
-    base = Config(mode="decoupled", bus_bytes=4, sp_banks=32, row_writes=1, rq_overlap=1)
+    base = chip("fast").config.replace(row_b=0, ld_overlap=0, rq_lanes=1, sm_lanes=1)
     plain = [cycle_counts(p.program, base)[0] for p in decode_table_programs(base)]
     overlap = [cycle_counts(p.program, base.replace(ld_overlap=1))[0]
                for p in decode_table_programs(base.replace(ld_overlap=1))]

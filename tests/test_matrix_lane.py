@@ -13,6 +13,7 @@ from ga2_sw.cycles import DecoupledTimer, cycle_counts
 from ga2_sw.isa import Op
 from ga2_sw.timing import MM_PLAN_CYCLES
 from ga2_sw.workloads import decode_table_programs
+from ga2_sw.chips import chip
 
 CHIP = Config(mode="decoupled", bus_bytes=4, sp_banks=8)
 # 1 x 4 x 1 on operands whose banks never meet in a slice (A's word k on bank k, B's on bank 5 + k, 8 banks).
@@ -65,10 +66,8 @@ def test_an_mm_held_by_a_later_rq_told_from_its_final_schedule():
 
 
 @pytest.mark.parametrize("config", [Config(mode="decoupled"),
-                                    Config(mode="decoupled", bus_bytes=4, sp_banks=32, row_writes=1, rq_overlap=1,
-                                           ld_overlap=1),
-                                    Config(mode="decoupled", bus_bytes=4, sp_banks=32, row_writes=1, rq_overlap=1,
-                                           ld_overlap=1, row_b=1)],
+                                    chip("fast").config.replace(row_b=0, rq_lanes=1, sm_lanes=1),
+                                    chip("fast").config.replace(rq_lanes=1, sm_lanes=1)],
                          ids=["word port", "fastest 4-byte chip", "with tiles a row (sa)"])
 def test_every_cycle_of_the_decode_steps_told_once(config):
     """On the decode steps: the categories add up to the cycle model's count, the slices to the K of the

@@ -12,6 +12,7 @@ from ga2_sw.banking import (RQ_FOLLOW_MAX_WAIT, RQ_MAX_SKEW, RQ_READ_TO_WRITE, b
 from ga2_sw.config import Config
 from ga2_sw.cycles import DecoupledTimer, cycle_counts
 from ga2_sw.decode import beats_moved
+from ga2_sw.chips import chip
 from ga2_sw.workloads import decode_table_programs
 from sim.random_programs import FUZZ_CONFIG
 from test_rq_overlap import (bank_accesses, check_random_programs_with_waits,   # (lane-aware: element t in
@@ -141,7 +142,7 @@ def test_random_programs_with_waits_on_pysim(lanes, banks):
     check_random_programs_with_waits(config, 3)
 
 
-FASTEST = Config(mode="decoupled", bus_bytes=4, sp_banks=32, row_writes=1, rq_overlap=1, ld_overlap=1, row_b=1)
+FASTEST = chip("fast").config.replace(rq_lanes=1, sm_lanes=1)
 
 
 def test_the_decode_step_meets_its_target():

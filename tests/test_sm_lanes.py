@@ -17,6 +17,7 @@ from ga2_sw.machine import Machine
 from ga2_sw.workloads import decode_table_programs
 from sim.pysim_runner import run_pysim
 from sim.random_programs import random_words
+from ga2_sw.chips import chip
 
 PROGRAMS = {
     "one of 12": [isa.sm(700, 18, 12), isa.halt()],
@@ -55,8 +56,7 @@ def test_the_port_schedule_worked_by_hand():
     assert cycle_counts([isa.sm(40, 7, 5), isa.halt()], config)[0].vec == 36
 
 
-FASTEST = Config(mode="decoupled", bus_bytes=4, sp_banks=32, row_writes=1, rq_overlap=1, ld_overlap=1, row_b=1,
-                 rq_lanes=4)
+FASTEST = chip("fast").config.replace(sm_lanes=1)
 
 
 def test_the_decode_step_gains():
