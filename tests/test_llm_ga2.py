@@ -234,7 +234,7 @@ def test_eval_command_tracks_the_float_model(model_file, monkeypatch, tmp_path, 
     assert main(["llm", "eval", "--tokens", "48", "--generate-tokens", "3", "--json", str(out),
                  "--plot", str(plot), "--no-progress"]) == 0
     r = json.loads(out.read_text())
-    assert r["tokens"] == 47 and r["top1_agreement"] >= 0.85
+    assert r["tokens"] == 47 and r["top1_agreement"] >= 0.85 and r["weights_on_chip_fraction"] == 1.0
     per = r["per_token"]
     assert len(per["nll_float"]) == len(per["nll_ga2"]) == len(per["agree"]) == 47
     assert sum(per["agree"]) == round(47 * r["top1_agreement"])
@@ -434,3 +434,84 @@ def test_measured_fmax_is_of_the_steps_chip_and_sets_the_tokens_per_second(tmp_p
     assert rows["4x4"]["tokens_per_second_at_fmax"] == (None if fmax is None else
                                                         round(fmax * 1e6 / rows["4x4"]["cycles_per_token"], 3))
     assert rows["8x8"]["fmax_mhz"] is None and rows["8x8"]["tokens_per_second_at_fmax"] is None
+
+
+# -- every other matrix product on the chip's numerics -------------------------------------------------------
+
+def test_chip_linear_sums_are_exact_at_the_extremes():
+    """``ChipLinear.sums`` (float32 products in chunks of 1,024 columns) against numpy's int64 product, which
+    uses no BLAS: every weight and digit at its largest magnitude, over the widest input (1,536 columns, the
+    down projection's), and random rows."""
+    from ga2_sw.llm.ga2_path import ChipLinear
+    rng = np.random.default_rng(11)
+    lin = ChipLinear(np.ones((8, 1536)), np.ones(1536), smoothing=None)
+    lin.w8 = np.where(rng.random((8, 1536)) < 0.5, -127, 127).astype(np.float32)
+    lin.w8[0], lin.w8[1] = 127, -127
+    digits = np.stack([np.full(1536, 127), rng.integers(-64, 65, 1536)])
+    exact = lin.w8.astype(np.int64) @ digits.astype(np.int64).T
+    assert exact[0, 0] == 1536 * 127 * 127 and (lin.sums(digits) == exact.T).all()
+    digits = rng.integers(-127, 128, (2, 1536))
+    assert (lin.sums(digits) == (lin.w8.astype(np.int64) @ digits.T).T).all()
+
+
+def test_chip_linear_tracks_the_float_product():
+    """A 15-bit input and int8 rows with a scale each, on random weights and an input with a few large channels:
+    each output within the rounding bound worked out from the scales (half a weight step times the input's
+    magnitudes, plus half an input step times the weights'), and within 2% of the largest float output."""
+    from ga2_sw.llm.ga2_path import ChipLinear, INPUT_LIMIT
+    rng = np.random.default_rng(5)
+    w = rng.normal(size=(64, 576)).astype(np.float32)
+    x = rng.normal(size=576).astype(np.float32)
+    x[[3, 100, 400]] *= 40                                       # outlier channels, as real activations have
+    lin = ChipLinear(w, np.abs(x))
+    want = w.astype(np.float64) @ x
+    xs, ws = x / lin.smooth, w * lin.smooth                      # the smoothed input and weights
+    x_step = np.abs(xs).max() / INPUT_LIMIT
+    bound = lin.scale / 2 * np.abs(xs).sum() + x_step / 2 * np.abs(ws).sum(axis=1) * 1.01
+    assert (np.abs(lin(x) - want) <= bound).all()
+    assert np.abs(lin(x) - want).max() < 0.02 * np.abs(want).max()
+
+
+def _linear_inputs(model, ga2, text=" lighthouse"):
+    """Each ``FloatModel.linear`` input of one real token through the GA-2 path: {name: x}."""
+    seen = {}
+    run_linear = ga2.linear
+
+    def spy(name, x):
+        seen.setdefault(name, np.array(x))
+        return run_linear(name, x)
+
+    ga2.linear = spy
+    try:
+        ga2.step(model.encode(text)[0], 0, ga2.new_cache())
+    finally:
+        del ga2.linear
+    return seen
+
+
+@pytest.mark.parametrize("name", ["blk.3.attn_output.weight", "blk.3.ffn_gate.weight", "blk.3.ffn_up.weight",
+                                  "blk.3.ffn_down.weight", "token_embd.weight"])
+def test_every_other_product_on_the_machine_equals_the_path(model, ga2, name):
+    """Eight rows of each kind of matrix the path puts on the chip besides q, k and v (the output projection,
+    gate, up, down and the LM head), times a real token's input as its two digit rows: the reference machine's
+    MM gives the path's int32 sums."""
+    from ga2_sw.llm.ga2_path import fifteen_bit
+    lin = ga2.chip_linears[name]
+    x = _linear_inputs(model, ga2)[name]
+    digits, _ = fifteen_bit(x / lin.smooth)
+    rows = np.sort(np.random.default_rng(2).choice(lin.shape[0], 8, replace=False))
+    w8 = lin.w8[rows].astype(np.int64)
+    cfg = projection_config(Config(mode="decoupled", sp_words=16384), len(rows), lin.shape[1], 2)
+    program, ext, out = projection_program(cfg, w8, digits)
+    r = run(program, cfg, ext)
+    expected = lin.sums(digits)[:, rows].T.reshape(-1).tolist()
+    assert r.ok and [N.s32(v) for v in r.ext[out:out + len(expected)]] == expected
+    assert len(set(expected)) > 4
+
+
+def test_every_weight_a_token_reads_is_on_the_chip(model, ga2):
+    from ga2_sw.llm.ga2_path import Ga2Model
+    assert ga2.weights_on_chip_fraction == 1.0
+    host = Ga2Model(model, ga2.cal, linears="float")
+    # q, k and v alone: 30 x (576 + 2 x 192) x 576 of the 134.5 M weights a token reads
+    assert host.weights_on_chip_fraction == pytest.approx(30 * 960 * 576 / 134_479_872, rel=1e-6)

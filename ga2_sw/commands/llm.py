@@ -10,7 +10,7 @@ import sys
 import time
 
 from ..analyses.common import json_option, plot_option, progress_bar, write_json
-from ..llm.ga2_path import KEY_SCALES, SMOOTHING, WEIGHT_SCALES
+from ..llm.ga2_path import KEY_SCALES, LINEARS, SMOOTHING, WEIGHT_SCALES
 from ..numerics import KEY_DIGITS
 from ..options import InputFile, Int, IntList, Text, ToolMissing
 
@@ -200,19 +200,26 @@ def _eval(args):
     from ..llm.gguf_model import load
     from ..llm.texts import EVAL_TEXT, GENERATE_PROMPTS
     model = load()
-    available = len(model.encode(EVAL_TEXT))    # --tokens beyond the text's length scores all of it
+    text = EVAL_TEXT if args.text is None else open(args.text, encoding="utf-8").read()
+    available = len(model.encode(text))         # --tokens beyond the text's length scores all of it
+    if available < 2:
+        raise ValueError(f"--text {args.text}: {available} token(s); scoring needs at least 2")
     tokens = min(args.tokens or available, available)
     work = tokens - 1 + (len(GENERATE_PROMPTS) if args.generate_tokens else 0)
     t0 = time.perf_counter()
     with progress_bar(work, args.no_progress, "tok") as bar:
-        r = evaluate(model, max_text_tokens=tokens, weight_scales=args.weight_scales, key_scales=args.key_scales,
-                     smoothing=None if args.no_smoothing else SMOOTHING, generate_tokens=args.generate_tokens,
-                     progress=bar.update, fine_output=not args.coarse_output, digits=args.input_digits,
-                     key_digits=args.key_digits)
+        r = evaluate(model, text=text, max_text_tokens=tokens, weight_scales=args.weight_scales,
+                     key_scales=args.key_scales, smoothing=None if args.no_smoothing else SMOOTHING,
+                     generate_tokens=args.generate_tokens, progress=bar.update, fine_output=not args.coarse_output,
+                     digits=args.input_digits, key_digits=args.key_digits, linears=args.linears)
+    r["text"] = "the shipped evaluation text" if args.text is None else args.text
     r["seconds"] = round(time.perf_counter() - t0, 1)
     smoothing = "no smoothing" if r["smoothing"] is None else f"smoothing alpha {r['smoothing']}"
-    print(f"SmolLM2-135M on the GA-2 path against the float32 reference, teacher-forced over {r['tokens']} tokens "
-          f"of the fixed text ({r['weight_scales']} weight scales, {r['key_scales']} key scales, {smoothing}, "
+    on_chip = ("every matrix product on the chip's numerics" if r["linears"] == "chip" else
+               "q, k, v and attention on the chip's numerics, the other products in float")
+    print(f"SmolLM2-135M on the GA-2 path ({on_chip}: {r['weights_on_chip_fraction']:.1%} of the weights a token "
+          f"reads) against the float32 reference, teacher-forced over {r['tokens']} tokens "
+          f"of {r['text']} ({r['weight_scales']} weight scales, {r['key_scales']} key scales, {smoothing}, "
           f"{'coarse and fine output readings' if r['output_readings'] == 2 else 'coarse output reading only'}, "
           f"{'a 15-bit input in two digits' if r['input_digits'] == 2 else 'an int8 input'}, "
           f"{'wide keys' if r['key_digits'] == 2 else 'int8 keys'}; "
@@ -435,6 +442,11 @@ def register(sub):
     g.set_defaults(func=_generate, check=_check_generate)
     e = llm.add_parser("eval", help="the GA-2 path against the float32 reference: top-1 agreement and perplexity "
                                     "on a fixed text, greedy generation from fixed prompts side by side")
+    e.add_argument("--text", metavar="FILE", type=InputFile(),
+                   help="score this UTF-8 text instead of the shipped one (ga2_sw/llm/texts.py)")
+    e.add_argument("--linears", choices=LINEARS, default=LINEARS[0],
+                   help="where the output projection, gate, up, down and the LM head run: chip, on the chip's "
+                        "numerics (default), or float, on the host")
     e.add_argument("--tokens", type=Int(*EVAL_TOKENS), default=None,
                    help=f"score the text's first N tokens, {EVAL_TOKENS[0]}..{EVAL_TOKENS[1]} "
                         "(default: all of it, 518)")

@@ -59,6 +59,17 @@ class FloatModel:
         values.append(v)
         return attend(q, np.stack(keys), np.stack(values))
 
+    # The weight matrices of a step that go through ``linear`` (the q, k and v projections are in
+    # ``attention_block``): per block the output projection and the SwiGLU's three, then the LM head (tied to
+    # the token embedding).
+    BLOCK_LINEARS = ("attn_output", "ffn_gate", "ffn_up", "ffn_down")
+    HEAD = "token_embd.weight"
+
+    def linear(self, name, x):
+        """The product of weight matrix ``name`` (rows, columns) and the vector ``x``: every matrix product of a
+        step but q, k and v goes through here (the GA-2 path puts each on the chip's numerics)."""
+        return self.w[name] @ x
+
     def step(self, token, pos, cache, attention=None):
         """Logits of the next token after ``token`` at position ``pos`` (0-based); appends to ``cache``.
         ``attention``: a replacement for ``self.attention`` (the GA-2 path plugs in here)."""
@@ -68,11 +79,12 @@ class FloatModel:
         for b in range(c.blocks):
             p = f"blk.{b}."
             a = self.attention_block(b, self._norm(x, w[p + "attn_norm.weight"]), pos, cache[b], attend)
-            x = x + w[p + "attn_output.weight"] @ a.reshape(-1)
+            x = x + self.linear(p + "attn_output.weight", a.reshape(-1))
             h = self._norm(x, w[p + "ffn_norm.weight"])
-            gate = w[p + "ffn_gate.weight"] @ h
-            x = x + w[p + "ffn_down.weight"] @ (gate / (1 + np.exp(-gate)) * (w[p + "ffn_up.weight"] @ h))
-        return w["token_embd.weight"] @ self._norm(x, w["output_norm.weight"])
+            gate = self.linear(p + "ffn_gate.weight", h)
+            up = self.linear(p + "ffn_up.weight", h)
+            x = x + self.linear(p + "ffn_down.weight", gate / (1 + np.exp(-gate)) * up)
+        return self.linear(self.HEAD, self._norm(x, w["output_norm.weight"]))
 
     def prefill(self, tokens, cache=None):
         """Run the prompt; (logits after its last token, cache)."""

@@ -30,10 +30,13 @@ from . import vector_numerics as V
 from .float_model import FloatModel
 from .scores import PROMPTS
 
-__all__ = ["WEIGHT_SCALES", "KEY_SCALES", "SMOOTHING", "FINE_RATIO", "INPUT_RADIX", "Calibration", "calibrate",
-           "Ga2Model", "read_outputs", "input_digits"]
+__all__ = ["WEIGHT_SCALES", "KEY_SCALES", "LINEARS", "SMOOTHING", "FINE_RATIO", "INPUT_RADIX", "Calibration",
+           "calibrate", "Ga2Model", "ChipLinear", "read_outputs", "input_digits", "fifteen_bit", "smoothing_factors"]
 
 WEIGHT_SCALES = ("per-row", "per-head", "per-tensor")
+# Where the products of FloatModel.linear run (the output projection, the SwiGLU's three, the LM head): "chip",
+# on the chip's numerics (ChipLinear); "float", in float32 on the host, the path with only q, k and v on the chip.
+LINEARS = ("chip", "float")
 KEY_SCALES = ("per-head", "per-channel")
 SMOOTHING = 0.5             # SmoothQuant's alpha: the input's and the weights' ranges shared evenly
 CHUNK = 64                  # tokens per online-softmax chunk: the softmax unit's default sm_max_len
@@ -58,6 +61,64 @@ def input_digits(x):
     x = np.asarray(x, dtype=np.int64)
     high = np.sign(x) * ((np.abs(x) + INPUT_RADIX // 2) // INPUT_RADIX)
     return np.stack([high, x - INPUT_RADIX * high])
+
+
+def fifteen_bit(h):
+    """The host's quantisation of a projection's input ``h`` (already divided by the smoothing factors) at its
+    own scale (max |h| / INPUT_LIMIT): its digit rows (2, n) and the scale of the integer they stand for."""
+    peak = float(np.abs(h).max())
+    x_scale = peak / INPUT_LIMIT if peak > 0 else 1.0
+    x = np.clip(np.sign(h) * np.floor(np.abs(h / x_scale) + 0.5), -INPUT_LIMIT, INPUT_LIMIT)
+    return input_digits(x), x_scale
+
+
+def smoothing_factors(x_peak, w, alpha):
+    """SmoothQuant's per-column factors s_j = max|x_j|^alpha / max|W_:j|^(1-alpha) of the weights ``w`` (a matrix,
+    or a list of matrices that share the input) for inputs whose channels peak at ``x_peak`` (ones for
+    ``alpha`` None): folded into the weights' columns and divided out of the input before it is quantised, so
+    that a few large input channels do not take the int8 range from the rest."""
+    if alpha is None:
+        return np.ones(np.shape(x_peak))
+    w_peak = np.max([np.abs(m).max(axis=0) for m in (w if isinstance(w, (list, tuple)) else [w])], axis=0)
+    return np.maximum(x_peak, 1e-6) ** alpha / np.maximum(w_peak, 1e-6) ** (1 - alpha)
+
+
+class ChipLinear:
+    """A weight matrix whose product runs on the chip's numerics: the weights scaled by the smoothing factors
+    of their columns and quantised to int8 with a scale per row; the input divided by the same factors and
+    quantised to 15 bits (``fifteen_bit``), two int8 digit rows; the MM's int32 sums of both rows, combined by
+    the host (high x INPUT_RADIX + low, exact) and scaled back to float by the row's scale and the input's.
+
+    The int8 weights are held as float32 and multiplied ``K_CHUNK`` columns at a time: every partial sum of
+    int8 x int8 products over at most 1,024 columns is an integer below 2^24, so float32 holds it exactly
+    whatever order the BLAS adds in, and the chunks are added in int64: the int32 sums the chip computes."""
+
+    K_CHUNK = 1024                      # 1,024 x 127 x 127 < 2^24
+
+    def __init__(self, w, x_peak, smoothing=SMOOTHING):
+        w = np.asarray(w, dtype=np.float64)
+        self.smooth = smoothing_factors(x_peak, w, smoothing)
+        ws = w * self.smooth
+        self.scale = _scale(np.abs(ws).max(axis=1))
+        self.w8 = V.quantize(ws, self.scale[:, None]).astype(np.float32)
+
+    @property
+    def shape(self):
+        return self.w8.shape
+
+    def sums(self, rows):
+        """The chip's int32 sums of every weight row with each int8 input row of ``rows`` (n, columns):
+        (n, weight rows), int64."""
+        rows = np.asarray(rows, dtype=np.float32)
+        out = 0
+        for k in range(0, self.w8.shape[1], self.K_CHUNK):
+            out = out + np.rint(self.w8[:, k:k + self.K_CHUNK] @ rows[:, k:k + self.K_CHUNK].T).astype(np.int64)
+        return out.T
+
+    def __call__(self, x):
+        digits, x_scale = fifteen_bit(np.asarray(x, dtype=np.float64) / self.smooth)
+        high, low = self.sums(digits)
+        return ((high * INPUT_RADIX + low) * self.scale * x_scale).astype(np.float32)
 
 
 def read_outputs(coarse8, fine8, coarse_scale, fine_scale):
@@ -86,12 +147,20 @@ class Calibration:
 
     def __init__(self, peaks, prompts):
         self.peaks, self.prompts = peaks, prompts
-        for name, peak in peaks.items():
-            setattr(self, name, _scale(peak))
+        for name in self.FIELDS:
+            setattr(self, name, _scale(peaks[name]))
+        # each weight matrix of FloatModel.linear: its input's largest magnitude per channel
+        self.inputs = {name[len("in:"):]: peak for name, peak in peaks.items() if name.startswith("in:")}
 
 
 class _Recorder(FloatModel):
-    """The float reference, noting the largest magnitude of each quantity the GA-2 path holds in int8."""
+    """The float reference, noting the largest magnitude of each quantity the GA-2 path holds in int8 and of
+    each channel of every weight matrix's input."""
+
+    def linear(self, name, x):
+        peak = self.peaks.setdefault("in:" + name, np.zeros(np.shape(x)))
+        np.maximum(peak, np.abs(x), out=peak)
+        return super().linear(name, x)
 
     def __init__(self, model):
         super().__init__(model)
@@ -140,10 +209,12 @@ class Ga2Model(FloatModel):
     ``read_outputs``) rather than once at the coarse scale. ``digits``: 2 gives the projections a 15-bit input as
     two int8 digit rows and sends all three projections' int32 sums to the host; 1 gives them the int8 input and
     requantises v on the chip (RQ). ``key_digits``: 2 holds the key cache as wide keys (15 bits as two int8
-    digits, docs/LONG_CONTEXT.md) at 1/128 of the int8 scale, so the same calibrated peak."""
+    digits, docs/LONG_CONTEXT.md) at 1/128 of the int8 scale, so the same calibrated peak. ``linears``: "chip"
+    puts every other matrix product (the output projection, gate, up, down, the LM head) on the chip's numerics
+    (``ChipLinear``, its smoothing factors from the calibrated input peaks), "float" leaves them to the host."""
 
     def __init__(self, model, calibration, weight_scales="per-row", key_scales="per-head", chunk=CHUNK,
-                 smoothing=SMOOTHING, fine_output=True, digits=2, key_digits=1):
+                 smoothing=SMOOTHING, fine_output=True, digits=2, key_digits=1, linears="chip"):
         super().__init__(model)
         if weight_scales not in WEIGHT_SCALES:
             raise ValueError(f"weight_scales must be one of {', '.join(WEIGHT_SCALES)}, not {weight_scales!r}")
@@ -163,12 +234,7 @@ class Ga2Model(FloatModel):
         self.w8, self.w_scale, self.smooth = {}, {}, {}
         for b in range(c.blocks):
             ws = {n: self.w[f"blk.{b}.attn_{n}.weight"] for n in "qkv"}
-            if smoothing is None:
-                self.smooth[b] = np.ones(c.d_model)
-            else:
-                w_peak = np.max([np.abs(w).max(axis=0) for w in ws.values()], axis=0)
-                x_peak = np.maximum(calibration.peaks["x"][b], 1e-6)
-                self.smooth[b] = x_peak ** smoothing / np.maximum(w_peak, 1e-6) ** (1 - smoothing)
+            self.smooth[b] = smoothing_factors(calibration.peaks["x"][b], list(ws.values()), smoothing)
             for n in "qkv":
                 w = (ws[n] * self.smooth[b]).reshape(-1, c.head_dim, c.d_model)     # (heads, rows, cols)
                 peak = np.abs(w).max(axis=2)                                       # (heads, rows)
@@ -179,6 +245,12 @@ class Ga2Model(FloatModel):
                 scale = _scale(peak)
                 self.w8[b, n] = V.quantize(w, scale[:, :, None])
                 self.w_scale[b, n] = scale
+        if linears not in LINEARS:
+            raise ValueError(f"linears must be one of {', '.join(LINEARS)}, not {linears!r}")
+        self.linears = linears
+        names = [f"blk.{b}.{n}.weight" for b in range(c.blocks) for n in self.BLOCK_LINEARS] + [self.HEAD]
+        self.chip_linears = {n: ChipLinear(self.w[n], calibration.inputs[n], smoothing) for n in names} \
+            if linears == "chip" else {}
         self.at_limit = {"v_proj": 0, "k_cache": 0, "out": 0}
         self.group = c.heads // c.kv_heads
         # Called with every block's attention step when set (ga2_sw.llm.chip_steps runs sampled steps as chip
@@ -188,6 +260,20 @@ class Ga2Model(FloatModel):
         # When set, every attention step also runs on a simulator of the chip, whose outputs the model continues
         # with (chip_steps.ChipAttention: it checks them against the numpy ones): chip(Step) -> (out8, fine8).
         self.chip = None
+
+    def linear(self, name, x):
+        chip = self.chip_linears.get(name)
+        return super().linear(name, x) if chip is None else chip(x)
+
+    @property
+    def weights_on_chip_fraction(self):
+        """The fraction of the weights a token reads (every block's q, k, v, o, gate, up and down, and the LM
+        head) whose products run on the chip's numerics."""
+        c = self.c
+        qkv = sum(self.w8[b, n].size for b in range(c.blocks) for n in "qkv")
+        names = [f"blk.{b}.{n}.weight" for b in range(c.blocks) for n in self.BLOCK_LINEARS] + [self.HEAD]
+        on_chip = qkv + sum(self.chip_linears[n].w8.size for n in names if n in self.chip_linears)
+        return on_chip / (qkv + sum(self.w[n].size for n in names))
 
     def digit_sums(self, b, n, x8):
         """MM: block ``b``'s projection ``n`` of each int8 input row of ``x8`` (digits, d_model), the int32 sums
@@ -209,10 +295,7 @@ class Ga2Model(FloatModel):
         if self.digits == 1:
             x_scale = float(_scale(np.abs(h).max()))
             return V.quantize(h, x_scale)[None, :], x_scale
-        peak = float(np.abs(h).max())
-        x_scale = peak / INPUT_LIMIT if peak > 0 else 1.0
-        x = np.clip(np.sign(h) * np.floor(np.abs(h / x_scale) + 0.5), -INPUT_LIMIT, INPUT_LIMIT)
-        return input_digits(x), x_scale
+        return fifteen_bit(h)
 
     def value_requant(self, b, x_scale):
         """The (m, s) of each key/value head's RQ, which writes the value cache's int8 at its calibrated scale."""
