@@ -156,6 +156,24 @@ def _checked_seeds(option, text):
     return text
 
 
+def _add_datasheet(sub, common):
+    p = sub.add_parser("datasheet", parents=[common],
+                       help="a named chip's datasheet: area, Fmax of seeds 1, 2, 3, decode steps, tokens/s; recorded")
+    p.add_argument("--chip", dest="chips", metavar="NAME[,NAME...]", required=True,
+                   type=Names(_chip_names, many=True, what="chip"), help="the chips to measure (ga2 chips lists them)")
+    p.add_argument("--limit", type=Int(60, 86400), default=DEFAULT_LIMIT, metavar="S",
+                   help="CPU seconds a seed may place and route, 60..86400, before it is recorded as unrouted "
+                        "(default %(default)s)")
+    p.add_argument("--jobs", type=Int(1, 3), default=None, metavar="N",
+                   help="seeds placed at once, 1..3 (default 1)")
+    p.add_argument("--sims", default=("model", "verilator"), type=Names(lambda: ("model", "verilator", "pysim"),
+                                                                        many=True, what="simulator"),
+                   help="simulators that run the decode steps (default model,verilator)")
+    p.add_argument("--record", metavar="FILE", default=str(DATASHEETS), type=OutputFile(suffixes=(".json",)),
+                   help="the record file the datasheets go into (default ga2_sw/datasheets.json)")
+    p.set_defaults(func=_datasheet)
+
+
 def _chip_names():
     from ga2_sw.chips import CHIP_NAMES
     return CHIP_NAMES
@@ -197,21 +215,7 @@ def build_parser():
                    help="the chips' recorded datasheets (default ga2_sw/datasheets.json)")
     p.set_defaults(func=_figures)
 
-    p = sub.add_parser("datasheet", parents=[common],
-                       help="a named chip's datasheet: area, Fmax of seeds 1, 2, 3, decode steps, tokens/s; recorded")
-    p.add_argument("--chip", dest="chips", metavar="NAME[,NAME...]", required=True,
-                   type=Names(_chip_names, many=True, what="chip"), help="the chips to measure (ga2 chips lists them)")
-    p.add_argument("--limit", type=Int(60, 86400), default=DEFAULT_LIMIT, metavar="S",
-                   help="CPU seconds a seed may place and route, 60..86400, before it is recorded as unrouted "
-                        "(default %(default)s)")
-    p.add_argument("--jobs", type=Int(1, 3), default=None, metavar="N",
-                   help="seeds placed at once, 1..3 (default 1)")
-    p.add_argument("--sims", default=("model", "verilator"), type=Names(lambda: ("model", "verilator", "pysim"),
-                                                                        many=True, what="simulator"),
-                   help="simulators that run the decode steps (default model,verilator)")
-    p.add_argument("--record", metavar="FILE", default=str(DATASHEETS), type=OutputFile(suffixes=(".json",)),
-                   help="the record file the datasheets go into (default ga2_sw/datasheets.json)")
-    p.set_defaults(func=_datasheet)
+    _add_datasheet(sub, common)
 
     p = sub.add_parser("sweep", parents=[common], help="area, Fmax and decode cycles over square array sizes")
     p.add_argument("--sizes", default="2,4,8,16", type=IntList(1, 32), help="array sizes n, n x n (default %(default)s)")

@@ -254,11 +254,7 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
         except OutOfTime as exc:
             if say:
                 say(f"unrouted: {exc}")
-            return cache.store(d, "fmax", key, {
-                "config": config.to_dict(), "device": device, "seed": seed, "target_mhz": freq, "fmax_mhz": None,
-                "unrouted": f"{exc} (limit {limit:,} s)", "limit": limit, "fmax_line": None, "utilisation": {},
-                "critical_path": None, "synthesis": net["flow"], "flow": FLOW, "router": router,
-                "seconds": round(exc.seconds, 1)})
+            return cache.store(d, "fmax", key, _unrouted(config, device, seed, freq, net, router, exc, limit))
         log = (Path(work) / "nextpnr.log").read_text(errors="replace") if (Path(work) / "nextpnr.log").exists() \
             else output
         if returncode != 0:
@@ -282,6 +278,14 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
     if say:
         say(f"{result['fmax_mhz']} MHz after {result['seconds']:,.0f} s")
     return cache.store(d, "fmax", key, result)
+
+
+def _unrouted(config, device, seed, freq, net, router, exc, limit):
+    """The result of a seed stopped at its limit (``OutOfTime`` ``exc``): no Fmax, and where it stopped."""
+    return {"config": config.to_dict(), "device": device, "seed": seed, "target_mhz": freq, "fmax_mhz": None,
+            "unrouted": f"{exc} (limit {limit:,} s)", "limit": limit, "fmax_line": None, "utilisation": {},
+            "critical_path": None, "synthesis": net["flow"], "flow": FLOW, "router": router,
+            "seconds": round(exc.seconds, 1)}
 
 
 def median_of_seeds(runs):

