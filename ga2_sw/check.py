@@ -63,7 +63,7 @@ def require_chapter_path(config, what):
     builder against its integer reference."""
     if config.online_unit:
         raise ValueError(f"{what} checks the chapter's decode path; a chip with the online unit (--online-unit 1, "
-                         f"the default when --max-ctx exceeds --sm-max-len) decodes over streamed caches, whose "
+                         f"as the long chip has) decodes over streamed caches, whose "
                          f"steps tests/test_online_unit.py holds to their own reference")
 
 

@@ -268,8 +268,7 @@ def _check(args):
     from ..online_decode import OnlineDecodeLayout
     config = table_config(args)
     if args.key_digits != 1 and not config.online_unit:
-        raise ValueError("--key-digits 2 (wide keys) needs the online unit: --online-unit 1, or --max-ctx above "
-                         "--sm-max-len")
+        raise ValueError("--key-digits 2 (wide keys) needs the online unit: --chip long, or --online-unit 1")
     if config.online_unit:                                              # the steps must fit the memories
         OnlineDecodeLayout(config, args.key_digits)
     else:
