@@ -43,9 +43,11 @@ def fmax_text(r):
     router = f", nextpnr {r['router']}" if r.get("router", "router1") != "router1" else ""
     unrouted = r.get("unrouted") or []
     if len(per_seed) > 1:
-        head = (f"no Fmax: seed{'s' if len(unrouted) > 1 else ''} {', '.join(map(str, unrouted))} did not route"
-                if unrouted else f"Fmax {r['fmax_mhz']} MHz, the median")
-        lines = [f"LFE5U-{r['device'].upper()}: {head} of seeds " + ", ".join(str(s) for s in r["seeds"])
+        seeds = ", ".join(str(s) for s in r["seeds"])
+        head = (f"no Fmax: of seeds {seeds}, {'seeds' if len(unrouted) > 1 else 'seed'} "
+                f"{', '.join(map(str, unrouted))} did not route" if unrouted else
+                f"Fmax {r['fmax_mhz']} MHz, the median of seeds {seeds}")
+        lines = [f"LFE5U-{r['device'].upper()}: {head}"
                  + f" (routed: min {r['fmax_mhz_min']}, max {r['fmax_mhz_max']}; target {r['target_mhz']} MHz{router})"]
         lines += [f"  seed {p['seed']}: " + (f"unrouted, {p['unrouted']}" if p.get("unrouted") else
                                               f"{p['fmax_mhz']} MHz")

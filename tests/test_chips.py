@@ -285,3 +285,12 @@ def test_measured_fmax_reads_the_chip_s_own_record(tmp_path):
     path.write_text("[]")
     with pytest.raises(ValueError, match="not a datasheet record file"):
         measured_fmax("chapter", path)
+
+
+def test_the_fmax_text_says_a_seed_did_not_route():
+    from synth.nextpnr import median_of_seeds
+    from synth.report import fmax_text
+    r = median_of_seeds([_run(1, 101.0), _run(2, None, "stopped after 60 s of CPU time, routing"), _run(3, 104.2)])
+    r.update(device="25k", target_mhz=100, utilisation={})
+    text = fmax_text(r)
+    assert "no Fmax: of seeds 1, 2, 3, seed 2 did not route" in text and "seed 2: unrouted, stopped after 60 s" in text

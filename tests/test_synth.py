@@ -145,7 +145,7 @@ def test_fmax_text_shows_each_seed_and_the_median():
     from synth.nextpnr import median_of_seeds
     from synth.report import fmax_text
     text = fmax_text(median_of_seeds([_run(1, 90.0), _run(2, 100.0), _run(3, 95.0)]))
-    assert "Fmax 95.0 MHz, the median of seeds 1, 2, 3 (min 90.0, max 100.0" in text
+    assert "Fmax 95.0 MHz, the median of seeds 1, 2, 3 (routed: min 90.0, max 100.0" in text
     for seed, mhz in [(1, 90.0), (2, 100.0), (3, 95.0)]:
         assert f"seed {seed}: {mhz} MHz, critical path a{seed}.Q -> b{seed}.D" in text
 

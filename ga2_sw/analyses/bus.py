@@ -96,8 +96,9 @@ def register(sub):
         if action.dest == "cfg_sp_banks":
             action.help = action.help.replace("default: the chip's", "default 32 here: more than 16 bytes a beat")
         if action.dest == "cfg_ld_overlap":     # the packed widths' chips only: not a field of the base chip
-            action.dest = "ld_overlap"
-            action.help = action.help.replace("; default", "; here at 4, 8 and 16 bytes a beat only; default")
+            action.dest, action.default = "ld_overlap", 0
+            action.help = action.help.replace("; default: the chip's", "; here at 4, 8 and 16 bytes a beat only; "
+                                                                       "default 0")
 
 
 def check_widths(widths, sp_banks):
