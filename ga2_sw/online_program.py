@@ -22,7 +22,7 @@ the tests' reference (it takes the wide keys whole: no digits)."""
 from dataclasses import dataclass
 
 from . import isa
-from .banking import key_stride, spread_stride
+from .banking import key_stride, operand_start, operand_stride, spread_stride
 from .numerics import KEY_DIGITS, ONLINE_START, u32, wide_key_digits
 
 __all__ = ["Group", "GroupedLayout", "grouped_program", "grouped_ext_image", "grouped_outputs"]
@@ -94,15 +94,14 @@ class GroupedLayout:
         return 2 * self.key_digits * self.chunk * self.key_stride + (k % 2) * self.chunk * self.d
 
     @property
-    def S(self):                    # the scores: one row of a chunk per query head (ldc = chunk)
+    def S0(self):                   # the scores, two buffers (chunk parity): one row of a chunk per query head
         return 2 * self.key_digits * self.chunk * self.key_stride + 2 * self.chunk * self.d
 
-    def S_plane(self, plane):       # wide keys: the scores of each digit plane, then RSA adds them into S's rows
-        return self.S + plane * self.heads * self.chunk
+    def S(self, k):                 # chunk k's scores (ldc = chunk)
+        return self.S0 + (k % 2) * self.key_digits * self.heads * self.chunk
 
-    @property
-    def D(self):
-        return self.S_plane(self.key_digits)
+    def S_plane(self, plane, k):    # wide keys: the scores of each digit plane, then RSA adds them into S's rows
+        return self.S(k) + plane * self.heads * self.chunk
 
     @property
     def digit_stride(self):
@@ -112,20 +111,42 @@ class GroupedLayout:
         return spread_stride(self.chunk, self.config)
 
     @property
-    def PR(self):
-        return self.D + self.digit_stride + self.chunk
+    def _d_step(self):
+        nb = self.config.sp_banks if self.config.decoupled else 1
+        return -(-(self.digit_stride + self.chunk) // nb) * nb
+
+    def D(self, h):                 # query head h's weights: SMC's two digit rows, a digit_stride apart
+        return self.S0 + 2 * self.key_digits * self.heads * self.chunk + h * self._d_step
+
+    def PR(self, h):                # query head h's P V products: two rows of d (one per digit row)
+        return self.D(self.heads) + h * 2 * self.d
+
+    @property
+    def aligned(self):
+        """Whether the score MMs' operands sit on banks of opposite parity (``banking.operand_stride``): the keys
+        an odd multiple of ``2 Nb`` apart (64 on 32 banks), so the queries can be too and start a multiple of
+        ``Nb`` away from the keys with ``a >> b`` of the other parity; a slice then never reads two operands
+        from one bank."""
+        c = self.config
+        unit = 2 * c.sp_banks
+        return c.decoupled and self.key_stride % unit == 0 and (self.key_stride // unit) % 2 == 1
 
     @property
     def head_stride(self):
         """Words between two query heads' blocks (q, partial, state, out and the fine out): their queries are
         the rows of ONE score MM (``lda``), so decoupled the stride is one at which no two of a group's rows
         share a bank (``banking``: ``v = e + e // Nb`` neither 0 nor ``Nb - 1`` modulo Nb for every multiple
-        of it)."""
+        of it); with ``aligned`` keys an odd multiple of ``2 Nb`` (``banking.operand_stride``)."""
         e = (2 + self.readings) * self.d + 3
+        if self.aligned:
+            return operand_stride(e, self.config)
         return spread_stride(e, self.config, self.heads)
 
     def Q(self, h):                 # query head h of the group being attended: q, partial, state, out
-        return self.PR + 2 * self.d + h * self.head_stride
+        base = self.PR(self.heads)
+        if self.aligned:            # the keys' buffers start at multiples of Nb with a >> b even
+            base = operand_start(base, "B", self.config)
+        return base + h * self.head_stride
 
     def PARTIAL(self, h):
         return self.Q(h) + self.d
@@ -186,10 +207,15 @@ def grouped_program(lay):
     """Each group (a key/value head of a sequence) in turn: its caches stream through the chunk buffers once,
     and every query head sharing them runs its own scores, SMC, P V and RSA on each chunk; NRM and the store per
     query head at the end. The loads of the next chunk (of this group or the next) go before this chunk's
-    compute."""
+    compute.
+
+    The heads are software-pipelined, each with its own SMC weights and P V products: the vector lane runs head
+    h + 1's SMC and head h - 1's RSA while the matrix unit multiplies head h's P V; and within a group the next
+    chunk's scores (into the other scores buffer) go before the last head's P V, its first SMC before the last
+    head's RSA (with two heads or more: one head's SMC and RSA share its state), so that neither lane waits
+    for the other at a chunk's edge."""
     c, d, n, C, ks = lay.config, lay.d, lay.chunk, lay.config.cols, lay.key_stride
     chunks = [(g, c0, min(n, grp.length - c0)) for g, grp in enumerate(lay.groups) for c0 in range(0, grp.length, n)]
-
     planes = range(lay.key_digits)
 
     def loads(k):
@@ -197,33 +223,64 @@ def grouped_program(lay):
         return [*(isa.ld(dst=lay.K(k, p), src=lay.ex_k_plane(g, p) + c0 * ks, len=(size - 1) * ks + d)
                   for p in planes),
                 isa.ld(dst=lay.V(k), src=lay.ex_v(g) + c0 * d, len=size * d)]
+
+    def scores(k):              # the group's query heads are the rows of one MM per cols keys, per plane
+        g, _, size = chunks[k]
+        heads = len(lay.groups[g].scores)
+        out = [isa.mm(dst=lay.S_plane(p, k) + h0 * n + j0, A=lay.Q(h0), B=lay.K(k, p) + j0 * ks,
+                      M=min(c.rows, heads - h0), K=d, N=min(C, size - j0), tb=1, lda=lay.head_stride, ldb=ks,
+                      ldc=n)
+               for p in planes for h0 in range(0, heads, c.rows) for j0 in range(0, size, C)]
+        if lay.key_digits == 2:     # 128 * (q . hi) + q . lo, in place: RSA reads everything before it writes
+            out += [isa.rsa(dst=lay.S(k) + h * n, src=lay.S(k) + h * n, len=size, ld=lay.heads * n, a=lay.ZERO)
+                    for h in range(heads)]
+        return out
+
+    def weights(k, h):          # SMC: head h's weights as two digit rows, its running maximum and sum
+        g, _, size = chunks[k]
+        score = lay.groups[g].scores[h]
+        return [isa.smc(dst=lay.D(h), src=lay.S(k) + h * n, len=size, m=score[0], s=score[1], st=lay.STATE(h),
+                        ld=lay.digit_stride)]
+
+    def products(k, h):         # P V of both digit rows
+        size = chunks[k][2]
+        return [isa.mm(dst=lay.PR(h) + j0, A=lay.D(h), B=lay.V(k) + j0, M=2, K=size, N=min(C, d - j0), tb=0,
+                       lda=lay.digit_stride, ldb=d, ldc=d) for j0 in range(0, d, C)]
+
+    def rescale(h):             # RSA: the running outputs rescaled by alpha plus the two products
+        return [isa.rsa(dst=lay.PARTIAL(h), src=lay.PR(h), len=d, ld=d, a=lay.STATE(h) + 2)]
+
     prog = loads(0)
     if lay.key_digits == 2:
         prog.append(isa.ld(dst=lay.ZERO, src=lay.ex_state + 1, len=1))
+    started = False             # this chunk's scores and first SMC already issued (by the chunk before)
     for k, (g, c0, size) in enumerate(chunks):
         grp = lay.groups[g]
+        heads = len(grp.scores)
         if c0 == 0:
-            for h in range(len(grp.scores)):
+            for h in range(heads):
                 prog += [isa.ld(dst=lay.Q(h), src=lay.ex_q(g, h), len=d),
                          isa.ld(dst=lay.STATE(h), src=lay.ex_state, len=2),
                          isa.rq(dst=lay.PARTIAL(h), src=lay.PARTIAL(h), len=d, m=0, s=0)]
         if k + 1 < len(chunks):
             prog += loads(k + 1)
-        # The group's scores: its query heads are the rows of one MM per cols keys (rows at a time), per plane.
-        heads = len(grp.scores)
-        prog += [isa.mm(dst=lay.S_plane(p) + h0 * n + j0, A=lay.Q(h0), B=lay.K(k, p) + j0 * ks,
-                        M=min(c.rows, heads - h0), K=d, N=min(C, size - j0), tb=1, lda=lay.head_stride, ldb=ks,
-                        ldc=n)
-                 for p in planes for h0 in range(0, heads, c.rows) for j0 in range(0, size, C)]
-        if lay.key_digits == 2:     # 128 * (q . hi) + q . lo, in place: RSA reads everything before it writes
-            prog += [isa.rsa(dst=lay.S + h * n, src=lay.S + h * n, len=size, ld=lay.heads * n, a=lay.ZERO)
-                     for h in range(heads)]
-        for h, score in enumerate(grp.scores):
-            prog.append(isa.smc(dst=lay.D, src=lay.S + h * n, len=size, m=score[0], s=score[1], st=lay.STATE(h),
-                                ld=lay.digit_stride))
-            prog += [isa.mm(dst=lay.PR + j0, A=lay.D, B=lay.V(k) + j0, M=2, K=size, N=min(C, d - j0), tb=0,
-                            lda=lay.digit_stride, ldb=d, ldc=d) for j0 in range(0, d, C)]
-            prog.append(isa.rsa(dst=lay.PARTIAL(h), src=lay.PR, len=d, ld=d, a=lay.STATE(h) + 2))
+        if not started:
+            prog += scores(k) + weights(k, 0)
+        ahead = k + 1 < len(chunks) and chunks[k + 1][0] == g      # the next chunk is this group's
+        for h in range(heads - 1):
+            prog += products(k, h) + weights(k, h + 1) + (rescale(h - 1) if h else [])
+        if ahead:
+            prog += scores(k + 1)
+        prog += products(k, heads - 1)
+        started = ahead and heads > 1
+        if heads > 1:
+            prog += rescale(heads - 2)
+        if started:
+            prog += weights(k + 1, 0)
+        prog += rescale(heads - 1)
+        if ahead and not started:
+            prog += weights(k + 1, 0)
+            started = True
         if c0 + size == grp.length:
             for h, out in enumerate(grp.outs):
                 prog += [isa.nrm(dst=lay.OUT(h), src=lay.PARTIAL(h), len=d, m=out[0], s=out[1], st=lay.STATE(h)),

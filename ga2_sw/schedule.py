@@ -19,12 +19,15 @@ from .isa import Op
 __all__ = ["dependences", "reorder"]
 
 
-def dependences(program, ordered_lanes=()):
+def dependences(program, ordered_lanes=(), window=None):
     """For each instruction, the indices of the earlier ones it must stay behind: those it ``conflicts``
     with in either memory (``cycles.conflict(x, y, external=True)``, the ranges computed once each), and on a
-    lane of ``ordered_lanes`` the lane's instruction before it."""
+    lane of ``ordered_lanes`` the lane's instruction before it. With ``window``, only the ``window``
+    instructions before each are looked at (enough for a schedule that never runs an instruction more than
+    ``window`` places ahead of the oldest one not yet scheduled)."""
     ranges = [accesses(i, external=True) for i in program]
-    deps = [[i for i in range(j) if ranges_conflict(ranges[i], y)] for j, y in enumerate(ranges)]
+    deps = [[i for i in range(0 if window is None else max(0, j - window), j) if ranges_conflict(ranges[i], y)]
+            for j, y in enumerate(ranges)]
     before = {}
     for j, instr in enumerate(program):
         lane = lane_of(instr.op)
@@ -35,24 +38,27 @@ def dependences(program, ordered_lanes=()):
     return deps
 
 
-def reorder(program, config, orderings=((),)):
+def reorder(program, config, orderings=((),), window=None):
     """The instructions of ``program`` (valid, ending in HALT) in an order for decoupled execution: one list
     schedule for each entry of ``orderings`` (the lanes whose instructions keep their program order, the
     builder's plan for those lanes; ``()`` leaves every lane free), and the fastest of those schedules and
-    the program as written by the cycle model (on a tie the earliest schedule, the program last)."""
+    the program as written by the cycle model (on a tie the earliest schedule, the program last). With
+    ``window`` an instruction is never scheduled ``window`` or more places ahead of the oldest one not yet
+    scheduled: the dependences then need only be looked for that far back, so a long program takes time
+    linear in its length."""
     if not program or program[-1].op != Op.HALT or any(i.op == Op.HALT for i in program[:-1]):
         raise ValueError("reorder needs a program of valid instructions with one HALT, at its end")
     if not orderings:
         raise ValueError("reorder needs at least one ordering of lanes to try")
-    candidates = [_list_schedule(program[:-1], config, ordered_lanes) + [program[-1]]
+    candidates = [_list_schedule(program[:-1], config, ordered_lanes, window) + [program[-1]]
                   for ordered_lanes in orderings] + [list(program)]
     return min(candidates, key=lambda order: cycle_counts(order, config)[0].cycles)
 
 
-def _list_schedule(body, config, ordered_lanes):
+def _list_schedule(body, config, ordered_lanes, window=None):
     """``body`` (no HALT) list-scheduled against the cycle model, each lane of ``ordered_lanes`` in program
-    order."""
-    deps = dependences(body, ordered_lanes)
+    order, within ``window`` places of the oldest instruction not yet scheduled."""
+    deps = dependences(body, ordered_lanes, window)
     users = [[] for _ in body]
     for j, ds in enumerate(deps):
         for i in ds:
@@ -66,10 +72,16 @@ def _list_schedule(body, config, ordered_lanes):
     ready = {i for i, n in enumerate(waiting) if n == 0}
     timer = DecoupledTimer(config)
     order = []
+    done = [False] * len(body)
+    oldest = 0
     while ready:
-        best = min(ready, key=lambda i: (timer.earliest_start(body[i]), -chain[i],
-                                          lane_of(body[i].op) != "dma", i))
+        eligible = ready if window is None else [i for i in ready if i < oldest + window]
+        best = min(eligible, key=lambda i: (timer.earliest_start(body[i]), -chain[i],
+                                             lane_of(body[i].op) != "dma", i))
         ready.remove(best)
+        done[best] = True
+        while oldest < len(body) and done[oldest]:
+            oldest += 1
         timer.issue(body[best])
         order.append(body[best])
         for j in users[best]:

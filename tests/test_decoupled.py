@@ -96,6 +96,28 @@ def test_reorder_keeps_what_random_programs_compute(seed):
     assert cycles(new) <= min([cycles(prog)] + [cycles(reorder(prog, dec, orderings=(lanes,))) for lanes in orderings])
 
 
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_windowed_reorder_keeps_what_random_programs_compute(seed):
+    """With a window of 3 places the dependences are looked for 3 instructions back only; the schedule must
+    still leave the memories of the program as written (a window that let an instruction past a conflicting
+    one further back would change them), and no instruction moves 3 or more places ahead of the oldest not
+    yet scheduled."""
+    rng = random.Random(1000 + seed)
+    prog = random_program(rng.randint, FUZZ_CONFIG, None, max_len=40, cramped=True)
+    ext, sp = random_words(rng, FUZZ_CONFIG.ext_words), random_words(rng, FUZZ_CONFIG.sp_words)
+    dec = FUZZ_CONFIG.replace(mode="decoupled")
+    body = prog[:-1]
+    for lanes in ((), ("matrix",)):
+        new = reorder(prog, dec, orderings=(lanes,), window=3)
+        a, b = Machine(FUZZ_CONFIG).run(prog, ext, sp), Machine(FUZZ_CONFIG).run(new, ext, sp)
+        assert (a.ext, a.sp) == (b.ext, b.sp)
+        if new != prog:         # the schedule won: each instruction within the window of the oldest left
+            placed = [next(k for k, i in enumerate(body) if i is x) for x in new[:-1]]
+            left = sorted(placed)
+            for n, k in enumerate(placed):
+                assert k < min(set(left) - set(placed[:n])) + 3
+
 def test_dependences_are_every_shared_word():
     ld = isa.ld(dst=0, src=100, len=8)
     st = isa.st(src=40, dst=100, len=4)              # writes external words ld reads

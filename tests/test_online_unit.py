@@ -153,7 +153,8 @@ def test_wide_key_program_is_online_attention(mode, L, d, chunk):
         # the last chunk's scores, as RSA left them: q . k exactly (numpy, on the whole keys), not q . 128 hi
         q8, K, _ = head(L, d, seed, peaked, 2)
         last = K[(L - 1) // chunk * chunk:]
-        dots = [s32(w) for w in r.sp[lay.S:lay.S + len(last)]]
+        at = lay.S((L - 1) // chunk)
+        dots = [s32(w) for w in r.sp[at:at + len(last)]]
         assert dots == list(last @ q8) and dots != list((128 * ((last + 64) >> 7)) @ q8)
 
 
