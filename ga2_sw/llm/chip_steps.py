@@ -1,4 +1,4 @@
-"""SmolLM2's attention steps as chip programs (issue 15): sampled steps of the GA-2 path, run on a simulator of the
+"""SmolLM2's attention steps as chip programs: sampled steps of the GA-2 path, run on a simulator of the
 chip with the online unit and held to the path's own int8 outputs.
 
 The GA-2 path computes each block's attention with ``vector_numerics`` (numpy over all heads);

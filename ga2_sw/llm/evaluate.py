@@ -68,7 +68,7 @@ def plot_eval(result, path):
     left.legend(loc="upper left")
     running = np.cumsum(agree) / np.arange(1, len(agree) + 1)
     right.plot(np.arange(1, len(agree) + 1), 100 * running)
-    right.axhline(95, color="0.6", ls="--", lw=1, label="issue 15's goal, 95%")
+    right.axhline(95, color="0.6", ls="--", lw=1, label="the goal, 95%")
     right.set(xlabel="tokens of the text scored", ylabel="top-1 agreement so far (%)",
               title=f"top-1 agreement with the float model: {100 * result['top1_agreement']:.2f}%",
               ylim=(min(80.0, float(100 * running.min()) - 2), 100.5))

@@ -1,4 +1,4 @@
-"""SmolLM2-135M with every attention block on GA-2's integer numerics (issue 15, deliverable 2).
+"""SmolLM2-135M with every attention block on GA-2's integer numerics.
 
 Per block and token, what the chip computes and what the host keeps (docs/LLM.md has the table and the
 measured effect of each choice):

@@ -1,4 +1,4 @@
-"""Continuous batching of SmolLM2 on GA-2 (issue 15): requests join the running batch as slots free up and leave
+"""Continuous batching of SmolLM2 on GA-2: requests join the running batch as slots free up and leave
 it as they finish, each step one batched decode step of the chip, timed by the exact cycle model of the
 programs the chip would run for it (docs/LLM.md, "Serving").
 

@@ -1,5 +1,6 @@
-"""What SmolLM2's attention blocks cost on GA-2, per generated token, against batch and context (issue 15): the
-cycle model's count of the programs the chip runs for one block, times the model's blocks.
+"""What SmolLM2's attention blocks alone cost on GA-2, per generated token, against batch and context: the cycle
+model's count of the programs the chip runs for one block, times the model's blocks (``whole_step`` counts the
+whole decode step, every product and the LM head).
 
 Per block and decode step of ``B`` sequences at ``L`` tokens, two programs run back to back on a chip with the
 online unit (no overlap between them is counted, so the figures are an upper bound of the overlapped step):

@@ -41,7 +41,7 @@ to an office in the city. Nobody climbs the stairs in the evening any more, but 
 turns above the harbour, and the children of the village still learn the story of the keeper who watched the sea.
 """
 
-# The prompts of the greedy-generation comparison (issue 15: 64 tokens from each of five fixed prompts).
+# The prompts of the greedy-generation comparison (64 tokens from each of five fixed prompts).
 GENERATE_PROMPTS = (
     "The capital of France is",
     "Water boils at a temperature of",

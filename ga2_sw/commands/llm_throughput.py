@@ -1,0 +1,109 @@
+"""``ga2 llm throughput``: SmolLM2-135M's whole decode step on a chip (``ga2_sw.llm.whole_step``), per batch and
+context: the step's cycles (its programs on the cycle model plus the host's round trips), tokens/s at the chip's
+measured Fmax, and the two bounds a step cannot beat, the DRAM's (weights and KV caches over the memory's peak)
+and the array's (the MACs over rows x cols a cycle): the chapter's argument, measured on a real model."""
+
+from ..analyses.common import emit, finish_plot, json_option, plot_option, progress_bar, table
+from ..options import Int, IntList
+
+__all__ = ["add_throughput"]
+
+BATCHES = IntList(1, 16)
+CONTEXTS = IntList(1, 4096)
+
+
+def _config(args):
+    from ..cli import config_from_args
+    return config_from_args(args)
+
+
+def _check(args):
+    """Every batch's step fits the chip at the longest context (its programs' memories and instructions)."""
+    from ..llm.whole_step import Host, step_phases
+    config = _config(args)
+    if not config.online_unit:
+        raise ValueError(f"--chip {args.chip}: the step's attention needs the online unit (--online-unit 1)")
+    for B in args.batches:
+        try:
+            step_phases(config, [max(args.contexts)] * B)
+        except ValueError as exc:
+            raise ValueError(f"--batches {B} at --contexts {max(args.contexts)}: {exc}") from None
+    args.host = Host(sync_cycles=args.sync_cycles)
+
+
+def _run(args):
+    from ..chips import measured_fmax, name_of
+    from ..llm.whole_step import memory_bytes_per_cycle, phase_count, throughput_rows
+    config = _config(args)
+    name = name_of(config)
+    fmax = measured_fmax(name) if name else None
+    bar = progress_bar(sum(phase_count(config, B, L) for B in args.batches for L in args.contexts),
+                       args.no_progress, "program")
+    rows = throughput_rows(config, args.batches, args.contexts, fmax, host=args.host,
+                           progress=lambda: bar.update(1))
+    bar.close()
+    clock = fmax or config.clock_mhz
+    chip = name or f"{args.chip} (changed)"
+    at = f"{fmax:g} MHz, its measured Fmax" if fmax else f"{config.clock_mhz} MHz (no measured Fmax: not placed)"
+    print(f"SmolLM2-135M's decode step on the {chip} chip ({config.rows} x {config.cols}, {config.bus_bytes}-byte "
+          f"port, {config.memory} at {memory_bytes_per_cycle(config):g} bytes a cycle): every product of 30 blocks "
+          f"and the LM head, weights streamed once a step; host round trips {args.host.sync_cycles} cycles each "
+          f"plus their bytes and programs; tokens/s at {at}")
+    print(table(["batch", "context", "cycles", "chip", "host", "tokens/s", "DRAM bound", "compute bound",
+                 "bound / cycles"],
+                [[r["batch"], f"{r['context']:,}", f"{r['cycles']:,}", f"{r['chip_cycles']:,}",
+                  f"{r['host_cycles']:,}", f"{r['tokens_per_s']:,.2f}", f"{r['dram_bound_cycles']:,}",
+                  f"{r['compute_bound_cycles']:,}", f"{r['fraction_of_bound']:.1%} ({r['bound']})"] for r in rows],
+                [">"] * 9))
+    out = {"chip": name, "config": config.to_dict(), "fmax_mhz": fmax, "clock_mhz": clock,
+           "memory": config.memory, "memory_bytes_per_cycle": memory_bytes_per_cycle(config),
+           "host": {"sync_cycles": args.host.sync_cycles, "load_bytes_per_cycle": args.host.load_bytes_per_cycle},
+           "rows": rows}
+    return emit(args, out, lambda path: plot_throughput(path, rows, chip, clock))
+
+
+def plot_throughput(path, rows, chip, clock_mhz):
+    """Tokens/s against batch, a line per context, beside the bound (dashed): the fewer of the DRAM's tokens/s
+    (the weights' read shared by the batch, rising with it) and the array's (flat), so the knee where batching
+    stops paying shows."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.8))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    per_s = clock_mhz * 1e6
+    batches = sorted({r["batch"] for r in rows})
+    for k, L in enumerate(sorted({r["context"] for r in rows})):
+        mine = sorted((r for r in rows if r["context"] == L), key=lambda r: r["batch"])
+        xs = [r["batch"] for r in mine]
+        colour = colours[k % len(colours)]
+        ax.plot(xs, [r["tokens_per_s"] for r in mine], "o-", color=colour, label=f"measured, context {L:,}")
+        ax.plot(xs, [r["batch"] * per_s / max(r["dram_bound_cycles"], r["compute_bound_cycles"]) for r in mine],
+                "--", color=colour, label=f"bound (DRAM, then compute), context {L:,}")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(batches, [str(b) for b in batches])
+    ax.set_xlabel("batch (sequences a step)")
+    ax.set_ylabel(f"tokens/s at {clock_mhz:g} MHz")
+    ax.set_title(f"SmolLM2-135M on the {chip} chip: a step reads every weight once")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    finish_plot(fig, path)
+
+
+def add_throughput(llm):
+    from ..cli import add_config_arguments
+    p = llm.add_parser("throughput", help="SmolLM2-135M's whole decode step on a chip: cycles, tokens/s and the "
+                                          "DRAM and compute bounds, per batch and context")
+    p.add_argument("--batches", metavar="B,B", type=BATCHES, default=[1, 2, 4, 8],
+                   help="sequences a step, each 1..16 (default 1,2,4,8)")
+    p.add_argument("--contexts", metavar="L,L", type=CONTEXTS, default=[64, 1024],
+                   help="tokens of context of every sequence, each 1..4096 (default 64,1024)")
+    p.add_argument("--sync-cycles", type=Int(0, 1_000_000), default=500,
+                   help="cycles a host round trip takes besides its bytes and program, 0..1000000 (default "
+                        "%(default)s: 5 us at 100 MHz)")
+    p.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
+    p.add_argument("--plot", metavar="FILE.png", type=plot_option(),
+                   help="draw tokens/s against batch with both bounds (.png, .pdf, .svg)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_config_arguments(p, chip="llm")
+    p.set_defaults(func=_run, check=_check)

@@ -1,0 +1,335 @@
+"""SmolLM2-135M's whole decode step as GA-2 programs: every matrix product of every block and the LM head streamed
+from external memory once for the batch, the attention over the KV caches in external memory, and the host's
+elementwise work between them counted as round trips.
+
+A step of ``B`` sequences is a list of **phases**, each one chip program and the host's round trip around it:
+
+* per block (30, all alike): ``qkv`` (960 weight rows of 576: q, k and v of every head), the attention
+  (``ga2_sw.online_program.grouped_program``: each sequence's key/value heads streamed once for the three query
+  heads that share them), ``o`` (576 x 576), ``gate_up`` (3,072 x 576: gate's rows then up's) and ``down`` (576 x
+  1,536);
+* the LM head (49,152 x 576, tied to the embedding), in as many programs as the instruction memory and the
+  external window take.
+
+A product is :func:`linear_program`: the B tokens' int8 inputs (one row each) loaded once, then the weights'
+tiles of ``cols`` rows double-buffered, each tile's load issued before the MMs of the tile before it finish, one
+MM per ``rows`` tokens, and each tile's int32 sums requantised to int8 (RQ, one ``(m, s)`` per product) and
+stored while the next tiles stream: the packed port stores bytes (docs/ISA.md, "Packed external memory"), so a
+product's outputs leave the chip as int8.
+
+The host's part of a phase (RMSNorm, RoPE, SiLU x up, the residual adds, the caches' new rows, the argmax) is
+not a chip program; its cost is counted as the phase's round trip (:class:`Host`): a stated latency per
+synchronisation, the phase's program written into the instruction memory over a control bus, and the bytes the
+host writes before and reads after the program, over the same external memory at its peak rate.
+
+Every program runs on the cycle model (exact: the circuit's counters, ``ga2_sw.cycles``) at the start of its own
+window of external memory (weights at 0): a matrix placed at a multiple of 16 KiB (the DRAM model's 8 banks of
+2 KiB rows) meets the same banks and row changes wherever it lies, so every block's programs take the same cycles
+and one block is counted for all. Each program is counted from an idle DRAM (every bank precharged), as the
+simulators run it."""
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..banking import operand_start, operand_stride
+from ..cycles import cycle_counts
+from ..dram import GRADES, peak_bytes_per_cycle
+from ..isa import INSTR_BITS, footprints, halt, mm, rows_moved, rq, st
+from ..online_program import Group, GroupedLayout, grouped_program
+from ..schedule import reorder
+from .step_cycles import SMOLLM2
+
+__all__ = ["Product", "BLOCK_PRODUCTS", "HEAD", "MODEL", "Host", "Phase", "linear_program", "linear_pieces",
+           "attention_pieces", "step_phases", "step_cost", "bounds", "PRODUCT_MN", "memory_bytes_per_cycle",
+           "throughput_rows", "phase_count", "block_products", "linear_image", "linear_outputs",
+           "attention_layout"]
+
+# SmolLM2-135M (docs/LLM.md): its attention's shape (``step_cycles.SMOLLM2``), the MLP's width and the
+# vocabulary of the tied LM head.
+MODEL = {**SMOLLM2, "d_ff": 1536, "vocab": 49152}
+
+
+@dataclass(frozen=True)
+class Product:
+    """A weight matrix ``W`` (``rows`` x ``cols`` int8) and its product ``W x`` for each token of a batch."""
+    name: str
+    rows: int
+    cols: int
+
+    @property
+    def weights(self):
+        return self.rows * self.cols
+
+
+def block_products(model=MODEL):
+    """The products of one block, in the order a step runs them (the attention comes after ``qkv``)."""
+    d, dm, ff = model["d"], model["d_model"], model["d_ff"]
+    return (Product("qkv", (model["heads"] + 2 * model["kv_heads"]) * d, dm),
+            Product("o", model["heads"] * d, dm), Product("gate_up", 2 * ff, dm), Product("down", dm, ff))
+
+
+BLOCK_PRODUCTS = block_products()
+HEAD = Product("head", MODEL["vocab"], MODEL["d_model"])
+# The requantisation of a product's sums to int8 (m, s): the cycles do not depend on it (an RQ takes its length's
+# cycles whatever it computes); the tests choose their own.
+PRODUCT_MN = (1, 12)
+
+
+@dataclass(frozen=True)
+class Host:
+    """What a round trip between the chip and the host costs, in chip cycles: ``sync_cycles`` per
+    synchronisation (the chip's done seen, the host's elementwise work and the next start: a stated figure, not a
+    measurement), the program's instructions written at ``load_bytes_per_cycle`` (a 32-bit control bus), and the
+    host's bytes over the external memory at its peak (``peak_bytes_per_cycle``)."""
+    sync_cycles: int = 500
+    load_bytes_per_cycle: int = 4
+
+    def cycles(self, config, program, bytes_in, bytes_out):
+        load = -(-len(program) * INSTR_BITS // 8 // self.load_bytes_per_cycle)
+        data = -(-int(bytes_in + bytes_out) // memory_bytes_per_cycle(config))
+        return self.sync_cycles + load + data
+
+
+def memory_bytes_per_cycle(config):
+    """The external memory's peak bytes per chip cycle: a DRAM grade's at ``clock_mhz``, capped by the port's
+    beat; the ideal memory's is the beat."""
+    if config.memory in GRADES:
+        return min(config.bus_bytes, peak_bytes_per_cycle(GRADES[config.memory], config.clock_mhz))
+    return config.bus_bytes
+
+
+def linear_program(config, batch, product, mn=PRODUCT_MN, first=0, count=None):
+    """``W x`` of ``batch`` tokens for rows ``first .. first + count`` of ``product``'s weights (all of them by
+    default): the program, which reads the weights' rows from external address 0 on (row-major, ``cols`` bytes a
+    row), the tokens' int8 inputs after them (``batch`` rows of ``cols``), and stores the int8 outputs after those,
+    tile by tile: tile ``t``'s ``n`` outputs of token ``b`` at ``t cols_of_array batch + b n`` on."""
+    R, C = config.rows, config.cols
+    count = product.rows - first if count is None else count
+    K = product.cols
+    lx = operand_stride(K, config)
+    X = 0
+    W = operand_start(X + batch * lx, "B", config)
+    OUT = W + 2 * C * lx                     # a ring of three tiles' outputs
+    ex_w, ex_x = 0, count * K
+    ex_out = ex_x + batch * K
+    starts = range(0, count, C)
+
+    def width(k):
+        return min(C, count - starts[k])
+
+    def load(k):
+        return rows_moved("LD", W + (k % 2) * C * lx, lx, ex_w + starts[k] * K, K, width(k), K)
+
+    def slot(k):
+        return OUT + (k % 3) * batch * C
+
+    def drain(k):                            # tile k's sums to int8, then out
+        n = batch * width(k)
+        return [rq(dst=slot(k), src=slot(k), len=n, m=mn[0], s=mn[1]),
+                st(src=slot(k), dst=ex_out + starts[k] * batch, len=n)]
+    program = [*rows_moved("LD", X, lx, ex_x, K, batch, K), *load(0)]
+    behind = []
+    for k in range(len(starts)):
+        # the next tile's first row before this tile's MMs (they issue once this tile's last row is in), the
+        # rest after them, then the tile before's requantisation and store, which wait for its MMs' writes
+        ahead = load(k + 1) if k + 1 < len(starts) else []
+        program += ahead[:1]
+        program += [mm(dst=slot(k) + b0 * width(k), A=X + b0 * lx, B=W + (k % 2) * C * lx, M=min(R, batch - b0),
+                       K=K, N=width(k), tb=1, lda=lx, ldb=lx, ldc=width(k)) for b0 in range(0, batch, R)]
+        program += ahead[1:]
+        program += behind
+        behind = drain(k)
+    return program + behind + [halt()]
+
+
+
+def linear_image(W, X):
+    """The external memory ``linear_program`` reads for int8 weights ``W`` (rows x cols) and inputs ``X`` (batch x
+    cols): the weights row by row from 0, the inputs after them; a list of int8 values (a packed port holds
+    bytes), to be padded to the chip's memory by whoever runs it."""
+    import numpy as np
+    return [int(v) & 0xFF for v in np.concatenate([np.asarray(W).reshape(-1), np.asarray(X).reshape(-1)])]
+
+
+def linear_outputs(ext, config, batch, rows, cols):
+    """The int8 outputs ``linear_program`` stored for ``rows`` weight rows of ``cols``: a (batch, rows) array."""
+    import numpy as np
+    base, C = rows * cols + batch * cols, config.cols
+    out = np.zeros((batch, rows), dtype=np.int64)
+    for r0 in range(0, rows, C):
+        n = min(C, rows - r0)
+        for b in range(batch):
+            at = base + r0 * batch + b * n
+            out[b, r0:r0 + n] = [(v & 0xFF) - 256 * ((v & 0xFF) > 127) for v in ext[at:at + n]]
+    return out
+
+def _fits(config, program):
+    sp = max(hi for i in program for _, hi in footprints(i)[0])
+    ext = max(hi for i in program for _, hi in footprints(i)[1])
+    return len(program) <= config.imem_words and sp < config.sp_words and ext < config.ext_words
+
+
+@lru_cache(maxsize=256)
+def linear_pieces(config, batch, product, mn=PRODUCT_MN):
+    """``product`` as programs that each fit the chip (instruction memory, scratchpad, external window): the
+    weights' rows split into runs of whole tiles, as few as fit. ``[(first row, rows, program)]``; ValueError
+    when not even one tile fits."""
+    tiles = -(-product.rows // config.cols)
+    per = tiles
+    while per:
+        rows = min(product.rows, per * config.cols)
+        if _fits(config, linear_program(config, batch, product, mn, 0, rows)):
+            break
+        per = per * 3 // 4 if per > 4 else per - 1
+    if not per:
+        raise ValueError(f"{product.name} ({product.rows} x {product.cols}) for a batch of {batch} does not fit "
+                         f"the chip's memories (sp_words {config.sp_words}, ext_words {config.ext_words})")
+    step = per * config.cols
+    return [(r0, min(step, product.rows - r0), linear_program(config, batch, product, mn, r0,
+                                                              min(step, product.rows - r0)))
+            for r0 in range(0, product.rows, step)]
+
+
+def attention_layout(config, contexts, model=MODEL):
+    """The grouped attention of sequences at ``contexts``: each sequence's key/value heads a group of the query
+    heads that share it, chunks of 64 tokens, every output read twice (coarse and fine, as the GA-2 path reads
+    it). The scalings are placeholders: the cycles do not depend on them."""
+    G = model["heads"] // model["kv_heads"]
+    groups = tuple(Group(L, ((1, 0),) * G, ((1, 0),) * G, ((1, 0),) * G) for L in contexts
+                   for _ in range(model["kv_heads"]))
+    return GroupedLayout(config, groups, model["d"], min(64, config.sm_max_len))
+
+
+# The attention's programs are list-scheduled against the cycle model (``ga2_sw.schedule.reorder``), the matrix
+# unit's instructions kept in the builder's order: on the llm chip a third fewer cycles than as written (one
+# sequence at 1,024 tokens: 145,191 cycles as written, 101,337 scheduled).
+SCHEDULE = (("matrix",),)
+SCHEDULE_WINDOW = 64
+
+
+def attention_pieces(config, contexts, model=MODEL):
+    """The attention of sequences at ``contexts`` as grouped programs that fit the chip (its memories and its
+    instruction memory), scheduled (``SCHEDULE``): all sequences in one where they fit, else split in halves.
+    ``[(layout, program)]``."""
+    return _attention_pieces(config, tuple(contexts), tuple(sorted(model.items())))
+
+
+@lru_cache(maxsize=256)
+def _attention_pieces(config, contexts, model_items):
+    model = dict(model_items)
+    try:
+        layout = attention_layout(config, contexts, model)
+        program = grouped_program(layout)
+        if len(program) <= config.imem_words:
+            return [(layout, reorder(program, config, SCHEDULE, window=SCHEDULE_WINDOW))]
+        problem = f"{len(program)} instructions, the chip holds {config.imem_words}"
+    except ValueError as exc:
+        problem = str(exc)
+    if len(contexts) == 1:
+        raise ValueError(f"the attention of one sequence at {contexts[0]} tokens does not fit: {problem}")
+    half = len(contexts) // 2
+    return (_attention_pieces(config, contexts[:half], model_items) +
+            _attention_pieces(config, contexts[half:], model_items))
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One chip program of a step and the host's round trip around it: ``bytes_in`` written before it runs,
+    ``bytes_out`` read after; ``repeat`` times in a step (30 for a block's phases)."""
+    name: str
+    program: tuple
+    bytes_in: int
+    bytes_out: int
+    repeat: int = 1
+    weights: int = 0        # weight bytes the program streams
+    kv: int = 0             # KV-cache bytes it reads
+    macs: int = 0           # multiply-accumulates the model asks of it
+    layout: object = None   # the attention's GroupedLayout (its external memory image)
+
+
+def step_phases(config, contexts, model=MODEL):
+    """The phases of one decode step of ``len(contexts)`` sequences, sequence ``n`` at ``contexts[n]`` tokens of
+    context."""
+    B = len(contexts)
+    blocks, d, heads, kv_heads = model["blocks"], model["d"], model["heads"], model["kv_heads"]
+    phases = []
+    for product in block_products(model):
+        for r0, n, program in linear_pieces(config, B, product):
+            phases.append(Phase(product.name, tuple(program), B * product.cols, B * n, blocks, n * product.cols, 0,
+                                B * n * product.cols))
+        if product.name == "qkv":
+            for layout, program in attention_pieces(config, contexts, model):
+                ctx = [g.length for g in layout.groups[::kv_heads]]
+                kv = sum(kv_heads * 2 * L * d for L in ctx)
+                # in: the queries and each sequence's new key and value rows; out: both readings of each output
+                phases.append(Phase("attention", tuple(program), len(ctx) * (heads + 2 * kv_heads) * d,
+                                    2 * len(ctx) * heads * d, blocks, 0, kv,
+                                    sum(2 * heads * L * d for L in ctx), layout))
+    head = Product("head", model["vocab"], model["d_model"])
+    for r0, n, program in linear_pieces(config, B, head):
+        phases.append(Phase("head", tuple(program), B * head.cols, B * n, 1, n * head.cols, 0, B * n * head.cols))
+    return phases
+
+
+@lru_cache(maxsize=4096)
+def _program_cycles(program, config):
+    counters, err, _ = cycle_counts(list(program), config)
+    if err:
+        raise ValueError(f"a step program stopped with {err!r} on {config}")
+    return counters
+
+
+def step_cost(config, contexts, model=MODEL, host=Host(), progress=None):
+    """``{"cycles", "chip", "host", "phases": {name: {"cycles", "chip", "host", "programs"}}, "weights", "kv",
+    "macs", "bytes"}`` of one decode step: each phase's program on the cycle model plus its round trip, times
+    its repeats."""
+    out = {"cycles": 0, "chip": 0, "host": 0, "weights": 0, "kv": 0, "macs": 0, "bytes": 0, "phases": {}}
+    for phase in step_phases(config, contexts, model):
+        chip = _program_cycles(phase.program, config).cycles
+        trip = host.cycles(config, phase.program, phase.bytes_in, phase.bytes_out)
+        row = out["phases"].setdefault(phase.name, {"cycles": 0, "chip": 0, "host": 0, "programs": 0})
+        for target in (row, out):
+            target["cycles"] += phase.repeat * (chip + trip)
+            target["chip"] += phase.repeat * chip
+            target["host"] += phase.repeat * trip
+        row["programs"] += phase.repeat
+        out["weights"] += phase.repeat * phase.weights
+        out["kv"] += phase.repeat * phase.kv
+        out["macs"] += phase.repeat * phase.macs
+        out["bytes"] += phase.repeat * (phase.weights + phase.kv + phase.bytes_in + phase.bytes_out)
+        if progress:
+            progress()
+    return out
+
+
+def bounds(config, cost):
+    """``(dram, compute)``: the cycles a step cannot beat: the weights and KV caches it must read over the
+    memory's peak bytes a cycle, and its MACs over the array's ``rows x cols`` a cycle."""
+    dram = (cost["weights"] + cost["kv"]) / memory_bytes_per_cycle(config)
+    return round(dram), -(-cost["macs"] // (config.rows * config.cols))
+
+
+
+def throughput_rows(config, batches, contexts, fmax_mhz=None, model=MODEL, host=Host(), progress=None):
+    """Rows ``{"batch", "context", "cycles", "chip_cycles", "host_cycles", "tokens_per_s", "dram_bound_cycles",
+    "compute_bound_cycles", "fraction_of_bound", "bound", "phases"}`` of a step of every batch at every context
+    (all sequences at that context), tokens/s at ``fmax_mhz`` (``config.clock_mhz`` when None)."""
+    clock = fmax_mhz or config.clock_mhz
+    rows = []
+    for B in batches:
+        for L in contexts:
+            cost = step_cost(config, [L] * B, model, host, progress)
+            dram, compute = bounds(config, cost)
+            rows.append({"batch": B, "context": L, "cycles": cost["cycles"], "chip_cycles": cost["chip"],
+                         "host_cycles": cost["host"], "tokens_per_s": round(B * clock * 1e6 / cost["cycles"], 3),
+                         "dram_bound_cycles": dram, "compute_bound_cycles": compute,
+                         "fraction_of_bound": round(max(dram, compute) / cost["cycles"], 4),
+                         "bound": "DRAM" if dram >= compute else "compute",
+                         "weights_bytes": cost["weights"], "kv_bytes": cost["kv"], "macs": cost["macs"],
+                         "phases": cost["phases"]})
+    return rows
+
+
+def phase_count(config, batch, context, model=MODEL):
+    """Programs in one step (for a progress bar)."""
+    return len(step_phases(config, [context] * batch, model))

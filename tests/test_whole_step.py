@@ -1,0 +1,170 @@
+"""SmolLM2-135M's whole decode step as chip programs (``ga2_sw.llm.whole_step``, ``ga2 llm throughput``): each
+product's program against numpy, every weight read once a step, the bounds worked by hand, and one block of a
+step on Verilator against the reference machine and the cycle model."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ga2_sw.chips import config_of
+from ga2_sw.cycles import cycle_counts
+from ga2_sw.isa import Op, footprints
+from ga2_sw.llm.whole_step import (MODEL, Host, Product, bounds, linear_image, linear_outputs, linear_pieces,
+                                   linear_program, step_cost, step_phases)
+from ga2_sw.machine import Machine
+from ga2_sw.online_program import grouped_ext_image
+
+LLM = config_of("llm")
+# A block of SmolLM2's shape, made small: one key/value head of 64, a d_model of 128 and an MLP of 256; a vocabulary
+# of 512. Small enough for a simulator, every kind of program of the real step in it.
+SMALL = {"blocks": 1, "d_model": 128, "heads": 3, "kv_heads": 1, "d": 64, "d_ff": 256, "vocab": 512}
+# SmolLM2-135M's weights read per token (30 blocks of 3,538,944 and the tied LM head's 49,152 x 576), as the
+# model file's tensors add up (tests/test_llm_ga2.py's denominator of the on-chip fraction).
+WEIGHTS_PER_TOKEN = 134_479_872
+
+
+def requantised(W, X, m, s):
+    """numpy's int8 outputs of ``W x`` for each row of X: (x m + 2^(s-1)) >> s, saturated (docs/ISA.md, RQ)."""
+    return np.clip((X.astype(np.int64) @ W.T.astype(np.int64) * m + (1 << (s - 1))) >> s, -128, 127)
+
+
+@pytest.mark.parametrize("batch,rows,cols", [(1, 16, 64), (3, 40, 576), (4, 64, 128), (5, 48, 1536), (8, 33, 576)])
+def test_a_product_is_numpy(batch, rows, cols):
+    """Every tile's outputs requantised and stored; batches over the array's rows (two MMs a tile), a last tile
+    narrower than the array, a row of 1,536 (the down projection's)."""
+    rng = np.random.default_rng(rows * cols + batch)
+    W = rng.integers(-128, 128, (rows, cols))
+    X = rng.integers(-128, 128, (batch, cols))
+    m = 5
+    s = int(np.abs(X @ W.T).max() * m).bit_length() - 7     # the largest output near 64: the int8 range used
+    program = linear_program(LLM, batch, Product("p", rows, cols), (m, s))
+    result = Machine(LLM).run(program, linear_image(W, X))
+    assert result.ok, result.error
+    want = requantised(W, X, m, s)
+    assert np.array_equal(linear_outputs(result.ext, LLM, batch, rows, cols), want)
+    assert len(np.unique(want)) > min(20, want.size // 2)     # not a saturated or all-zero product
+    assert result.counters == cycle_counts(program, LLM)[0]
+
+
+def test_the_head_is_split_into_pieces_that_fit_and_cover_it():
+    head = Product("head", MODEL["vocab"], MODEL["d_model"])
+    pieces = linear_pieces(LLM, 8, head)
+    assert len(pieces) > 1
+    assert [r0 for r0, _, _ in pieces] == list(np.cumsum([0] + [n for _, n, _ in pieces[:-1]]))
+    assert sum(n for _, n, _ in pieces) == head.rows
+    for _, n, program in pieces:
+        assert len(program) <= LLM.imem_words
+        assert max(hi for i in program for _, hi in footprints(i)[0]) < LLM.sp_words
+        assert max(hi for i in program for _, hi in footprints(i)[1]) < LLM.ext_words
+
+
+def _weight_reads(program, rows, cols):
+    """How many times each weight byte is read by the program's LDs (the weights are ext 0 .. rows cols)."""
+    reads = np.zeros(rows * cols, dtype=np.int64)
+    for i in program:
+        if i.op == Op.LD:
+            for lo, hi in footprints(i)[1]:
+                reads[lo:min(hi + 1, rows * cols)] += 1     # footprints are inclusive
+    return reads
+
+
+@pytest.mark.parametrize("batch", [1, 4, 8])
+def test_a_step_reads_every_weight_once_whatever_the_batch(batch):
+    phases = step_phases(LLM, [64] * batch)
+    assert sum(p.repeat * p.weights for p in phases) == WEIGHTS_PER_TOKEN
+    for p in phases:
+        if p.name != "attention":
+            rows = p.weights // (MODEL["d_model"] if p.name != "down" else MODEL["d_ff"])
+            cols = p.weights // rows
+            assert (_weight_reads(p.program, rows, cols) == 1).all(), p.name
+    assert {p.name for p in phases} == {"qkv", "attention", "o", "gate_up", "down", "head"}
+    assert all(p.repeat == MODEL["blocks"] for p in phases if p.name != "head")
+
+
+def test_the_bounds_worked_by_hand():
+    """B = 1 at 64 tokens: 134,479,872 weight bytes and 30 x 64 x 384 KV bytes over a DDR3-800's 16 bytes a
+    100 MHz cycle; the MACs (every weight once, and the attention's 2 x 9 heads x 64 x 64 a block) over 64."""
+    cost = step_cost(LLM, [64])
+    kv = 30 * 64 * 3 * 2 * 64
+    macs = WEIGHTS_PER_TOKEN + 30 * 2 * 9 * 64 * 64
+    assert (cost["weights"], cost["kv"], cost["macs"]) == (WEIGHTS_PER_TOKEN, kv, macs)
+    assert bounds(LLM, cost) == (round((WEIGHTS_PER_TOKEN + kv) / 16), -(-macs // 64))
+
+
+def test_a_round_trip_counts_its_latency_program_and_bytes():
+    host = Host(sync_cycles=100, load_bytes_per_cycle=4)
+    assert host.cycles(LLM, [None] * 10, 64, 96) == 100 + 10 * 16 // 4 + (64 + 96) // 16
+    cost, slower = step_cost(LLM, [64], host=Host(sync_cycles=0)), step_cost(LLM, [64], host=Host(sync_cycles=1000))
+    programs = sum(p["programs"] for p in cost["phases"].values())
+    assert slower["cycles"] - cost["cycles"] == 1000 * programs and slower["chip"] == cost["chip"]
+
+
+def test_the_step_of_one_sequence_on_the_llm_chip():
+    """The figures docs/LLM.md quotes for B = 1 at 64 tokens (`ga2 llm throughput --batches 1 --contexts 64`)."""
+    cost = step_cost(LLM, [64])
+    assert (cost["cycles"], cost["chip"], cost["host"]) == (9_902_754, 9_513_778, 388_976)
+
+
+def run_ga2(*argv):
+    return subprocess.run([sys.executable, "-m", "ga2_sw", *argv], capture_output=True, text=True)
+
+
+def test_throughput_command_json(tmp_path):
+    out = tmp_path / "t.json"
+    r = run_ga2("llm", "throughput", "--batches", "1,2", "--contexts", "64", "--no-progress", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    data = json.loads(out.read_text())
+    assert data["chip"] == "llm" and data["memory"] == "ddr3-800"
+    for row in data["rows"]:
+        assert row["fraction_of_bound"] == round(max(row["dram_bound_cycles"], row["compute_bound_cycles"]) /
+                                                 row["cycles"], 4)
+        clock = data["fmax_mhz"] or data["clock_mhz"]
+        assert row["tokens_per_s"] == round(row["batch"] * clock * 1e6 / row["cycles"], 3)
+    assert [r["batch"] for r in data["rows"]] == [1, 2]
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["--batches", "0"], "--batches"),
+    (["--contexts", "5000"], "--contexts"),
+    (["--chip", "chapter"], "online unit"),
+    (["--batches", "16", "--contexts", "4096"], "--batches 16"),
+])
+def test_throughput_refuses_bad_input_in_one_line(argv, words):
+    r = run_ga2("llm", "throughput", "--no-progress", *argv)
+    assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def _images(phase, config, rng):
+    """A random external memory image for one of a step's programs."""
+    if phase.name == "attention":
+        lay = phase.layout
+        data = [(rng.integers(-128, 128, (len(g.scores), lay.d)), rng.integers(-128, 128, (g.length, lay.d)),
+                 rng.integers(-128, 128, (g.length, lay.d))) for g in lay.groups]
+        return grouped_ext_image(lay, data)
+    cols = SMALL["d_ff"] if phase.name == "down" else SMALL["d_model"]
+    rows = phase.weights // cols
+    B = phase.bytes_in // cols
+    return linear_image(rng.integers(-128, 128, (rows, cols)), rng.integers(-12, 12, (B, cols)))
+
+
+@pytest.mark.slow
+def test_one_block_of_a_step_on_verilator():
+    """Every program of a (small) block's step and its LM head, two sequences at 70 and 130 tokens, on Verilator:
+    memory and counters equal to the reference machine's and the cycle model's."""
+    from sim.backends import get_backend
+    from sim.compare import compare_results
+    reason = get_backend("verilator").unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    rng = np.random.default_rng(7)
+    phases = step_phases(LLM, [70, 130], SMALL)
+    jobs = [(list(p.program), _images(p, LLM, rng)) for p in phases]
+    results = get_backend("verilator").run_many(LLM, jobs)
+    for p, (program, ext), got in zip(phases, jobs, results):
+        want = Machine(LLM).run(program, ext)
+        assert want.ok, (p.name, want.error)
+        assert not compare_results(want, got), p.name
+        assert got.counters == cycle_counts(program, LLM)[0], p.name
