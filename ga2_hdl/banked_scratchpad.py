@@ -61,7 +61,7 @@ class BankedScratchpad(PortGroups):
     entering the announce registers take: decoded, not registered, so that each user registers its own copy
     beside its own logic (the matrix unit's operand arbitration and its result writer). One shared register
     here put the route from the scratchpad to the matrix unit at the head of the decoupled chip's worst paths
-    (`vector_announce_banks` -> the feeder's slice registers, 10.28 and 10.57 ns on a 25F, session 11).
+    (`vector_announce_banks` -> the feeder's slice registers, 10.28 and 10.57 ns on a 25F).
 
     Members
     -------

@@ -46,7 +46,7 @@ _BODY_SHA = "// Body sha256:"
 def body_sha256(text):
     """The sha256 of generated Verilog's body: everything after the header comment, the circuit itself. The
     header names every configuration field and the tools' versions, so a new configuration field changes every
-    chip's file but no chip's body; a placement figure belongs to the body (synth/figures.py)."""
+    chip's file but no chip's body; a placement figure belongs to the body (synth.datasheet.check_records)."""
     header = text.split("\n", 5)
     said = next((line[len(_BODY_SHA):].strip() for line in header[:5] if line.startswith(_BODY_SHA)), None)
     sha = hashlib.sha256(header[5].encode()).hexdigest() if len(header) == 6 else None

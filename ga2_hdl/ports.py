@@ -10,7 +10,7 @@ from ga2_sw.config import Config
 from ga2_sw.packing import beat_bytes, element_bytes
 from ga2_sw.isa import EXT_ADDR_BITS, FIELDS, OPTIONAL_FIELDS, SLOTS, INSTR_BITS, WIDE, Err, units_of
 
-__all__ = ["InstrLayout", "optional_field", "ext_address", "access_layout", "issue_layout", "UnitSignature", "HostSignature", "DebugSignature", "SpReadSignature",
+__all__ = ["InstrLayout", "optional_field", "ext_address", "access_layout", "UnitSignature", "HostSignature", "DebugSignature", "SpReadSignature",
            "SpWriteSignature", "ExtSignature", "ext_signature", "ext_beat_addr_width", "ext_byte_addr_width", "Unit", "check_config", "sp_addr_width", "ext_addr_width", "imem_addr_width",
            "pc_width", "WORD", "COUNTER_WIDTH", "COUNTERS", "ERR_WIDTH"]
 
@@ -42,7 +42,7 @@ def _instr_layout():
 def optional_field(instr, name):
     """An optional field of ``instr`` (a view of InstrLayout; ``ga2_sw.isa.OPTIONAL_FIELDS``, MM's ``rb``), read
     from its slot. InstrLayout leaves these fields out, so that a chip built without them has the Verilog it had
-    before they existed (the Fmax figures of docs/SYNTH.md are tied to it: synth/figures.py)."""
+    before they existed (a datasheet is tied to it: synth.datasheet.check_records)."""
     (slot,) = {slot for names in FIELDS.values() for n, slot in names if n == name}
     lsb, width, _ = SLOTS[slot]
     return instr.as_value()[lsb:lsb + width]
@@ -67,16 +67,6 @@ def access_layout(config):
     aw = sp_addr_width(config)
     rng = data.StructLayout({"lo": unsigned(aw), "hi": unsigned(aw), "rd": unsigned(1), "wr": unsigned(1)})
     return data.StructLayout({"a": rng, "b": rng, "c": rng})
-
-
-def issue_layout(config):
-    """What the decoupled sequencer keeps of each instruction word beside it, computed by the checker at load
-    time: the ``ranges`` the scoreboard compares (``access_layout``) and the ``units`` the word may start (one
-    bit per ``ga2_sw.isa.units_of(config)``; none when it faults or halts); on an AXI4 chip, the ``dma`` plan of
-    an LD or ST (``ga2_hdl.burst_plan``)."""
-    from .burst_plan import plan_layout, precomputed         # (burst_plan builds on this module)
-    plan = {"dma": plan_layout(config)} if precomputed(config) else {}
-    return data.StructLayout({"ranges": access_layout(config), "units": unsigned(len(units_of(config))), **plan})
 
 
 def imem_addr_width(config):

@@ -57,6 +57,7 @@ def add_config_arguments(parser, mode=True, chip=None):
         lo, hi = Config.field_range(name)
         group.add_argument(option, dest=f"cfg_{name}", type=Int(lo, hi), metavar="N", default=None,
                            help=f"{text} ({lo}..{hi}; default: the chip's)")
+    parser.set_defaults(configure=config_from_args)     # run_main builds it before the command runs
 
 
 def config_from_args(args, drop=(), **fixed):

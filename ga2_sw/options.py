@@ -27,7 +27,7 @@ import sys
 import tempfile
 import textwrap
 
-__all__ = ["EXIT_OK", "EXIT_FAULT", "EXIT_USAGE", "EXIT_HANG", "EXIT_NO_TOOL", "EXIT_STATUSES", "ToolMissing",
+__all__ = ["EXIT_OK", "EXIT_FAULT", "EXIT_USAGE", "EXIT_HANG", "EXIT_NO_TOOL", "EXIT_STATUSES", "ToolMissing", "Hang",
            "Parser", "Int", "Float", "IntList", "Text", "Identifier", "InputFile", "OutputFile", "OutputDir", "Names",
            "Parsed", "SEED", "validator_of", "need_matplotlib", "atomic_write", "atomic_path", "savefig", "one_line", "run_main"]
 
@@ -508,10 +508,14 @@ def _say(prog, message):
     print(f"{prog}: error: {one_line(message)}", file=sys.stderr)
 
 
+class Hang(RuntimeError):
+    """A run that did not halt within its cycle limit (the simulators' ``sim.jobs.HangError``): exit status
+    ``EXIT_HANG``."""
+
+
 def classify(exc):
     """(exit status, message) of an exception that ended a command."""
-    from sim.jobs import HangError
-    if isinstance(exc, HangError):
+    if isinstance(exc, Hang):
         return EXIT_HANG, str(exc)
     if isinstance(exc, ToolMissing):
         return EXIT_NO_TOOL, str(exc)
@@ -582,9 +586,9 @@ def run_main(parser, argv=None):
         check = getattr(args, "check", None)
         if check is not None:                    # the command's own checks first: they name its options
             check(args)
-        if any(k.startswith("cfg_") for k in vars(args)):
-            from .cli import config_from_args
-            config_from_args(args)               # a field combination the configuration refuses
+        configure = getattr(args, "configure", None)
+        if configure is not None:
+            configure(args)                      # a field combination the configuration refuses
     except Exception as exc:
         status, message = classify(exc)
         _say(prog, message)

@@ -17,7 +17,7 @@ from ga2_sw.asm import to_words
 from ga2_sw.cycles import Counters
 from ga2_sw.isa import Err, INSTR_BITS
 from ga2_sw.machine import Result
-from ga2_sw.options import ToolMissing
+from ga2_sw.options import Hang, ToolMissing
 from ga2_sw.packing import held_image
 
 __all__ = ["Session", "DEFAULT_CYCLE_LIMIT", "HangError", "SimulatorError", "SimulatorMissing", "Job", "as_job", "check_job", "hang_message",
@@ -45,7 +45,7 @@ class Session:
         self.close()
 
 
-class HangError(RuntimeError):
+class HangError(Hang):
     """The program did not halt within the cycle limit."""
 
 

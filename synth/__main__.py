@@ -12,7 +12,6 @@ from ga2_sw.options import (Float, InputFile, Int, IntList, Names, OutputDir, Ou
                             need_matplotlib, run_main)
 
 from .datasheet import DEFAULT_LIMIT, RECORD as DATASHEETS, load_records
-from .figures import RECORD, load_figures
 from .nextpnr import ROUTERS
 
 
@@ -104,24 +103,18 @@ def _sweep(args):
 
 
 def _figures(args):
+    """Is every chip's recorded datasheet still of today's Verilog? Exit 1 naming those that are not."""
     from .datasheet import check_records
-    from .figures import check_figures, figures_table
     from .report import table
-    entries = load_figures(args.record)
-    checked = check_figures(entries, cache_dir=args.cache_dir,
-                            progress=lambda n, total, name: print(f"[{n + 1}/{total}] generating the Verilog of "
-                                                                  f"{name}", file=sys.stderr, flush=True))
-    print(figures_table(checked))
     print(f"the chips' datasheets ({args.datasheets}), generating each chip's Verilog", file=sys.stderr, flush=True)
     sheets = check_records(load_records(args.datasheets), cache_dir=args.cache_dir)
-    print()
     print(table(("chip", "datasheet's Verilog is today's"), [(n, "yes" if ok else "NO: measure again")
                                                             for n, ok in sheets.items()], align=["<", "<"]))
-    _write(args.json, {"figures": checked, "datasheets": sheets})
-    stale = [e["figure"] for e in checked if not e["current"]] + [n for n, ok in sheets.items() if not ok]
+    _write(args.json, {"datasheets": sheets})
+    stale = [n for n, ok in sheets.items() if not ok]
     if stale:
-        print(f"{len(stale)} figures or datasheets were measured on other Verilog than today's: "
-              f"{', '.join(stale)}; run each one's command again", file=sys.stderr)
+        print(f"{len(stale)} datasheets were measured on other Verilog than today's: {', '.join(stale)}; "
+              f"run python -m synth datasheet --chip {','.join(stale)}", file=sys.stderr)
         return 1
     return 0
 
@@ -207,10 +200,7 @@ def build_parser():
     p.set_defaults(func=_fmax)
 
     p = sub.add_parser("figures", parents=[common],
-                       help="are the documented Fmax figures and the chips' datasheets still today's Verilog? (exit 1 "
-                            "when one is not)")
-    p.add_argument("--record", metavar="FILE", default=str(RECORD), type=InputFile(decode=load_figures),
-                   help="the recorded figures (default synth/figures.json, the ones README and docs/SYNTH.md quote)")
+                       help="are the chips' recorded datasheets still of today's Verilog? (exit 1 when one is not)")
     p.add_argument("--datasheets", metavar="FILE", default=str(DATASHEETS), type=InputFile(decode=load_records),
                    help="the chips' recorded datasheets (default ga2_sw/datasheets.json)")
     p.set_defaults(func=_figures)

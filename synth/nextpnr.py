@@ -331,6 +331,6 @@ def fmax_seeds(config, device="25k", seeds=(1,), freq=100, cache_dir=None, jobs=
     else:
         runs = [fmax(config, device, seed=s, freq=freq, cache_dir=cache_dir, router=router, progress=progress,
                      limit=limit) for s in seeds]
-    # The Verilog these seeds placed: a figure belongs to it alone (synth/figures.py checks the docs' figures).
+    # The Verilog these seeds placed: a figure belongs to it alone (python -m synth figures checks the datasheets).
     path, sha = _verilog(config, cache_dir)
     return {**median_of_seeds(runs), "verilog_sha256": sha, "verilog_body_sha256": body_sha256(Path(path).read_text())}

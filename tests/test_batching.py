@@ -81,7 +81,7 @@ def test_batch_invariance_on_an_8x8_array():
     assert check_batching(cfg, batches=(1, 3, 8), lengths=(1, 5, 16), seeds=(0,)) == []
 
 
-# Batches up to R on the bigger arrays: 8x8 at B = 8 and 16x16 at B = 16, in both modes (issue 16; Verilator
+# Batches up to R on the bigger arrays: 8x8 at B = 8 and 16x16 at B = 16, in both modes (Verilator
 # runs the same in tests/test_verilator.py, and the mutation test at B = 8 is test_mutants_at_batch_8, slow).
 CFG_8X8 = Config(rows=8, cols=8, sp_words=8192, ext_words=16384)
 CFG_16X16 = Config(rows=16, cols=16, sp_words=16384, ext_words=32768)
@@ -143,7 +143,7 @@ def test_accuracy_is_a_few_lsbs(tmp_path, capsys):
     assert res["max"] < 8 and res["mean"] < 1.5
     assert main(["accuracy", "--json", str(tmp_path / "a.json"), "--lengths", "1,2"]) == 0
     assert "max LSB" in capsys.readouterr().out
-    rows = json.loads((tmp_path / "a.json").read_text())["rows"]     # issue 16's shape, as the online rows
+    rows = json.loads((tmp_path / "a.json").read_text())["rows"]     # the online rows' shape
     assert [(r["path"], r["workload"], r["length"]) for r in rows] == [("chapter", "random", 1),
                                                                         ("chapter", "random", 2)]
     assert all(0 < r["mean_lsb"] <= r["max_lsb"] < 8 for r in rows)
@@ -152,7 +152,7 @@ def test_accuracy_is_a_few_lsbs(tmp_path, capsys):
 
 
 def test_accuracy_past_max_ctx_measures_the_long_context_numerics(tmp_path, capsys):
-    """Issue 16's `ga2 accuracy --lengths 16,256,4096`: a length past --max-ctx is not skipped; every length goes
+    """`ga2 accuracy --lengths 16,256,4096`: a length past --max-ctx is not skipped; every length goes
     through the online softmax's numerics (one row per workload and length), and --key-digits then applies."""
     out = tmp_path / "a.json"
     assert main(["accuracy", "--lengths", "16,40", "--seeds", "0", "--json", str(out)]) == 0

@@ -1,5 +1,5 @@
 """Decoupled execution (docs/ARCHITECTURE.md): the builder's reordering computes what the in-order program
-computes, the five decode steps meet issue 6's targets, the cycle model's issue rules hold on hand-made
+computes, the five decode steps meet their targets, the cycle model's issue rules hold on hand-made
 programs, and pysim agrees with the model on every counter."""
 
 import json
@@ -24,7 +24,7 @@ from ga2_sw.chips import chip
 INORDER = Config()
 DECOUPLED = Config(mode="decoupled")
 
-# Issue 6: every program under 1.4x its words, the five together within 1.25x (12,840 cycles). Issue 12: each
+# Every program under 1.4x its words, the five together within 1.25x (12,840 cycles); each
 # within 1.10x on the buildable, banked chip (its bank conflicts, plan cycle and crossbar registers cost the
 # B = 1 step 1.128x until its V cache was split into two column blocks; now 1.082x, the five 1.060x). These
 # are the model's figures; the simulators are held to the model below and in tests/test_verilator.py and

@@ -1,5 +1,5 @@
 """Every subcommand of the three command lines (``ga2``, ``python -m ga2_hdl``, ``python -m synth``) against
-hostile arguments (issue 14, "No command ends in a traceback").
+hostile arguments: no command ends in a traceback.
 
 The commands and their options are not listed here: they are read from the parsers the three ``main``
 functions build (the parser is caught as ``main`` hands it the command line). Each option of each

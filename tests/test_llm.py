@@ -1,4 +1,4 @@
-"""SmolLM2-135M's loader and float reference (issue 15, ga2_sw.llm) against points that share none of its
+"""SmolLM2-135M's loader and float reference (ga2_sw.llm) against points that share none of its
 code: the GGUF block formats decoded here from the GGML definitions (not by the gguf package), the
 architecture's parameter count worked out from its published shape, the tokenizer's round trip, the model's
 own greedy answer, and the perplexity of English against the same words shuffled, with RoPE on interleaved

@@ -142,7 +142,7 @@ def test_a_failing_command_leaves_no_output(tmp_path, capsys):
     assert not list(tmp_path.iterdir())
 
 
-# -- the three bugs of issue 14 -------------------------------------------------------------------------------
+# -- three bugs, each with its test -------------------------------------------------------------------------------
 
 def test_fuzz_refuses_a_batch_of_zero(capsys):
     assert main(["fuzz", "--count", "5", "--batch", "0"]) == EXIT_USAGE

@@ -116,7 +116,7 @@ def test_block_buffers_only_where_they_fit():
 
 
 def test_the_8x8_prefill_reaches_70_percent_of_its_peak():
-    """Issue 16's prefill target, from the cycle model (the simulators are held to it above and by `ga2
+    """The prefill target, from the cycle model (the simulators are held to it above and by `ga2
     prefill --sim verilator`, docs/PREFILL.md): T = 64, d = 64 on the decoupled 8 x 8 with 32 banks, 4 bytes
     a beat and row writes, d_model 256: 66,345 cycles, 81% of 64 MACs a cycle (69% with 16 banks, where the
     vector lane's reads and writes take banks a slice's 16 operands need)."""

@@ -146,7 +146,7 @@ FASTEST = chip("fast").config.replace(rq_lanes=1, sm_lanes=1)
 
 
 def test_the_decode_step_meets_its_target():
-    """Issue 13's figure: the B = 4 step at 4 bytes a beat within 1.15 times its beats. With one lane the
+    """The figure: the B = 4 step at 4 bytes a beat within 1.15 times its beats. With one lane the
     vector lane binds it (972 cycles for 736 beats, 1.32x); four lanes take it to 840 (1.14x), and no decode
     step is slower with two lanes than one, or four than two (eight take the B = 4 step to 823 but the ragged
     one from 658 to 686: the list scheduler's order, not the unit, so it is not asserted)."""

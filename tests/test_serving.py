@@ -1,4 +1,4 @@
-"""Continuous batching (issue 15, ``ga2_sw.llm.serving``): the schedule against a plain greedy loop per request
+"""Continuous batching (``ga2_sw.llm.serving``): the schedule against a plain greedy loop per request
 on a stand-in model (no model file needed), the steps' cycles against the cycle model of the chip's programs,
 and the prompts file's errors. The real model's served tokens are checked in tests/test_llm_ga2.py."""
 

@@ -153,7 +153,7 @@ def test_batched_step_other_arrays(config):
         assert_same(ref, got, f"{config.rows}x{config.cols} {p.name}")
 
 
-# Batches up to R (issue 16): the invariance check at B = rows with Verilator running every program; the 8x8
+# Batches up to R: the invariance check at B = rows with Verilator running every program; the 8x8
 # decoupled chip in the default tier, the 16x16 chips (256 PEs, about a minute's build each) in the slow one.
 @pytest.mark.parametrize("config", [
     pytest.param(CFG_8X8.replace(mode="decoupled"), id="8x8-decoupled"),

@@ -110,7 +110,7 @@ def ga2_curves(config, seed=1):
             "vs_context": [{"context": c, **point([c] * R)} for c in range(1, L + 1)]}
 
 
-# -- measured: the long-context steps of the chips with the online unit (issue 16) ------------------------------
+# -- measured: the long-context steps of the chips with the online unit ------------------------------------
 
 MEASURED_CONTEXTS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 MEASURED_CHIPS = (4, 8)
@@ -466,7 +466,7 @@ def register(sub):
             ("--flops", "FLOPS", "compute peak as FLOP/s (2 per MAC), instead of --macs-per-s")):
         v = LIMITS[option]
         a.add_argument(option, type=v, metavar=metavar, help=f"{text}; {v.describe()}")
-    m = p.add_argument_group("measured (issue 16): the long-context decode steps of chips with the online unit")
+    m = p.add_argument_group("measured: the long-context decode steps of chips with the online unit")
     m.add_argument("--measured", action="store_true",
                    help="instead of the two models: the cycle model's step times on each chip and mode, contexts up "
                         "to 4,096, batches up to rows, against max(compute, weights + KV), and where KV overtakes "

@@ -327,8 +327,7 @@ def _cycles(args):
 
 def plot_cycles(path, rows, clock_mhz):
     """Cycles per generated token against context, a line per chip and batch (a filled marker where the
-    attention program, the KV cache's, takes longer than the projections), and tokens/s at each chip's measured
-    Fmax (at ``clock_mhz``, dashed, for a chip without one)."""
+    attention program, the KV cache's, takes longer than the projections), and tokens/s at ``clock_mhz``."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -346,10 +345,8 @@ def plot_cycles(path, rows, clock_mhz):
             kv = r["attention"] > r["projection"]
             left.plot(r["context"], r["cycles_per_token"] / 1e6, "o", color=colour,
                       markerfacecolor=colour if kv else "white")
-        fmax = mine[0]["fmax_mhz"]
-        clock = fmax if fmax is not None else clock_mhz
-        right.plot(xs, [clock * 1e6 / r["cycles_per_token"] for r in mine], "o-" if fmax is not None else "o--",
-                   color=colour, label=f"{label} at {clock:g} MHz" + ("" if fmax is not None else " (no Fmax)"))
+        right.plot(xs, [clock_mhz * 1e6 / r["cycles_per_token"] for r in mine], "o-", color=colour,
+                   label=f"{label} at {clock_mhz:g} MHz")
     from matplotlib.ticker import ScalarFormatter
     for ax in (left, right):
         ax.set_xscale("log", base=2)
@@ -363,7 +360,7 @@ def plot_cycles(path, rows, clock_mhz):
     left.set_ylabel("cycles per generated token (millions)")
     left.set_title("SmolLM2's attention blocks on GA-2\n(filled: the KV cache's program takes longer)")
     right.set_ylabel("tokens per second")
-    right.set_title("at the measured Fmax (dashed: the clock target)")
+    right.set_title(f"at {clock_mhz:g} MHz")
     right.legend(fontsize=7)
     finish_plot(fig, path)
 
@@ -391,17 +388,11 @@ def print_cycles(rows, clock_mhz=CLOCK_MHZ):
           f"output projection, MLP and LM head stay on the host and are not counted")
     body = [[r["chip"], r["batch"], f"{r['context']:,}", f"{r['projection']:,}", f"{r['attention']:,}",
              f"{r['weights']:,}", f"{r['kv']:,}", "KV" if r["attention"] > r["projection"] else "weights",
-             f"{r['cycles_per_token']:,}", f"{clock_mhz * 1e6 / r['cycles_per_token']:,.1f}",
-             "-" if r["tokens_per_second_at_fmax"] is None else f"{r['tokens_per_second_at_fmax']:,.1f}"]
+             f"{r['cycles_per_token']:,}", f"{clock_mhz * 1e6 / r['cycles_per_token']:,.1f}"]
             for r in rows]
     print(table(["chip", "batch", "context", "projection", "attention", "weights", "KV", "larger",
-                 "cycles/token", f"tokens/s at {clock_mhz:g} MHz", "tokens/s at Fmax"], body,
-                ["<", ">", ">", ">", ">", ">", ">", "<", ">", ">", ">"]))
-    measured = sorted({(r["chip"], r["fmax_mhz"]) for r in rows if r["fmax_mhz"] is not None})
-    unmeasured = sorted({r["chip"] for r in rows if r["fmax_mhz"] is None})
-    print("Fmax: " + "; ".join([f"{chip} {mhz:g} MHz, the median of three placement seeds on an LFE5U-85F "
-                                f"(ga2_sw.llm.step_cycles.FMAX_COMMAND)" for chip, mhz in measured] +
-                               [f"{chip} no median of three placement seeds ('-', docs/LLM.md)" for chip in unmeasured]))
+                 "cycles/token", f"tokens/s at {clock_mhz:g} MHz"], body,
+                ["<", ">", ">", ">", ">", ">", ">", "<", ">", ">"]))
     print(f"KV overtakes the weights where B x {sh['kv_heads']} x {planes} x L x {sh['d']} reaches the "
           f"{rows[0]['weights']:,} weight words of a block: B x L >= "
           f"{rows[0]['weights'] / (sh['kv_heads'] * planes * sh['d']):,.0f} (the 'larger' column is the measured one: "
@@ -503,7 +494,7 @@ def register(sub):
     y.add_argument("--no-progress", action="store_true", help="no progress bar")
     y.add_argument("--clock-mhz", type=Int(1, 1000), default=CLOCK_MHZ,
                    help="the clock for the tokens/s column, 1..1000 MHz (default %(default)s: the clock target; "
-                        "docs/LLM.md has the measured Fmax of the online unit's chip)")
+                        "ga2 llm throughput has the whole step at the llm chip's Fmax)")
     y.add_argument("--key-digits", metavar="N", type=Int(min(KEY_DIGITS), max(KEY_DIGITS)), default=1,
                    help="int8 digits per key, 1..2 (default 1; 2 is wide keys, two digit planes of the K cache: "
                         "docs/LONG_CONTEXT.md)")

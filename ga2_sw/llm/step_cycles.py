@@ -25,26 +25,15 @@ from ..decode import traffic
 from ..isa import halt, mm, rows_moved, rq, st
 from ..online_program import Group, GroupedLayout, grouped_program
 
-__all__ = ["SMOLLM2", "FMAX_COMMAND", "MEASURED_FMAX_MHZ", "chip_banks", "projection_program", "block_programs",
+__all__ = ["SMOLLM2", "chip_banks", "projection_program", "block_programs",
            "block_cycles", "StepCycles", "table"]
 
 # SmolLM2-135M's attention shape (docs/LLM.md): 30 blocks, d_model 576, 9 query heads over 3 key/value heads of 64.
 SMOLLM2 = {"blocks": 30, "d_model": 576, "heads": 9, "kv_heads": 3, "d": 64}
 
-# The measured Fmax of the table's chips, None where none has been measured: the 4 x 4's is the median of nextpnr
-# seeds 2, 3 and 4 of FMAX_COMMAND on an LFE5U-85F (docs/SYNTH.md, "The online unit's chip": 73.22, 76.4 and
-# 75.32 MHz, 2026-12-04, session 30's RTL; seed 1's router1 did not converge in 5,000 s), the 4 x 4 with the
-# online unit at the sizes of
-# ``chip_steps.STEP_CONFIG`` (the table's 4 x 4 but for its memories, a scratchpad of 32,768 words and 4,096
-# instruction words: the table's largest memories do not fit an ECP5). The 8 x 8 has not been placed.
-FMAX_COMMAND = ("python -m synth fmax --mode decoupled --online-unit 1 --d 64 --sp-banks 8 --sp-words 32768 "
-                "--imem-words 4096 --ext-words 131072 --rows 4 --cols 4 --target ecp5 --device 85k --seeds 2,3,4")
-MEASURED_FMAX_MHZ = {"4x4": 75.32}
-
-
 def chip_banks(size):
     """Scratchpad banks of the table's size x size chip: up to the 4 x 4, a bank per operand port (2 x size: the
-    4 x 4's 8, the chip FMAX_COMMAND places; with 16 its crossbar did not route on an 85F, docs/SYNTH.md);
+    4 x 4's 8; with 16 its crossbar did not route on an 85F, docs/SYNTH.md);
     larger, four per column (the 8 x 8's 32: its grouped attention takes 10% more cycles on 16, and it has not
     been placed)."""
     return 2 * size if size <= 4 else 4 * size
@@ -200,21 +189,19 @@ class StepCycles:
 
 
 def table(sizes=(4, 8), batches=(1, 2, 4, 8), contexts=(64, 256, 1024), shape=SMOLLM2, progress=None, key_digits=1):
-    """Rows ``{"chip", "batch", "context", "cycles_per_token", "fmax_mhz", "tokens_per_second_at_fmax", ...}``:
-    the blocks' cycles per generated token (``blocks x block cycles / batch``), batches up to the array's rows,
-    and tokens/s at the chip's measured Fmax (``MEASURED_FMAX_MHZ``; None where it has not been measured); keys
-    of ``key_digits`` int8 digits."""
+    """Rows ``{"chip", "batch", "context", "cycles_per_token", ...}``: the blocks' cycles per generated token
+    (``blocks x block cycles / batch``), batches up to the array's rows; keys of ``key_digits`` int8 digits.
+    The table's chips hold any SmolLM2 step in their memories, more block RAM than an ECP5 has, so none is
+    placed: tokens/s are at a stated clock (``ga2 llm throughput`` has the whole step on the placed ``llm``
+    chip)."""
     rows = []
     for size in sizes:
         for B in (b for b in batches if b <= size):
             for L in contexts:
                 r = block_cycles(size, B, L, shape, key_digits)
                 per_token = round(shape["blocks"] * r["cycles"] / B)
-                fmax = MEASURED_FMAX_MHZ.get(f"{size}x{size}")
                 rows.append({"chip": f"{size}x{size}", "batch": B, "context": L, "key_digits": key_digits, **r,
-                             "cycles_per_token": per_token,
-                             "fmax_mhz": fmax,
-                             "tokens_per_second_at_fmax": None if fmax is None else round(fmax * 1e6 / per_token, 3)})
+                             "cycles_per_token": per_token})
                 if progress:
                     progress()
     return rows
