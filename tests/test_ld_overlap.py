@@ -199,3 +199,19 @@ def test_bus_width_says_which_chip(capsys):
     assert main(["bus-width", "--widths", "4", "--ld-overlap", "1"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert "overlapped LDs" in first, first
+
+
+def test_bus_width_builds_the_chip_asked_for(tmp_path, capsys):
+    """`ga2 bus-width --chip fast` is the fast chip at its 4-byte width, overlapped LDs included (the chip's,
+    unless --ld-overlap says otherwise): its B = 4 step is decode-table's for the chip, 807 cycles."""
+    import json
+    from ga2_sw.chips import chip
+    from ga2_sw.commands.decode_table import decode_table
+    from ga2_sw.cli import main
+    out = tmp_path / "b.json"
+    assert main(["bus-width", "--chip", "fast", "--widths", "4", "--json", str(out)]) == 0
+    rows = [r for r in json.loads(out.read_text())["rows"] if r["name"] == "B=4 (all at token 16)"]
+    want = [r for r in decode_table(chip("fast").config, "model")[0] if r["name"] == "B=4 (all at token 16)"]
+    assert [r["cycles"] for r in rows] == [r["cycles"] for r in want] == [807]
+    assert main(["bus-width", "--chip", "fast", "--widths", "4", "--ld-overlap", "0", "--json", str(out)]) == 0
+    assert [r["cycles"] for r in json.loads(out.read_text())["rows"] if r["name"] == "B=4 (all at token 16)"] != [807]

@@ -117,7 +117,10 @@ def test_missing_model_is_exit_status_4_in_one_line(tmp_path, monkeypatch, capsy
         model_path()
 
 
+@pytest.mark.slow
 def test_generate_command(model_file, monkeypatch, capsys, tmp_path):
+    """` Paris.`, each step timed as a whole decode step of the llm chip (its products' programs on the cycle
+    model with the DRAM's timing: a few minutes the first time a batch size is met)."""
     import json
     from ga2_sw.cli import main
     monkeypatch.setenv("GA2_SMOLLM2_GGUF", str(model_file))

@@ -106,10 +106,12 @@ def test_prompts_file_errors_name_the_line(tmp_path):
         load_prompts(f)
 
 
-def test_generate_refuses_a_batch_wider_than_the_chip(tmp_path, capsys):
+def test_generate_refuses_a_chip_that_cannot_run_the_step(tmp_path, capsys):
     from ga2_sw.cli import main
-    assert main(["llm", "generate", "Hello", "--chip", "4", "--max-batch", "8"]) == 2
+    assert main(["llm", "generate", "Hello", "--chip", "decoupled"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--max-batch" in err[0] and "4 rows" in err[0]
+    assert len(err) == 1 and "--chip decoupled" in err[0] and "online unit" in err[0]
+    assert main(["llm", "generate", "Hello", "--max-batch", "9"]) == 2
+    assert "--max-batch" in capsys.readouterr().err
     assert main(["llm", "generate"]) == 2
     assert "PROMPT" in capsys.readouterr().err

@@ -61,6 +61,11 @@ def test_the_head_is_split_into_pieces_that_fit_and_cover_it():
         assert max(hi for i in program for _, hi in footprints(i)[1]) < LLM.ext_words
 
 
+def test_a_chip_too_small_for_one_tile_is_refused_in_one_line():
+    with pytest.raises(ValueError, match=r"qkv \(960 x 576\) for a batch of 1 does not fit the chip's memories"):
+        step_phases(config_of("llm", sp_words=8192), [1])
+
+
 def _weight_reads(program, rows, cols):
     """How many times each weight byte is read by the program's LDs (the weights are ext 0 .. rows cols)."""
     reads = np.zeros(rows * cols, dtype=np.int64)

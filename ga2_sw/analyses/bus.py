@@ -32,15 +32,16 @@ def _run(args):
     from ..cli import config_from_args
     widths = args.widths or list(BUS_BYTES)         # validated by _check before any work
     config = config_from_args(args)
-    rows = bus_rows(config, widths, args.sim, args.seed, args.ld_overlap)
+    overlap = config.ld_overlap if args.ld_overlap is None else args.ld_overlap     # default: the chip's
+    rows = bus_rows(config, widths, args.sim, args.seed, overlap)
     body = []
     for r in rows:
         bound, what = _bound(r)
         body.append([r["bus_bytes"], r["name"], r["cycles"], r["beats"], f"{r['cycles'] / r['beats']:.2f}",
                      r["mm_cycles"], r["vec_cycles"], what, f"{r['cycles'] / bound:.2f}",
                      "yes" if r["matches_reference"] else "NO"])
-    options = chip_options(config)      # (ld_overlap is not the base chip's here: the packed widths' only)
-    if args.ld_overlap:
+    options = chip_options(config.replace(ld_overlap=0))     # ld_overlap named below: the packed widths only
+    if overlap:
         options += ", overlapped LDs (packed widths)"
     print(f"decode steps on {args.sim}: the decoupled {config.rows}x{config.cols} chip, {config.sp_banks} banks"
           f"{options}, as the external port widens (a beat per cycle)")
@@ -96,9 +97,9 @@ def register(sub):
         if action.dest == "cfg_sp_banks":
             action.help = action.help.replace("default: the chip's", "default 32 here: more than 16 bytes a beat")
         if action.dest == "cfg_ld_overlap":     # the packed widths' chips only: not a field of the base chip
-            action.dest, action.default = "ld_overlap", 0
+            action.dest, action.default = "ld_overlap", None
             action.help = action.help.replace("; default: the chip's", "; here at 4, 8 and 16 bytes a beat only; "
-                                                                       "default 0")
+                                                                       "default: the chip's")
 
 
 def check_widths(widths, sp_banks):

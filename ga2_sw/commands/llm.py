@@ -13,7 +13,8 @@ import time
 from ..analyses.common import json_option, plot_option, progress_bar, write_json
 from ..llm.ga2_path import KEY_SCALES, LINEARS, SMOOTHING, WEIGHT_SCALES
 from ..numerics import KEY_DIGITS
-from ..options import InputFile, Int, IntList, Text, ToolMissing
+from ..chips import CHIP_NAMES
+from ..options import InputFile, Int, IntList, Names, Text, ToolMissing
 from .llm_throughput import add_throughput
 
 CLOCK_MHZ = 100     # the tokens/s column's default clock: the project's clock target
@@ -60,9 +61,15 @@ def _prompts(args):
 def _check_generate(args):
     if args.prompt is None and args.batch is None:
         raise ValueError("generate: give a PROMPT, a --batch file of prompts, or both")
-    if args.max_batch is not None and args.max_batch > args.chip:
-        raise ValueError(f"--max-batch: at most the {args.chip}x{args.chip} chip's {args.chip} rows, "
-                         f"not {args.max_batch}")
+    from ..chips import config_of
+    from ..llm.whole_step import step_phases
+    config = config_of(args.chip)
+    if not config.online_unit:
+        raise ValueError(f"--chip {args.chip}: the steps' attention needs a chip with the online unit (llm)")
+    try:
+        step_phases(config, [1] * (args.max_batch or config.rows))
+    except ValueError as exc:
+        raise ValueError(f"--chip {args.chip}: SmolLM2's decode step does not fit it: {exc}") from None
     if args.sim != "model" and args.path != "ga2":
         raise ValueError("--sim runs the GA-2 path's attention on a simulator: it needs --path ga2")
     if args.sim != "model":
@@ -78,7 +85,9 @@ def _generate(args):
     from ..llm.float_model import FloatModel
     from ..llm.gguf_model import load
     from ..llm.serving import requests_from_prompts, serve
-    from ..llm.step_cycles import SMOLLM2, StepCycles
+    from ..chips import config_of
+    from ..llm.step_cycles import SMOLLM2
+    from ..llm.whole_step import StepTimer
     prompts = _prompts(args)
     t0 = time.perf_counter()
     model = load()
@@ -94,14 +103,15 @@ def _generate(args):
     loaded = time.perf_counter() - t0
     texts = [chat_prompt(p) if args.chat else p for p in prompts]
     requests = requests_from_prompts(model, texts, args.max_tokens, args.arrival_gap)
-    max_batch = args.max_batch or args.chip
+    config = config_of(args.chip)
+    max_batch = args.max_batch or config.rows
     work = sum(len(r.tokens) + args.max_tokens for r in requests)
     t0 = time.perf_counter()
     quiet = args.no_progress or len(requests) == 1 and args.max_tokens <= 32 and chip is None
     with progress_bar(work, quiet, "tok") as bar:
         try:
             steps = serve(runner, requests, max_batch, {model.special["eos"], model.special["im_end"]},
-                          StepCycles(args.chip), progress=lambda s: bar.update(len(s["requests"])))
+                          StepTimer(config), progress=lambda s: bar.update(len(s["requests"])))
         except ChipMismatch as e:
             print(f"ga2: {e}", file=sys.stderr)
             return 1
@@ -130,7 +140,7 @@ def _generate(args):
                                             for p, r in zip(prompts, requests)],
                                "steps": steps, **summary})
     if args.plot:
-        plot_serving(args.plot, steps, args.chip)
+        plot_serving(args.plot, steps, args.chip, max_batch)
     return 0
 
 
@@ -138,9 +148,10 @@ def _print_serving(steps, requests, chip, max_batch, blocks):
     """The per-step table (every step when there are few, else the steps where the batch changes) and the
     totals; the totals as a dict."""
     from ..analyses.common import table
-    print(f"\nserving on the {chip}x{chip} chip (decoupled, online unit), at most {max_batch} sequences a step, "
-          f"continuous batching: per step, the cycles of the {blocks} blocks' attention programs (q, k, v "
-          f"projections and attention; the rest of the model stays on the host) from the cycle model")
+    print(f"\nserving on the {chip} chip, at most {max_batch} sequences a step, continuous batching: per step, "
+          f"the cycles of the whole decode step from the cycle model (every product of the {blocks} blocks and the "
+          f"LM head and the attention as chip programs, the host's round trips between them; ga2 llm throughput), "
+          f"the elements it moves, and the weight and KV bytes it must read")
     few = len(steps) <= 40
     body = []
     for s in steps:
@@ -168,8 +179,8 @@ def _print_serving(steps, requests, chip, max_batch, blocks):
     return summary
 
 
-def plot_serving(path, steps, chip):
-    """The batch over the steps, and each step's cycles split into projection and attention."""
+def plot_serving(path, steps, chip, max_batch):
+    """The batch over the steps, and each step's cycles split into the products and the attention."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -185,10 +196,10 @@ def plot_serving(path, steps, chip):
             top.annotate("-" + ",".join(str(i + 1) for i in s["left"]), (s["step"], len(s["requests"]) - 0.35),
                          fontsize=7, color="tab:red", ha="center")
     top.set_ylabel("sequences in the step")
-    top.set_ylim(0, chip + 0.5)
-    top.set_title(f"continuous batching on the {chip}x{chip} chip: requests join (+) and leave (-)")
-    bottom.bar(xs, [s["projection"] / 1e6 for s in steps], label="q, k, v projections", color="tab:orange")
-    bottom.bar(xs, [s["attention"] / 1e6 for s in steps], bottom=[s["projection"] / 1e6 for s in steps],
+    top.set_ylim(0, max_batch + 0.5)
+    top.set_title(f"continuous batching on the {chip} chip: requests join (+) and leave (-)")
+    bottom.bar(xs, [s["products"] / 1e6 for s in steps], label="every product and the LM head", color="tab:orange")
+    bottom.bar(xs, [s["attention"] / 1e6 for s in steps], bottom=[s["products"] / 1e6 for s in steps],
                label="attention", color="tab:purple")
     bottom.set_ylabel("cycles per step (millions)")
     bottom.set_xlabel("step")
@@ -451,9 +462,11 @@ def register(sub):
                    help=f"the text to continue ({PROMPT.describe()}); optional with --batch")
     g.add_argument("--batch", metavar="PROMPTS_FILE", type=InputFile(decode=_load_prompts),
                    help="more prompts, one per line (blank lines and # comments skipped), served together")
-    g.add_argument("--chip", type=Int(2, 16), default=4, help="the array's size, 2..16 (default %(default)s)")
-    g.add_argument("--max-batch", type=Int(1, 16), default=None,
-                   help="sequences in a step at most, 1..the chip's rows (default: its rows)")
+    g.add_argument("--chip", metavar="NAME", type=Names(lambda: CHIP_NAMES, what="chip"), default="llm",
+                   help="the chip whose whole decode steps time the run, one with the online unit (default "
+                        "%(default)s; ga2 chips lists them)")
+    g.add_argument("--max-batch", type=Int(1, 8), default=None,
+                   help="sequences in a step at most, 1..8 (default: the chip's array rows)")
     g.add_argument("--arrival-gap", type=Int(0, 10_000), default=0,
                    help="request n arrives at step n x this, 0..10000 (default 0: all at once)")
     g.add_argument("--plot", metavar="FILE.png", type=plot_option(),

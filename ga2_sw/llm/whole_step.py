@@ -42,7 +42,7 @@ from .step_cycles import SMOLLM2
 __all__ = ["Product", "BLOCK_PRODUCTS", "HEAD", "MODEL", "Host", "Phase", "linear_program", "linear_pieces",
            "attention_pieces", "step_phases", "step_cost", "bounds", "PRODUCT_MN", "memory_bytes_per_cycle",
            "throughput_rows", "phase_count", "block_products", "linear_image", "linear_outputs",
-           "attention_layout"]
+           "attention_layout", "StepTimer"]
 
 # SmolLM2-135M (docs/LLM.md): its attention's shape (``step_cycles.SMOLLM2``), the MLP's width and the
 # vocabulary of the tied LM head.
@@ -333,3 +333,21 @@ def throughput_rows(config, batches, contexts, fmax_mhz=None, model=MODEL, host=
 def phase_count(config, batch, context, model=MODEL):
     """Programs in one step (for a progress bar)."""
     return len(step_phases(config, [context] * batch, model))
+
+
+class StepTimer:
+    """The cycles of the decode steps of a serving run on ``config``, batch and contexts as they come
+    (``ga2_sw.llm.serving``): ``step(contexts)`` gives ``{"cycles", "products", "attention", "host", "words",
+    "weights", "kv"}`` of a whole step whose sequences attend over ``contexts[n]`` tokens each: every product
+    and the attention as chip programs on the cycle model (each phase with its round trip: ``products`` and
+    ``attention`` add up to ``cycles``, ``host`` is the round trips' share), the elements the step moves, and
+    the weights and KV-cache bytes it must read at least."""
+
+    def __init__(self, config, model=MODEL, host=Host()):
+        self.config, self.model, self.host = config, model, host
+
+    def step(self, contexts):
+        cost = step_cost(self.config, contexts, self.model, self.host)
+        attention = cost["phases"]["attention"]["cycles"]
+        return {"cycles": cost["cycles"], "products": cost["cycles"] - attention, "attention": attention,
+                "host": cost["host"], "words": cost["bytes"], "weights": cost["weights"], "kv": cost["kv"]}
