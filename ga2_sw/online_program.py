@@ -214,81 +214,96 @@ def grouped_program(lay):
     chunk's scores (into the other scores buffer) go before the last head's P V, its first SMC before the last
     head's RSA (with two heads or more: one head's SMC and RSA share its state), so that neither lane waits
     for the other at a chunk's edge."""
-    c, d, n, C, ks = lay.config, lay.d, lay.chunk, lay.config.cols, lay.key_stride
-    chunks = [(g, c0, min(n, grp.length - c0)) for g, grp in enumerate(lay.groups) for c0 in range(0, grp.length, n)]
-    planes = range(lay.key_digits)
-
-    def loads(k):
-        g, c0, size = chunks[k]
-        return [*(isa.ld(dst=lay.K(k, p), src=lay.ex_k_plane(g, p) + c0 * ks, len=(size - 1) * ks + d)
-                  for p in planes),
-                isa.ld(dst=lay.V(k), src=lay.ex_v(g) + c0 * d, len=size * d)]
-
-    def scores(k):              # the group's query heads are the rows of one MM per cols keys, per plane
-        g, _, size = chunks[k]
+    ops = _ChunkOps(lay)
+    chunks = ops.chunks
+    prog = ops.loads(0)
+    if lay.key_digits == 2:
+        prog.append(isa.ld(dst=lay.ZERO, src=lay.ex_state + 1, len=1))
+    started = False             # this chunk's scores and first SMC already issued (by the chunk before)
+    for k, (g, c0, size) in enumerate(chunks):
         heads = len(lay.groups[g].scores)
-        out = [isa.mm(dst=lay.S_plane(p, k) + h0 * n + j0, A=lay.Q(h0), B=lay.K(k, p) + j0 * ks,
-                      M=min(c.rows, heads - h0), K=d, N=min(C, size - j0), tb=1, lda=lay.head_stride, ldb=ks,
-                      ldc=n)
-               for p in planes for h0 in range(0, heads, c.rows) for j0 in range(0, size, C)]
+        if c0 == 0:
+            prog += ops.group_start(g)
+        if k + 1 < len(chunks):
+            prog += ops.loads(k + 1)
+        if not started:
+            prog += ops.scores(k) + ops.weights(k, 0)
+        ahead = k + 1 < len(chunks) and chunks[k + 1][0] == g      # the next chunk is this group's
+        for h in range(heads - 1):
+            prog += ops.products(k, h) + ops.weights(k, h + 1) + (ops.rescale(h - 1) if h else [])
+        if ahead:
+            prog += ops.scores(k + 1)
+        prog += ops.products(k, heads - 1)
+        started = ahead and heads > 1
+        if heads > 1:
+            prog += ops.rescale(heads - 2)
+        if started:
+            prog += ops.weights(k + 1, 0)
+        prog += ops.rescale(heads - 1)
+        if ahead and not started:
+            prog += ops.weights(k + 1, 0)
+            started = True
+        if c0 + size == lay.groups[g].length:
+            prog += ops.group_end(g)
+    return prog + [isa.halt()]
+
+
+class _ChunkOps:
+    """The instructions of a grouped program's pieces, chunk ``k`` of ``chunks`` (group, first token, size)."""
+
+    def __init__(self, lay):
+        self.lay, n = lay, lay.chunk
+        self.chunks = [(g, c0, min(n, grp.length - c0)) for g, grp in enumerate(lay.groups)
+                       for c0 in range(0, grp.length, n)]
+
+    def loads(self, k):         # the chunk's keys (each digit plane) and values
+        lay, (g, c0, size), ks = self.lay, self.chunks[k], self.lay.key_stride
+        return [*(isa.ld(dst=lay.K(k, p), src=lay.ex_k_plane(g, p) + c0 * ks, len=(size - 1) * ks + lay.d)
+                  for p in range(lay.key_digits)),
+                isa.ld(dst=lay.V(k), src=lay.ex_v(g) + c0 * lay.d, len=size * lay.d)]
+
+    def scores(self, k):        # the group's query heads are the rows of one MM per cols keys, per plane
+        lay, (g, _, size), n = self.lay, self.chunks[k], self.lay.chunk
+        rows, C, heads = lay.config.rows, lay.config.cols, len(lay.groups[g].scores)
+        out = [isa.mm(dst=lay.S_plane(p, k) + h0 * n + j0, A=lay.Q(h0), B=lay.K(k, p) + j0 * lay.key_stride,
+                      M=min(rows, heads - h0), K=lay.d, N=min(C, size - j0), tb=1, lda=lay.head_stride,
+                      ldb=lay.key_stride, ldc=n)
+               for p in range(lay.key_digits) for h0 in range(0, heads, rows) for j0 in range(0, size, C)]
         if lay.key_digits == 2:     # 128 * (q . hi) + q . lo, in place: RSA reads everything before it writes
             out += [isa.rsa(dst=lay.S(k) + h * n, src=lay.S(k) + h * n, len=size, ld=lay.heads * n, a=lay.ZERO)
                     for h in range(heads)]
         return out
 
-    def weights(k, h):          # SMC: head h's weights as two digit rows, its running maximum and sum
-        g, _, size = chunks[k]
-        score = lay.groups[g].scores[h]
-        return [isa.smc(dst=lay.D(h), src=lay.S(k) + h * n, len=size, m=score[0], s=score[1], st=lay.STATE(h),
+    def weights(self, k, h):    # SMC: head h's weights as two digit rows, its running maximum and sum
+        lay, (g, _, size) = self.lay, self.chunks[k]
+        m, s = lay.groups[g].scores[h]
+        return [isa.smc(dst=lay.D(h), src=lay.S(k) + h * lay.chunk, len=size, m=m, s=s, st=lay.STATE(h),
                         ld=lay.digit_stride)]
 
-    def products(k, h):         # P V of both digit rows
-        size = chunks[k][2]
-        return [isa.mm(dst=lay.PR(h) + j0, A=lay.D(h), B=lay.V(k) + j0, M=2, K=size, N=min(C, d - j0), tb=0,
-                       lda=lay.digit_stride, ldb=d, ldc=d) for j0 in range(0, d, C)]
+    def products(self, k, h):   # P V of both digit rows
+        lay, size, C = self.lay, self.chunks[k][2], self.lay.config.cols
+        return [isa.mm(dst=lay.PR(h) + j0, A=lay.D(h), B=lay.V(k) + j0, M=2, K=size, N=min(C, lay.d - j0), tb=0,
+                       lda=lay.digit_stride, ldb=lay.d, ldc=lay.d) for j0 in range(0, lay.d, C)]
 
-    def rescale(h):             # RSA: the running outputs rescaled by alpha plus the two products
-        return [isa.rsa(dst=lay.PARTIAL(h), src=lay.PR(h), len=d, ld=d, a=lay.STATE(h) + 2)]
+    def rescale(self, h):       # RSA: the running outputs rescaled by alpha plus the two products
+        lay = self.lay
+        return [isa.rsa(dst=lay.PARTIAL(h), src=lay.PR(h), len=lay.d, ld=lay.d, a=lay.STATE(h) + 2)]
 
-    prog = loads(0)
-    if lay.key_digits == 2:
-        prog.append(isa.ld(dst=lay.ZERO, src=lay.ex_state + 1, len=1))
-    started = False             # this chunk's scores and first SMC already issued (by the chunk before)
-    for k, (g, c0, size) in enumerate(chunks):
-        grp = lay.groups[g]
-        heads = len(grp.scores)
-        if c0 == 0:
-            for h in range(heads):
-                prog += [isa.ld(dst=lay.Q(h), src=lay.ex_q(g, h), len=d),
-                         isa.ld(dst=lay.STATE(h), src=lay.ex_state, len=2),
-                         isa.rq(dst=lay.PARTIAL(h), src=lay.PARTIAL(h), len=d, m=0, s=0)]
-        if k + 1 < len(chunks):
-            prog += loads(k + 1)
-        if not started:
-            prog += scores(k) + weights(k, 0)
-        ahead = k + 1 < len(chunks) and chunks[k + 1][0] == g      # the next chunk is this group's
-        for h in range(heads - 1):
-            prog += products(k, h) + weights(k, h + 1) + (rescale(h - 1) if h else [])
-        if ahead:
-            prog += scores(k + 1)
-        prog += products(k, heads - 1)
-        started = ahead and heads > 1
-        if heads > 1:
-            prog += rescale(heads - 2)
-        if started:
-            prog += weights(k + 1, 0)
-        prog += rescale(heads - 1)
-        if ahead and not started:
-            prog += weights(k + 1, 0)
-            started = True
-        if c0 + size == grp.length:
-            for h, out in enumerate(grp.outs):
-                prog += [isa.nrm(dst=lay.OUT(h), src=lay.PARTIAL(h), len=d, m=out[0], s=out[1], st=lay.STATE(h)),
-                         isa.st(src=lay.OUT(h), dst=lay.ex_out(g, h), len=d)]
-            for h, fine in enumerate(grp.fines):
-                prog += [isa.nrm(dst=lay.FINE(h), src=lay.PARTIAL(h), len=d, m=fine[0], s=fine[1], st=lay.STATE(h)),
-                         isa.st(src=lay.FINE(h), dst=lay.ex_fine(g, h), len=d)]
-    return prog + [isa.halt()]
+    def group_start(self, g):   # each query head's query, the state's start, its running outputs zeroed
+        lay = self.lay
+        return [i for h in range(len(lay.groups[g].scores))
+                for i in (isa.ld(dst=lay.Q(h), src=lay.ex_q(g, h), len=lay.d),
+                          isa.ld(dst=lay.STATE(h), src=lay.ex_state, len=2),
+                          isa.rq(dst=lay.PARTIAL(h), src=lay.PARTIAL(h), len=lay.d, m=0, s=0))]
+
+    def group_end(self, g):     # each head's int8 outputs, coarse then (where the group has them) fine
+        lay, grp = self.lay, self.lay.groups[g]
+        return ([i for h, (m, s) in enumerate(grp.outs)
+                 for i in (isa.nrm(dst=lay.OUT(h), src=lay.PARTIAL(h), len=lay.d, m=m, s=s, st=lay.STATE(h)),
+                           isa.st(src=lay.OUT(h), dst=lay.ex_out(g, h), len=lay.d))] +
+                [i for h, (m, s) in enumerate(grp.fines)
+                 for i in (isa.nrm(dst=lay.FINE(h), src=lay.PARTIAL(h), len=lay.d, m=m, s=s, st=lay.STATE(h)),
+                           isa.st(src=lay.FINE(h), dst=lay.ex_fine(g, h), len=lay.d))])
 
 
 def grouped_ext_image(lay, data):
