@@ -156,4 +156,4 @@ def test_logit_ranges_count_every_query(model, capsys, tmp_path):
 def test_the_llm_group_names_its_commands(capsys):
     from ga2_sw.cli import main
     assert main(["llm"]) == 2
-    assert capsys.readouterr().err == "ga2 llm: error: a command is required: fetch, generate, eval, steps, cycles, throughput, scores (ga2 llm --help)\n"
+    assert capsys.readouterr().err == "ga2 llm: error: a command is required: fetch, generate, eval, steps, cycles, throughput, llama-check, scores (ga2 llm --help)\n"

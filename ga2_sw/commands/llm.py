@@ -15,6 +15,7 @@ from ..llm.ga2_path import KEY_SCALES, LINEARS, SMOOTHING, WEIGHT_SCALES
 from ..numerics import KEY_DIGITS
 from ..chips import CHIP_NAMES
 from ..options import InputFile, Int, IntList, Names, Text, ToolMissing
+from .llm_llama import add_llama_check
 from .llm_throughput import add_throughput
 
 CLOCK_MHZ = 100     # the tokens/s column's default clock: the project's clock target
@@ -513,6 +514,7 @@ def register(sub):
                         "docs/LONG_CONTEXT.md)")
     y.set_defaults(func=_cycles, check=_check_cycles)
     add_throughput(llm)
+    add_llama_check(llm)
     c = llm.add_parser("scores", help="how large real attention logits get, per block, against GA-2's score ranges")
     c.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
     c.set_defaults(func=_scores, check=_check_model)
