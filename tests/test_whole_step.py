@@ -12,7 +12,7 @@ import pytest
 from ga2_sw.chips import config_of
 from ga2_sw.cycles import cycle_counts
 from ga2_sw.isa import Op, footprints
-from ga2_sw.llm.whole_step import (MODEL, Host, Product, bounds, linear_image, linear_outputs, linear_pieces,
+from ga2_sw.llm.whole_step import (MODEL, Host, Product, head_product, bounds, linear_image, linear_outputs, linear_pieces,
                                    linear_program, step_cost, step_phases)
 from ga2_sw.machine import Machine
 from ga2_sw.online_program import grouped_ext_image
@@ -50,7 +50,7 @@ def test_a_product_is_numpy(batch, rows, cols):
 
 
 def test_the_head_is_split_into_pieces_that_fit_and_cover_it():
-    head = Product("head", MODEL["vocab"], MODEL["d_model"])
+    head = head_product()
     pieces = linear_pieces(LLM, 8, head)
     assert len(pieces) > 1
     assert [r0 for r0, _, _ in pieces] == list(np.cumsum([0] + [n for _, n, _ in pieces[:-1]]))

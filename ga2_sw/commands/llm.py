@@ -81,9 +81,22 @@ def _check_generate(args):
     _check_model(args)
 
 
+def _runner(args, model):
+    """(what runs the model a token at a time, the simulator its attention steps run on or None): the GA-2
+    path, calibrated, or the float32 reference."""
+    if args.path != "ga2":
+        from ..llm.float_model import FloatModel
+        return FloatModel(model), None
+    from ..llm.ga2_path import Ga2Model, calibrate
+    runner, chip = Ga2Model(model, calibrate(model)), None
+    if args.sim != "model":
+        from ..llm.chip_steps import ChipAttention
+        runner.chip = chip = ChipAttention(args.sim)
+    return runner, chip
+
+
 def _generate(args):
     from ..llm.chip_steps import ChipMismatch
-    from ..llm.float_model import FloatModel
     from ..llm.gguf_model import load
     from ..llm.serving import requests_from_prompts, serve
     from ..chips import config_of
@@ -92,15 +105,7 @@ def _generate(args):
     prompts = _prompts(args)
     t0 = time.perf_counter()
     model = load()
-    chip = None
-    if args.path == "ga2":
-        from ..llm.ga2_path import Ga2Model, calibrate
-        runner = Ga2Model(model, calibrate(model))
-        if args.sim != "model":
-            from ..llm.chip_steps import ChipAttention
-            runner.chip = chip = ChipAttention(args.sim)
-    else:
-        runner = FloatModel(model)
+    runner, chip = _runner(args, model)
     loaded = time.perf_counter() - t0
     texts = [chat_prompt(p) if args.chat else p for p in prompts]
     requests = requests_from_prompts(model, texts, args.max_tokens, args.arrival_gap)
@@ -122,7 +127,7 @@ def _generate(args):
         if len(requests) > 1:
             print(f"[{r.id + 1}] ", end="")
         print(text if args.chat else prompt + text)     # a continuation follows its prompt; a chat answer stands alone
-    what = "GA-2 path (attention on the chip's integer numerics)" if args.path == "ga2" else "float32 reference"
+    what = "GA-2 path (every product on the chip's integer numerics)" if args.path == "ga2" else "float32 reference"
     tokens = sum(len(r.generated) for r in requests)
     print(f"({what}: {tokens} tokens in {seconds:.1f} s; model loaded{' and calibrated' * (args.path == 'ga2')} "
           f"in {loaded:.1f} s)", flush=True)

@@ -39,7 +39,7 @@ from ..online_program import Group, GroupedLayout, grouped_program
 from ..schedule import reorder
 from .step_cycles import SMOLLM2
 
-__all__ = ["Product", "BLOCK_PRODUCTS", "HEAD", "MODEL", "Host", "Phase", "linear_program", "linear_pieces",
+__all__ = ["Product", "head_product", "MODEL", "Host", "Phase", "linear_program", "linear_pieces",
            "attention_pieces", "step_phases", "step_cost", "bounds", "PRODUCT_MN", "memory_bytes_per_cycle",
            "throughput_rows", "phase_count", "block_products", "linear_image", "linear_outputs",
            "attention_layout", "StepTimer"]
@@ -68,8 +68,11 @@ def block_products(model=MODEL):
             Product("o", model["heads"] * d, dm), Product("gate_up", 2 * ff, dm), Product("down", dm, ff))
 
 
-BLOCK_PRODUCTS = block_products()
-HEAD = Product("head", MODEL["vocab"], MODEL["d_model"])
+def head_product(model=MODEL):
+    """The LM head, tied to the embedding: a row of ``d_model`` per vocabulary entry."""
+    return Product("head", model["vocab"], model["d_model"])
+
+
 # The requantisation of a product's sums to int8 (m, s): the cycles do not depend on it (an RQ takes its length's
 # cycles whatever it computes); the tests choose their own.
 PRODUCT_MN = (1, 12)
@@ -102,7 +105,8 @@ def linear_program(config, batch, product, mn=PRODUCT_MN, first=0, count=None):
     """``W x`` of ``batch`` tokens for rows ``first .. first + count`` of ``product``'s weights (all of them by
     default): the program, which reads the weights' rows from external address 0 on (row-major, ``cols`` bytes a
     row), the tokens' int8 inputs after them (``batch`` rows of ``cols``), and stores the int8 outputs after those,
-    tile by tile: tile ``t``'s ``n`` outputs of token ``b`` at ``t cols_of_array batch + b n`` on."""
+    tile by tile: the tile of weight rows ``r0 .. r0 + n`` (``n`` at most the array's columns) from ``r0 batch``
+    on, token ``b``'s ``n`` outputs at ``r0 batch + b n``."""
     R, C = config.rows, config.cols
     count = product.rows - first if count is None else count
     K = product.cols
@@ -254,7 +258,7 @@ def step_phases(config, contexts, model=MODEL):
     blocks, d, heads, kv_heads = model["blocks"], model["d"], model["heads"], model["kv_heads"]
     phases = []
     for product in block_products(model):
-        for r0, n, program in linear_pieces(config, B, product):
+        for _, n, program in linear_pieces(config, B, product):
             phases.append(Phase(product.name, tuple(program), B * product.cols, B * n, blocks, n * product.cols, 0,
                                 B * n * product.cols))
         if product.name == "qkv":
@@ -265,8 +269,8 @@ def step_phases(config, contexts, model=MODEL):
                 phases.append(Phase("attention", tuple(program), len(ctx) * (heads + 2 * kv_heads) * d,
                                     2 * len(ctx) * heads * d, blocks, 0, kv,
                                     sum(2 * heads * L * d for L in ctx), layout))
-    head = Product("head", model["vocab"], model["d_model"])
-    for r0, n, program in linear_pieces(config, B, head):
+    head = head_product(model)
+    for _, n, program in linear_pieces(config, B, head):
         phases.append(Phase("head", tuple(program), B * head.cols, B * n, 1, n * head.cols, 0, B * n * head.cols))
     return phases
 
