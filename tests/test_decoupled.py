@@ -301,33 +301,45 @@ def test_back_to_back_tiles_overlap_on_the_chip():
     assert got.counters == counters
 
 
-def test_a_b_per_row_serves_a_sequence_a_row():
-    """docs/examples/attention_rb.s and attention_sa.s against attention_per_sequence.s on a row_b chip (32
-    banks): the scores of four sequences in 4 MMs with rb (a sequence a row) or with rb and sa (a sequence an
-    MM, a key tile a row) instead of 16 with M = 1, the same 64 int32 words (numpy's q_j K_j^T from the same
-    random memory), on the model (and the two of row_b in pysim, with the same counters); each takes under 0.7
-    times the cycles (199 and 116 against 321)."""
+def _rb_programs():
+    """docs/examples/attention_per_sequence.s, attention_rb.s and attention_sa.s on a row_b chip (32 banks), a
+    random scratchpad, and the 64 int32 scores numpy gives (q_j K_j^T of the four sequences)."""
     from pathlib import Path
     import numpy as np
     from ga2_sw.asm import parse
     cfg = Config(mode="decoupled", sp_banks=32, row_b=1)
     examples = Path(__file__).parent.parent / "docs" / "examples"
-    rng = random.Random(64)
-    sp = random_words(rng, cfg.sp_words)
+    sp = random_words(random.Random(64), cfg.sp_words)
     words = np.array(sp, dtype=np.int64)
     s8 = ((words & 0xFF) ^ 0x80) - 0x80
     want = [int(v) & 0xFFFFFFFF for j in range(4)
             for v in s8[j * 640:j * 640 + 256].reshape(16, 16) @ s8[j * 640 + 256:j * 640 + 272]]
+    programs = {name: parse((examples / f"{name}.s").read_text(), cfg)
+                for name in ("attention_per_sequence", "attention_rb", "attention_sa")}
+    return cfg, sp, want, programs
+
+
+def test_a_b_per_row_serves_a_sequence_a_row():
+    """The scores of four sequences in 4 MMs with rb (a sequence a row) or with rb and sa (a sequence an MM, a
+    key tile a row) instead of 16 with M = 1: the same 64 int32 words as numpy's on the model, and each in
+    under 0.7 times the cycles (199 and 116 against 321)."""
+    cfg, sp, want, programs = _rb_programs()
     cycles = {}
-    for name in ("attention_per_sequence", "attention_rb", "attention_sa"):
-        program = parse((examples / f"{name}.s").read_text(), cfg)
+    for name, program in programs.items():
         ref = Machine(cfg).run(program, [0] * cfg.ext_words, sp)
         assert ref.ok and ref.sp[3000:3064] == want, name
-        if name != "attention_per_sequence":      # (its MMs are every chip's, in pysim elsewhere)
-            got = run_pysim(cfg, program, [0] * cfg.ext_words, sp)
-            assert (got.counters, got.sp) == (ref.counters, ref.sp), name
         cycles[name] = ref.counters.cycles
     assert max(cycles["attention_rb"], cycles["attention_sa"]) < 0.7 * cycles["attention_per_sequence"], cycles
+
+
+@pytest.mark.parametrize("name", ["attention_sa", pytest.param("attention_rb", marks=pytest.mark.slow)])
+def test_a_b_per_row_in_pysim(name):
+    """The two row_b programs above in pysim: the model's scratchpad and counters (attention_per_sequence's MMs
+    are every chip's, in pysim elsewhere; each run elaborates the 32-bank chip, about 30 s)."""
+    cfg, sp, _, programs = _rb_programs()
+    ref = Machine(cfg).run(programs[name], [0] * cfg.ext_words, sp)
+    got = run_pysim(cfg, programs[name], [0] * cfg.ext_words, sp)
+    assert (got.counters, got.sp) == (ref.counters, ref.sp), name
 
 
 def test_a_sequences_tiles_a_row_in_the_decode_step():

@@ -224,16 +224,19 @@ def test_continuous_batching_serves_each_prompt_its_own_tokens(model, ga2):
     assert all(s["cycles"] > 0 and s["kv"] > 0 for s in steps)
 
 
-def test_eval_command_tracks_the_float_model(model_file, monkeypatch, tmp_path, capsys):
-    """``ga2 llm eval`` on the first 48 tokens of its text: the GA-2 path agrees with the float model on the
-    next token and its perplexity is close (measured on all 518 tokens: docs/LLM.md)."""
+def _eval(model_file, monkeypatch, tmp_path, *extra):
     from ga2_sw.cli import main
     monkeypatch.setenv("GA2_SMOLLM2_GGUF", str(model_file))
     out = tmp_path / "eval.json"
+    assert main(["llm", "eval", "--tokens", "48", "--json", str(out), "--no-progress", *extra]) == 0
+    return json.loads(out.read_text())
+
+
+def test_eval_command_tracks_the_float_model(model_file, monkeypatch, tmp_path, capsys):
+    """``ga2 llm eval`` on the first 48 tokens of its text: the GA-2 path agrees with the float model on the
+    next token and its perplexity is close (measured on all 518 tokens: docs/LLM.md)."""
     plot = tmp_path / "eval.png"
-    assert main(["llm", "eval", "--tokens", "48", "--generate-tokens", "3", "--json", str(out),
-                 "--plot", str(plot), "--no-progress"]) == 0
-    r = json.loads(out.read_text())
+    r = _eval(model_file, monkeypatch, tmp_path, "--generate-tokens", "3", "--plot", str(plot), "--no-cycles")
     assert r["tokens"] == 47 and r["top1_agreement"] >= 0.85 and r["weights_on_chip_fraction"] == 1.0
     per = r["per_token"]
     assert len(per["nll_float"]) == len(per["nll_ga2"]) == len(per["agree"]) == 47
@@ -244,12 +247,17 @@ def test_eval_command_tracks_the_float_model(model_file, monkeypatch, tmp_path, 
     assert r["generation"][0]["ga2"].startswith(" Paris")
     text = capsys.readouterr().out
     assert "top-1 agreement" in text and "perplexity" in text
-    assert r["key_digits"] == 1 and "int8 keys" in text
-    # the chip's cost per token beside the accuracy (`ga2 llm cycles`): 4x4 and 8x8, batch 1 and full
+    assert r["key_digits"] == 1 and "int8 keys" in text and "cycles_per_token" not in r
+
+
+@pytest.mark.slow
+def test_eval_command_prints_the_chips_cost_per_token(model_file, monkeypatch, tmp_path, capsys):
+    """The chip's cost per token beside the accuracy (`ga2 llm cycles`): 4x4 and 8x8, batch 1 and full."""
+    r = _eval(model_file, monkeypatch, tmp_path, "--generate-tokens", "0")
     cycles = r["cycles_per_token"]
     assert {(c["chip"], c["batch"], c["context"]) for c in cycles} == {
         (chip, b, L) for chip, bs in (("4x4", (1, 4)), ("8x8", (1, 4, 8))) for b in bs for L in (64, 1024)}
-    assert "cycles/token" in text
+    assert "cycles/token" in capsys.readouterr().out
 
 
 def test_attention_steps_as_chip_programs(ga2):

@@ -105,11 +105,17 @@ def test_checker_boundaries(instr, code):
 ROW_B = Config(mode="decoupled", sp_words=256, ext_words=256, imem_words=16, row_b=1)
 
 
+def _slow(*case):
+    return pytest.param(*case, marks=pytest.mark.slow)
+
+
 @pytest.mark.parametrize("config, instr, code", [
-    (ROW_B, mm(0, 100, 200, 3, 5, 2, 0, 20, 4, 2, rb=1), Err.SP_RANGE),  # row 2's B ends at 200 + 40 + 17
-    (ROW_B, mm(0, 100, 198, 3, 5, 2, 0, 20, 4, 2, rb=1), Err.NONE),      # ... at 255, the last word
+    # (each case on the row_b chip elaborates it in pysim, about 15 s: the one that kills the range mutant runs
+    # in the default tier, the rest in the slow one)
+    _slow(ROW_B, mm(0, 100, 200, 3, 5, 2, 0, 20, 4, 2, rb=1), Err.SP_RANGE),  # row 2's B ends at 200 + 40 + 17
+    _slow(ROW_B, mm(0, 100, 198, 3, 5, 2, 0, 20, 4, 2, rb=1), Err.NONE),      # ... at 255, the last word
     (ROW_B, mm(0, 100, 199, 3, 5, 2, 0, 20, 4, 2, rb=1), Err.SP_RANGE),  # row 0's B fits, row 2's does not
-    (ROW_B, mm(0, 100, 199, 3, 5, 2, 0, 20, 4, 2), Err.NONE),            # without rb only row 0's B is read
+    _slow(ROW_B, mm(0, 100, 199, 3, 5, 2, 0, 20, 4, 2), Err.NONE),            # without rb only row 0's B is read
     (SMALL.replace(mode="decoupled"), mm(0, 0, 0, 2, 3, 2, rb=1), Err.ILLEGAL),   # no row_b: rb is stray
     (SMALL, mm(0, 0, 0, 2, 3, 2, rb=1), Err.ILLEGAL),
 ], ids=["rb-past", "rb-last", "rb-one-past", "no-rb-fits", "rb-unbuilt-decoupled", "rb-unbuilt-inorder"])
@@ -123,10 +129,10 @@ def test_checker_rb(config, instr, code):
 
 @pytest.mark.parametrize("config, instr, code", [
     (ROW_B, mm(0, 251, 0, 3, 5, 2, 0, 20, 4, 2, sa=1), Err.NONE),            # row 0's A ends at 255, the last word
-    (ROW_B, mm(0, 252, 0, 3, 5, 2, 0, 20, 4, 2, sa=1), Err.SP_RANGE),        # ... at 256
-    (ROW_B, mm(0, 251, 0, 3, 5, 2, 0, 20, 4, 2), Err.SP_RANGE),              # without sa row 2's A ends at 295
-    (ROW_B, mm(0, 251, 100, 3, 5, 2, 0, 20, 4, 2, rb=1, sa=1), Err.NONE),    # rb's Bs still span (M-1)*lda: 157
-    (ROW_B, mm(0, 251, 199, 3, 5, 2, 0, 20, 4, 2, rb=1, sa=1), Err.SP_RANGE),   # ... 256: row 2's B past
+    _slow(ROW_B, mm(0, 252, 0, 3, 5, 2, 0, 20, 4, 2, sa=1), Err.SP_RANGE),        # ... at 256
+    _slow(ROW_B, mm(0, 251, 0, 3, 5, 2, 0, 20, 4, 2), Err.SP_RANGE),              # without sa row 2's A ends at 295
+    _slow(ROW_B, mm(0, 251, 100, 3, 5, 2, 0, 20, 4, 2, rb=1, sa=1), Err.NONE),    # rb's Bs still span (M-1)*lda: 157
+    _slow(ROW_B, mm(0, 251, 199, 3, 5, 2, 0, 20, 4, 2, rb=1, sa=1), Err.SP_RANGE),   # ... 256: row 2's B past
     (SMALL.replace(mode="decoupled"), mm(0, 0, 0, 2, 3, 2, sa=1), Err.ILLEGAL),   # no row_b: sa is stray
     (SMALL, mm(0, 0, 0, 2, 3, 2, sa=1), Err.ILLEGAL),
 ], ids=["sa-last", "sa-past", "no-sa-past", "sa-rb-fits", "sa-rb-past", "sa-unbuilt-decoupled", "sa-unbuilt-inorder"])

@@ -34,7 +34,7 @@ from functools import lru_cache
 from ..banking import operand_start, operand_stride
 from ..cycles import cycle_counts
 from ..dram import GRADES, peak_bytes_per_cycle
-from ..isa import INSTR_BITS, footprints, halt, mm, rows_moved, rq, st
+from ..isa import INSTR_BITS, EncodingError, footprints, halt, mm, rows_moved, rq, st
 from ..online_program import Group, GroupedLayout, grouped_program
 from ..schedule import reorder
 from .step_cycles import SMOLLM2
@@ -167,7 +167,13 @@ def linear_outputs(ext, config, batch, rows, cols):
             out[b, r0:r0 + n] = [(v & 0xFF) - 256 * ((v & 0xFF) > 127) for v in ext[at:at + n]]
     return out
 
-def _fits(config, program):
+def _fits(config, build):
+    """Whether the program ``build()`` makes fits the chip; a program whose addresses do not even encode (past
+    a field's range) does not."""
+    try:
+        program = build()
+    except EncodingError:
+        return False
     sp = max(hi for i in program for _, hi in footprints(i)[0])
     ext = max(hi for i in program for _, hi in footprints(i)[1])
     return len(program) <= config.imem_words and sp < config.sp_words and ext < config.ext_words
@@ -182,7 +188,7 @@ def linear_pieces(config, batch, product, mn=PRODUCT_MN):
     per = tiles
     while per:
         rows = min(product.rows, per * config.cols)
-        if _fits(config, linear_program(config, batch, product, mn, 0, rows)):
+        if _fits(config, lambda: linear_program(config, batch, product, mn, 0, rows)):
             break
         per = per * 3 // 4 if per > 4 else per - 1
     if not per:
@@ -221,6 +227,8 @@ def attention_pieces(config, contexts, model=MODEL):
 @lru_cache(maxsize=256)
 def _attention_pieces(config, contexts, model_items):
     model = dict(model_items)
+    if len(contexts) > 1:       # the longest sequence alone must fit: found before building the batch's programs
+        _attention_pieces(config, (max(contexts),), model_items)
     try:
         layout = attention_layout(config, contexts, model)
         program = grouped_program(layout)
@@ -257,8 +265,11 @@ def step_phases(config, contexts, model=MODEL):
     B = len(contexts)
     blocks, d, heads, kv_heads = model["blocks"], model["d"], model["heads"], model["kv_heads"]
     phases = []
+    # every product's programs before the attention's (those take seconds to build): a batch whose products do
+    # not fit is refused at once
+    pieces = {p: linear_pieces(config, B, p) for p in (*block_products(model), head_product(model))}
     for product in block_products(model):
-        for _, n, program in linear_pieces(config, B, product):
+        for _, n, program in pieces[product]:
             phases.append(Phase(product.name, tuple(program), B * product.cols, B * n, blocks, n * product.cols, 0,
                                 B * n * product.cols))
         if product.name == "qkv":
@@ -270,7 +281,7 @@ def step_phases(config, contexts, model=MODEL):
                                     2 * len(ctx) * heads * d, blocks, 0, kv,
                                     sum(2 * heads * L * d for L in ctx), layout))
     head = head_product(model)
-    for _, n, program in linear_pieces(config, B, head):
+    for _, n, program in pieces[head]:
         phases.append(Phase("head", tuple(program), B * head.cols, B * n, 1, n * head.cols, 0, B * n * head.cols))
     return phases
 
