@@ -78,10 +78,15 @@ class GA2(wiring.Component):
     ext : Out(ExtSignature)
     """
 
+    @staticmethod
+    def top_signature(config):
+        """The chip's ports, without building it (what a wrapper such as ga2_soc's reads its widths from)."""
+        return wiring.Signature({"host": In(HostSignature(config)), "debug": In(DebugSignature(sp_addr_width(config))),
+                                 "ext": Out(ext_signature(config))})
+
     def __init__(self, config):
         self._config = config
-        super().__init__({"host": In(HostSignature(config)), "debug": In(DebugSignature(sp_addr_width(config))),
-                          "ext": Out(ext_signature(config))})
+        super().__init__(dict(self.top_signature(config).members))
         # Built here, not in elaborate(), so that testbenches can peek at the memories.
         self.sequencer = Sequencer(config)
         self.units = {name: unit_class(name, config)(config) for name in units_of(config)}

@@ -5,6 +5,7 @@ before the handler). Every option has a validator of ``ga2_sw.options``, so a ba
 the command line is parsed, before any work starts."""
 
 import importlib
+from importlib.metadata import entry_points
 import sys
 
 from .config import Config
@@ -86,6 +87,10 @@ def build_parser():
                 continue
             raise
         module.register(sub)
+    # Packages above ga2_sw add their commands through the "ga2.commands" entry point (ga2_soc: ``ga2 soc``),
+    # so that ga2_sw never names them.
+    for entry in sorted(entry_points(group="ga2.commands"), key=lambda e: e.name):
+        entry.load().register(sub)
     return parser
 
 
