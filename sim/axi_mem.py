@@ -60,6 +60,29 @@ class AxiMemoryModel:
             if strobe >> j & 1:
                 mem[beat * w + j] = (data >> (8 * j)) & 0xFF
 
+    def _match_w_beats(self, writes, beats_in, answers, dram, origin):
+        """Give each W beat taken to the oldest write burst still short of beats, and queue a burst's answer on
+        B once its last beat is in (``writes``, ``beats_in`` and ``answers`` as ``run`` keeps them)."""
+        cfg, size = self._config, beat_bytes(self._config)
+        beats = cfg.ext_words // cfg.bus_bytes
+        while writes and beats_in:
+            taken, data, strobe, last = beats_in.popleft()
+            burst = writes[0]
+            if burst[0] < beats:
+                burst[2].append((burst[0], data, strobe))
+            burst[0] += 1
+            burst[1] -= 1
+            if last != (burst[1] == 0):
+                raise AssertionError(f"AXI protocol: WLAST {int(last)} on a beat with {burst[1]} beats of its "
+                                     f"burst left")
+            if not burst[1]:
+                arrived = max(taken, burst[3])
+                if dram is None:
+                    due = arrived + cfg.ext_write_latency
+                else:
+                    due = origin + dram.write(arrived - origin, burst[4], burst[0] - burst[4] // size, size)
+                answers.append((due, writes.popleft()[2]))
+
     async def run(self, ctx):
         port, cfg = self.port, self._config
         rng = random.Random(self._seed)
@@ -121,23 +144,7 @@ class AxiMemoryModel:
                 writes.append([awaddr // size, awlen + 1, [], cycle, awaddr])
             if wvalid and w_ready:
                 beats_in.append((cycle, wdata, wstrb, bool(wlast)))
-            while writes and beats_in:          # each W beat belongs to the oldest burst still short of beats
-                taken, data, strobe, last = beats_in.popleft()
-                burst = writes[0]
-                if burst[0] < beats:
-                    burst[2].append((burst[0], data, strobe))
-                burst[0] += 1
-                burst[1] -= 1
-                if last != (burst[1] == 0):
-                    raise AssertionError(f"AXI protocol: WLAST {int(last)} on a beat with {burst[1]} beats of its "
-                                         f"burst left")
-                if not burst[1]:
-                    arrived = max(taken, burst[3])
-                    if dram is None:
-                        due = arrived + cfg.ext_write_latency
-                    else:
-                        due = origin + dram.write(arrived - origin, burst[4], burst[0] - burst[4] // size, size)
-                    answers.append((due, writes.popleft()[2]))
+            self._match_w_beats(writes, beats_in, answers, dram, origin)
             if b_valid and bready:
                 for beat, data, strobe in answers.popleft()[1]:
                     self._write(beat, data, strobe)

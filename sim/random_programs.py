@@ -185,93 +185,117 @@ def _stray_bit(draw, op, config):
 def random_fault(draw, config, kind):
     """(instruction or raw word, expected error) of one faulting instruction of ``kind`` (FAULT_KINDS minus
     fall_off and pc_overflow, which are program shapes)."""
+    make = _FAULT_MAKERS.get(kind)
+    if make is None:
+        raise ValueError(f"Unknown fault kind {kind!r}; known: {', '.join(FAULT_KINDS)}")
+    return make(draw, config)
+
+
+def _illegal_opcode(draw, config):
+    opcode = _pick(draw, _illegal_opcodes(config))
+    body = _pick(draw, (lambda: 0, lambda: draw(0, (1 << 62) - 1) << _pick(draw, (4, 40, 66))))()
+    return ((body << _OP_BITS) & ((1 << INSTR_BITS) - 1)) | opcode, Err.ILLEGAL
+
+
+def _stray_bits(draw, config):
+    word = encode(random_valid_instr(draw, config))
+    return word | _stray_bit(draw, Op(word & ((1 << _OP_BITS) - 1)), config), Err.ILLEGAL
+
+
+def _halt_stray(draw, config):
+    return encode(isa.halt()) | _stray_bit(draw, Op.HALT, config), Err.ILLEGAL
+
+
+def _shape_fault(draw, config):
+    variant = draw(0, 8 if config.online_unit else 7)
+    if variant == 0:
+        return Instr(_pick(draw, tuple(o for o in LEN_OPS if enabled(o, config))), dst=draw(0, 100),
+                     src=draw(0, 100), len=0), Err.SHAPE
+    if variant == 8:                             # the online instructions' len and shift limits
+        op = _pick(draw, (Op.SMC, Op.RSA, Op.NRM))
+        n = draw(config.sm_max_len + 1, min(_hi(op, "len"), config.sm_max_len + 40))
+        if op == Op.RSA or draw(0, 1):
+            return Instr(op, len=n), Err.SHAPE
+        limit = MAX_SHIFT if op == Op.SMC else NRM_MAX_SHIFT
+        return Instr(op, len=draw(1, 8), s=draw(limit + 1, S_MAX), st=_FAR), Err.SHAPE
+    if variant == 1:
+        return isa.mm(0, 0, 0, _pick(draw, (0, config.rows + 1, _hi(Op.MM, "M"))), 1, 1), Err.SHAPE
+    if variant == 2:
+        return isa.mm(0, 0, 0, 1, 1, _pick(draw, (0, config.cols + 1, _hi(Op.MM, "N")))), Err.SHAPE
+    if variant == 3:
+        return isa.mm(0, 0, 0, 1, 0, 1), Err.SHAPE
+    if variant == 4:
+        return isa.rq(0, 0, draw(1, 8), draw(-5, 5), draw(MAX_SHIFT + 1, S_MAX)), Err.SHAPE
+    if variant == 5:
+        return isa.sm(0, 0, draw(config.sm_max_len + 1, min(_hi(Op.SM, "len"), config.sm_max_len + 40))), Err.SHAPE
+    if variant == 6:                             # SHAPE outranks a range fault and an overlap
+        return isa.rq(_FAR, _FAR + draw(0, 1), 10, 1, draw(MAX_SHIFT + 1, S_MAX)), Err.SHAPE
+    return isa.mm(_FAR, 0, 0, 1, 1, 0), Err.SHAPE
+
+
+def _overlap_fault(draw, config):
+    sp = config.sp_words
+    n = draw(2, min(64, (sp + 1) // 2))          # source and destination, up to n - 1 apart, fit: 2n - 1 words
+    distance = _pick(draw, (1, n - 1, draw(1, n - 1))) * _pick(draw, (1, -1))
+    far = (sp - n + 1, _hi(Op.RQ, "src") - n - 1)   # sources that run past the end (none at 2^16 words)
+    if draw(0, 3) or far[0] > far[1]:
+        src = draw(max(0, -distance), sp - n - max(0, distance))
+    else:                                        # OVERLAP outranks SP_RANGE
+        src = draw(*far)
+    return isa.rq(src + distance, src, n, draw(-5, 5), draw(0, MAX_SHIFT)), Err.OVERLAP
+
+
+def _sp_range_fault(draw, config):
     sp, ext = config.sp_words, config.ext_words
-    if kind == "illegal_opcode":
-        opcode = _pick(draw, _illegal_opcodes(config))
-        body = _pick(draw, (lambda: 0, lambda: draw(0, (1 << 62) - 1) << _pick(draw, (4, 40, 66))))()
-        return ((body << _OP_BITS) & ((1 << INSTR_BITS) - 1)) | opcode, Err.ILLEGAL
-    if kind == "stray_bits":
-        word = encode(random_valid_instr(draw, config))
-        return word | _stray_bit(draw, Op(word & ((1 << _OP_BITS) - 1)), config), Err.ILLEGAL
-    if kind == "halt_stray":
-        return encode(isa.halt()) | _stray_bit(draw, Op.HALT, config), Err.ILLEGAL
-    if kind == "shape":
-        variant = draw(0, 8 if config.online_unit else 7)
-        if variant == 0:
-            return Instr(_pick(draw, tuple(o for o in LEN_OPS if enabled(o, config))), dst=draw(0, 100),
-                         src=draw(0, 100), len=0), Err.SHAPE
-        if variant == 8:                         # the online instructions' len and shift limits
-            op = _pick(draw, (Op.SMC, Op.RSA, Op.NRM))
-            n = draw(config.sm_max_len + 1, min(_hi(op, "len"), config.sm_max_len + 40))
-            if op == Op.RSA or draw(0, 1):
-                return Instr(op, len=n), Err.SHAPE
-            limit = MAX_SHIFT if op == Op.SMC else NRM_MAX_SHIFT
-            return Instr(op, len=draw(1, 8), s=draw(limit + 1, S_MAX), st=_FAR), Err.SHAPE
-        if variant == 1:
-            return isa.mm(0, 0, 0, _pick(draw, (0, config.rows + 1, _hi(Op.MM, "M"))), 1, 1), Err.SHAPE
-        if variant == 2:
-            return isa.mm(0, 0, 0, 1, 1, _pick(draw, (0, config.cols + 1, _hi(Op.MM, "N")))), Err.SHAPE
-        if variant == 3:
-            return isa.mm(0, 0, 0, 1, 0, 1), Err.SHAPE
-        if variant == 4:
-            return isa.rq(0, 0, draw(1, 8), draw(-5, 5), draw(MAX_SHIFT + 1, S_MAX)), Err.SHAPE
-        if variant == 5:
-            return isa.sm(0, 0, draw(config.sm_max_len + 1, min(_hi(Op.SM, "len"), config.sm_max_len + 40))), Err.SHAPE
-        if variant == 6:                         # SHAPE outranks a range fault and an overlap
-            return isa.rq(_FAR, _FAR + draw(0, 1), 10, 1, draw(MAX_SHIFT + 1, S_MAX)), Err.SHAPE
-        return isa.mm(_FAR, 0, 0, 1, 1, 0), Err.SHAPE
-    if kind == "overlap":
-        n = draw(2, min(64, (sp + 1) // 2))      # source and destination, up to n - 1 apart, fit: 2n - 1 words
-        distance = _pick(draw, (1, n - 1, draw(1, n - 1))) * _pick(draw, (1, -1))
-        far = (sp - n + 1, _hi(Op.RQ, "src") - n - 1)   # sources that run past the end (none at 2^16 words)
-        if draw(0, 3) or far[0] > far[1]:
-            src = draw(max(0, -distance), sp - n - max(0, distance))
-        else:                                    # OVERLAP outranks SP_RANGE
-            src = draw(*far)
-        return isa.rq(src + distance, src, n, draw(-5, 5), draw(0, MAX_SHIFT)), Err.OVERLAP
-    if kind == "sp_range":
-        variant = draw(0, 5 if config.row_b and config.rows > 1 else 4)
-        if variant == 5:                         # rb: row M-1's B runs past the end, row 0's does not
-            M, K, lda = draw(2, config.rows), draw(1, 8), draw(1, 100)
-            B = max(0, sp - (M - 1) * lda - K + 1 + draw(0, 3))
-            return isa.mm(0, 0, min(B, _hi(Op.MM, "B")), M, K, 1, 1, lda, 1, 1, rb=1), Err.SP_RANGE
-        if variant == 0:
-            n = _past_end(draw(1, 64), sp, _hi(Op.LD, "dst"))
-            return isa.ld(draw(sp - n + 1, min(_hi(Op.LD, "dst"), sp + 5)), 0, n), Err.SP_RANGE
-        if variant == 1:                         # SP_RANGE outranks EXT_RANGE
-            n = _past_end(draw(1, 64), sp, _hi(Op.ST, "src"))
-            return isa.st(draw(sp - n + 1, _hi(Op.ST, "src")), ext, n), Err.SP_RANGE
-        if variant == 2:                         # (an SM longer than sm_max_len would be SHAPE: an RQ then)
-            n = _past_end(draw(1, min(16, config.sm_max_len)), sp, _hi(Op.RQ, "dst"))
-            src, dst = draw(0, sp - n), draw(sp - n + 1, _hi(Op.RQ, "dst"))
-            if draw(0, 1) or n > config.sm_max_len:
-                ins = isa.rq(dst, min(src, dst - n), n, 1, 0)     # disjoint: OVERLAP would outrank SP_RANGE
-            else:
-                ins = isa.sm(dst, src, n)
-            if draw(0, 1):
-                ins = Instr(ins.op, dst=ins.src, src=ins.dst, len=ins.len, m=ins.m, s=ins.s)
-            return ins, Err.SP_RANGE
-        if variant == 3:                         # one operand just past the end through a stride
-            M = draw(2, config.rows) if config.rows > 1 else 1
-            lda = draw(1, 200)
-            K = _past_end(draw(1, 8), sp, _hi(Op.MM, "A"))
-            A = max(0, sp - (M - 1) * lda - K + 1 + draw(0, 3))
-            return isa.mm(0, min(A, _hi(Op.MM, "A")), 0, M, K, 1, 0, lda, 1, 1), Err.SP_RANGE
-        which = draw(0, 2)                       # A, B or C starts at the last word and runs past it
-        tb = draw(0, 1)
-        if which == 2 and config.cols == 1:      # a one-column C starts past the end (none does at 2^16 words)
-            if sp <= _hi(Op.MM, "dst"):
-                return isa.mm(sp, 0, 0, 1, 1, 1), Err.SP_RANGE
-            which = 0
-        ins = isa.mm(sp - 1 if which == 2 else 0, sp - 1 if which == 0 else 0, sp - 1 if which == 1 else 0,
-                     1, 2, 2 if config.cols > 1 else 1, tb, 2, 2, 2)
+    variant = draw(0, 5 if config.row_b and config.rows > 1 else 4)
+    if variant == 5:                             # rb: row M-1's B runs past the end, row 0's does not
+        M, K, lda = draw(2, config.rows), draw(1, 8), draw(1, 100)
+        B = max(0, sp - (M - 1) * lda - K + 1 + draw(0, 3))
+        return isa.mm(0, 0, min(B, _hi(Op.MM, "B")), M, K, 1, 1, lda, 1, 1, rb=1), Err.SP_RANGE
+    if variant == 0:
+        n = _past_end(draw(1, 64), sp, _hi(Op.LD, "dst"))
+        return isa.ld(draw(sp - n + 1, min(_hi(Op.LD, "dst"), sp + 5)), 0, n), Err.SP_RANGE
+    if variant == 1:                             # SP_RANGE outranks EXT_RANGE
+        n = _past_end(draw(1, 64), sp, _hi(Op.ST, "src"))
+        return isa.st(draw(sp - n + 1, _hi(Op.ST, "src")), ext, n), Err.SP_RANGE
+    if variant == 2:                             # (an SM longer than sm_max_len would be SHAPE: an RQ then)
+        n = _past_end(draw(1, min(16, config.sm_max_len)), sp, _hi(Op.RQ, "dst"))
+        src, dst = draw(0, sp - n), draw(sp - n + 1, _hi(Op.RQ, "dst"))
+        if draw(0, 1) or n > config.sm_max_len:
+            ins = isa.rq(dst, min(src, dst - n), n, 1, 0)     # disjoint: OVERLAP would outrank SP_RANGE
+        else:
+            ins = isa.sm(dst, src, n)
+        if draw(0, 1):
+            ins = Instr(ins.op, dst=ins.src, src=ins.dst, len=ins.len, m=ins.m, s=ins.s)
         return ins, Err.SP_RANGE
-    if kind == "ext_range":
-        n = draw(1, 64)
-        spa = draw(0, sp - n)
-        exa = draw(ext - n + 1, _hi(Op.LD, "src"))
-        return (isa.ld(spa, exa, n) if draw(0, 1) else isa.st(spa, exa, n)), Err.EXT_RANGE
-    raise ValueError(f"Unknown fault kind {kind!r}; known: {', '.join(FAULT_KINDS)}")
+    if variant == 3:                             # one operand just past the end through a stride
+        M = draw(2, config.rows) if config.rows > 1 else 1
+        lda = draw(1, 200)
+        K = _past_end(draw(1, 8), sp, _hi(Op.MM, "A"))
+        A = max(0, sp - (M - 1) * lda - K + 1 + draw(0, 3))
+        return isa.mm(0, min(A, _hi(Op.MM, "A")), 0, M, K, 1, 0, lda, 1, 1), Err.SP_RANGE
+    which = draw(0, 2)                           # A, B or C starts at the last word and runs past it
+    tb = draw(0, 1)
+    if which == 2 and config.cols == 1:          # a one-column C starts past the end (none does at 2^16 words)
+        if sp <= _hi(Op.MM, "dst"):
+            return isa.mm(sp, 0, 0, 1, 1, 1), Err.SP_RANGE
+        which = 0
+    ins = isa.mm(sp - 1 if which == 2 else 0, sp - 1 if which == 0 else 0, sp - 1 if which == 1 else 0,
+                 1, 2, 2 if config.cols > 1 else 1, tb, 2, 2, 2)
+    return ins, Err.SP_RANGE
+
+
+def _ext_range_fault(draw, config):
+    n = draw(1, 64)
+    spa = draw(0, config.sp_words - n)
+    exa = draw(config.ext_words - n + 1, _hi(Op.LD, "src"))
+    return (isa.ld(spa, exa, n) if draw(0, 1) else isa.st(spa, exa, n)), Err.EXT_RANGE
+
+
+# One maker per fault kind random_fault draws (the program shapes fall_off and pc_overflow are made elsewhere).
+_FAULT_MAKERS = {"illegal_opcode": _illegal_opcode, "stray_bits": _stray_bits, "halt_stray": _halt_stray,
+                 "shape": _shape_fault, "overlap": _overlap_fault, "sp_range": _sp_range_fault,
+                 "ext_range": _ext_range_fault}
 
 
 def _cramped(config):

@@ -2,8 +2,10 @@
 machine, cycle model, builders) at the bottom, the chip ``ga2_hdl`` on it, ``sim`` (every simulator) on both,
 ``synth`` on those, and ``ga2_soc`` (the LiteX SoC) at the top. Every import counts, a function's own included.
 
-The modules of ``ga2_sw`` that still run a simulator themselves (commands and analyses with ``--sim``) are
-listed in ``KNOWN_UPWARD``: the list may only shrink, so a module that stops reaching up must leave it."""
+The modules of ``ga2_sw`` that still reach up are listed in ``KNOWN_UPWARD``: the commands and analyses that run a
+simulator themselves (``--sim``), and ``ga2_sw.cli``, which assembles ``ga2`` from every package's command
+modules. The list may only shrink, so a module that stops reaching up must leave it: the way out is a command
+line package at the top that assembles ``ga2``, with the commands that run simulators in it."""
 
 import ast
 from pathlib import Path
@@ -12,6 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ("ga2_sw", "ga2_hdl", "sim", "synth", "ga2_soc")      # each may import those before it
 
 KNOWN_UPWARD = {
+    "ga2_sw.cli": {"ga2_hdl", "sim", "synth"},      # names the command modules of every package, for importlib
     "ga2_sw.analyses.bus": {"sim"},
     "ga2_sw.analyses.latency": {"sim"},
     "ga2_sw.analyses.weight_stream": {"sim"},
@@ -24,11 +27,34 @@ KNOWN_UPWARD = {
 }
 
 
+def _named_module(text):
+    """Whether ``text`` is the dotted name of one of the project's modules (a string importlib would import)."""
+    parts = text.split(".")
+    if len(parts) < 2 or parts[0] not in LAYERS or not all(p.isidentifier() for p in parts):
+        return False
+    base = ROOT.joinpath(*parts)
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def _docstrings(tree):
+    return {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
+            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+
+
 def _imported_packages(path, module):
-    """The top-level project packages ``module`` (at ``path``) imports, function-local imports included."""
+    """The top-level project packages ``module`` (at ``path``) imports, function-local imports included, and
+    those whose modules it names in a string (a list of modules for importlib, as ``ga2`` registers its
+    commands), docstrings aside."""
     found = set()
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    docstrings = _docstrings(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            if _named_module(node.value):
+                found.add(node.value.split(".")[0])
+            continue
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -55,7 +81,10 @@ def test_the_layers_import_one_way():
     assert _upward_imports() == KNOWN_UPWARD
 
 
-def test_the_check_sees_a_function_local_import(tmp_path):
+def test_the_check_sees_a_function_local_import_and_a_named_module(tmp_path):
     path = tmp_path / "m.py"
-    path.write_text("def f():\n    from sim.backends import get_backend\n    from ..cycles import x\n")
+    path.write_text('"""Not sim.backends: a docstring."""\n\ndef f():\n    from sim.backends import get_backend\n'
+                    '    from ..cycles import x\n')
     assert _imported_packages(path, "ga2_sw.analyses.m") == {"sim", "ga2_sw"}
+    path.write_text('MODULES = ["synth.commands", "synth", "ga2_hdl.no_such_module"]\n')
+    assert _imported_packages(path, "ga2_sw.m") == {"synth"}
