@@ -3,5 +3,5 @@ with the AXI4 port through its CSRs while the chip reads and writes LiteDRAM's m
 
 ``payload`` (what the firmware runs and what it must leave; ``ga2_sw`` alone), ``soc`` (the LiteX wrapper and
 the simulated system), ``simulate`` (the Verilator build, the firmware, a run and its checks), ``board`` (the
-ULX3S bitstream) and ``commands`` (``ga2 soc sim|build``). The top layer: it imports ``ga2_sw``, ``ga2_hdl``
-and ``sim``, and nothing imports it (``ga2`` finds its commands through an entry point)."""
+ULX3S bitstream) and ``commands`` (``ga2 soc sim|build``). It imports ``ga2_sw``, ``ga2_hdl`` and ``sim``;
+only ``ga2_cli`` (the command line) imports it."""

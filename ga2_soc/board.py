@@ -38,20 +38,24 @@ def _tool_shims(bin_dir, mounts):
         shim.chmod(shim.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-def parse_nextpnr(log):
-    """Fmax of the system clock, whether it met its target, and the LUT4, DP16KD and MULT18X18D counts from
-    nextpnr-ecp5's log (text)."""
-    clocks = re.findall(r"Max frequency for clock\s+'([^']+)':\s+([\d.]+) MHz \((PASS|FAIL) at ([\d.]+) MHz\)", log)
-    sys_clock = [c for c in clocks if "sys" in c[0]] or clocks
-    if not sys_clock:
-        raise RuntimeError("nextpnr's log has no Max frequency line")
-    name, mhz, verdict, target = sys_clock[-1]
+def parse_nextpnr(log, clock_mhz):
+    """The report of nextpnr-ecp5's log (text) for an SoC clocked at ``clock_mhz``: every clock's Fmax in the
+    final report (the last line of each: the first are the placer's estimates) with its target and verdict, the
+    system clock's Fmax (the slowest clock whose target is ``clock_mhz``), whether every clock met its target,
+    and the LUT4, DP16KD and MULT18X18D counts."""
+    lines = re.findall(r"Max frequency for clock\s+'([^']+)':\s+([\d.]+) MHz \((PASS|FAIL) at ([\d.]+) MHz\)", log)
+    clocks = {name: {"fmax_mhz": float(mhz), "target_mhz": float(target), "passed": verdict == "PASS"}
+              for name, mhz, verdict, target in lines}
+    system = [c for c in clocks.values() if abs(c["target_mhz"] - clock_mhz) < 1e-6]
+    if not system:
+        raise RuntimeError(f"nextpnr's log has no clock with a {clock_mhz} MHz target")
 
     def used(cell):
         found = re.findall(rf"{cell}:\s+(\d+)/\s*(\d+)", log)
         return int(found[-1][0]) if found else 0
-    return {"clock": name, "fmax_mhz": float(mhz), "passed": verdict == "PASS", "target_mhz": float(target),
-            "luts": used("TRELLIS_COMB"), "brams": used("DP16KD"), "multipliers": used("MULT18X18D")}
+    return {"fmax_mhz": min(c["fmax_mhz"] for c in system), "passed": all(c["passed"] for c in clocks.values()),
+            "clocks": clocks, "luts": used("TRELLIS_COMB"), "brams": used("DP16KD"),
+            "multipliers": used("MULT18X18D")}
 
 
 def build_ulx3s(config, output_dir, sys_clk_mhz=50, seed=1, batch=None, chip="axi"):
@@ -96,7 +100,7 @@ def build_ulx3s(config, output_dir, sys_clk_mhz=50, seed=1, batch=None, chip="ax
     log = gateware / "nextpnr.log"
     if not log.exists():
         raise RuntimeError(f"nextpnr wrote no log in {gateware}")
-    report = parse_nextpnr(log.read_text(errors="replace"))
+    report = parse_nextpnr(log.read_text(errors="replace"), sys_clk_mhz)
     bitstream = next(gateware.glob("*.bit"), None)
     if bitstream is None:
         raise RuntimeError(f"no bitstream in {gateware}")

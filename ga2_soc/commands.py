@@ -5,8 +5,7 @@ reference, its whole memory, error, pc and memory-free counters the reference ma
 and a second program's fault must be read back (exit status 1 otherwise). ``build --board ulx3s`` makes the
 SoC's bitstream with the YoWASP tools and reports its Fmax and resources (exit status 1 when timing fails).
 
-Registered with ``ga2`` through the ``ga2.commands`` entry point (pyproject.toml), so that ``ga2_sw`` names no
-package above it; LiteX is imported only when a command runs."""
+Registered by ``ga2_cli``, the command line above every package; LiteX is imported only when a command runs."""
 
 import json
 import sys
@@ -101,11 +100,15 @@ def _build(args):
     config = _config(args)
     r = build_ulx3s(config, args.output, sys_clk_mhz=args.sys_clk_mhz, seed=args.seed, chip=args.chip)
     result = {"board": args.board, "device": r["device"], "chip": args.chip, "clock_mhz": args.sys_clk_mhz,
-              "fmax_mhz": r["fmax_mhz"], "timing_met": r["passed"], "seed": args.seed, "bitstream": r["bitstream"],
+              "fmax_mhz": r["fmax_mhz"], "timing_met": r["passed"], "clocks": r["clocks"], "seed": args.seed,
+              "bitstream": r["bitstream"],
               "resources": {"lut4": r["luts"], "dp16kd": r["brams"], "mult18x18d": r["multipliers"]}}
     print(f"{args.board} ({r['device']}) with GA-2 ({args.chip}): {r['bitstream']}")
     print(f"Fmax {r['fmax_mhz']} MHz at {args.sys_clk_mhz} MHz ({'met' if r['passed'] else 'NOT MET'}; seed "
           f"{args.seed}); {r['luts']:,} LUT4, {r['brams']} DP16KD, {r['multipliers']} MULT18X18D")
+    for name, clock in r["clocks"].items():
+        print(f"  clock {name}: {clock['fmax_mhz']} MHz at {clock['target_mhz']:g} MHz "
+              f"({'met' if clock['passed'] else 'NOT MET'})")
     if args.json:
         with atomic_write(args.json) as f:
             json.dump(result, f, indent=1)

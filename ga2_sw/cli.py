@@ -1,39 +1,11 @@
-"""The ``ga2`` command: one subcommand per job. Each subcommand lives in its own module, which provides
-``register(subparsers)``; the module's handler is stored as the parser's ``func`` default, and a check of
-its options that needs more than one of them as its ``check`` default (``ga2_sw.options.run_main`` runs it
-before the handler). Every option has a validator of ``ga2_sw.options``, so a bad value is refused while
-the command line is parsed, before any work starts."""
-
-import importlib
-from importlib.metadata import entry_points
-import sys
+"""The configuration options every command line shares: ``--chip NAME`` and one option per ``Config`` field
+(``add_config_arguments``), and the ``Config`` they ask for (``config_from_args``). The ``ga2`` command line
+itself is assembled at the top of the layers, in ``ga2_cli``."""
 
 from .config import Config
-from .options import Int, Names, Parser, run_main
+from .options import Int, Names
 
-__all__ = ["main", "build_parser", "add_config_arguments", "config_from_args"]
-
-# Modules that register subcommands, in the order `ga2 --help` lists them.
-_COMMAND_MODULES = [
-    "ga2_sw.commands.tools",          # asm, disasm, run
-    "ga2_sw.commands.batching",       # check-batching, accuracy, mutants
-    "ga2_sw.commands.decode_table",   # decode-table
-    "ga2_sw.commands.prefill",        # prefill
-    "ga2_sw.commands.llm",            # llm fetch, generate, eval, scores
-    "ga2_sw.analyses.traffic",
-    "ga2_sw.analyses.planner",
-    "ga2_sw.analyses.model7b",
-    "ga2_sw.analyses.serving",
-    "ga2_sw.analyses.latency",
-    "ga2_sw.analyses.banks",
-    "ga2_sw.analyses.bus",
-    "ga2_sw.analyses.matrix_lane",
-    "ga2_sw.analyses.weight_stream",
-    "ga2_hdl.commands",               # generate
-    "sim.commands",                   # bench-sim
-    "synth.commands",                 # chips
-]
-
+__all__ = ["add_config_arguments", "config_from_args"]
 
 def add_config_arguments(parser, mode=True, chip=None):
     """``--chip NAME`` and one option per Config field (--rows, --cols, ...). The configuration is the chip's
@@ -71,33 +43,3 @@ def config_from_args(args, drop=(), **fixed):
     if "mode" not in fields and getattr(args, "mode", None) in Config.field_range("mode"):
         fields["mode"] = args.mode
     return config_of(getattr(args, "chip", None) or DEFAULT_CHIP, **{**fixed, **fields})
-
-
-def build_parser():
-    """The ``ga2`` parser with every subcommand registered."""
-    parser = Parser(prog="ga2", description="GA-2: a batched-decode accelerator generator. Exit statuses: "
-                    "0 done, 1 a difference or a fault, 2 bad usage or input, 3 a simulation hang, 4 a missing "
-                    "tool (README, 'Exit statuses').")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:       # a part of the project not built yet must not break the rest
-            if exc.name and name.startswith(exc.name):
-                continue
-            raise
-        module.register(sub)
-    # Packages above ga2_sw add their commands through the "ga2.commands" entry point (ga2_soc: ``ga2 soc``),
-    # so that ga2_sw never names them.
-    for entry in sorted(entry_points(group="ga2.commands"), key=lambda e: e.name):
-        entry.load().register(sub)
-    return parser
-
-
-def main(argv=None):
-    """``ga2``: returns the exit status (README, "Exit statuses")."""
-    return run_main(build_parser(), argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

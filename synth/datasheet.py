@@ -39,7 +39,7 @@ def tokens_per_s(decode, fmax_mhz):
 def _decode(config, sims, progress):
     """The decode steps on each simulator of ``sims``: ``(steps, agreeing)``, the steps as the first simulator
     counted them and the simulators whose every step equals the reference machine's memories and counters."""
-    from ga2_sw.commands.decode_table import decode_table
+    from sim.decode_table import decode_table
     steps, agreeing = None, []
     for sim in sims:
         progress(f"decode steps on {sim}")

@@ -11,8 +11,9 @@ import json
 import pytest
 
 from ga2_sw import cycles, decode
-from ga2_sw.analyses import latency, model7b, planner, serving, traffic
-from ga2_sw.cli import main
+from ga2_cli.analyses import latency
+from ga2_sw.analyses import model7b, planner, serving, traffic
+from ga2_cli import main
 from ga2_sw.config import Config
 
 CFG = Config()
@@ -318,7 +319,7 @@ def test_banks_command_on_the_decode_programs(tmp_path):
     """The figures docs/ARCHITECTURE.md quotes for the decode-table programs as laid out today: for the chip's 8
     banks, where only the P V tiles still meet (374 extra slice cycles), and for 16 banks (619)."""
     import json
-    from ga2_sw.cli import main
+    from ga2_cli import main
 
     def rows(*options):
         assert main(["banks", "--json", str(tmp_path / "b.json"), *options]) == 0

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 from ga2_sw import asm, isa
 from ga2_sw import decode as dec
 from ga2_sw.asm import AsmError
-from ga2_sw.cli import main
+from ga2_cli import main
 from ga2_sw.config import Config
 from ga2_sw.isa import Op, Instr
 

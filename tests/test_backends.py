@@ -32,10 +32,10 @@ def test_registry_names_and_protocol():
 
 
 def _option(command, option):
-    from ga2_sw import cli
+    import ga2_cli
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
-    for name in cli._COMMAND_MODULES:
+    for name in ga2_cli.COMMAND_MODULES:
         __import__(name, fromlist=["register"]).register(sub)
     return next(a for a in sub.choices[command]._actions if option in a.option_strings)
 
@@ -45,7 +45,7 @@ def _choices(command, option="--sim"):
 
 
 def test_every_sim_option_offers_the_registry(capsys, tmp_path):
-    from ga2_sw.cli import main
+    from ga2_cli import main
     assert _choices("decode-table") == backend_names()
     assert _choices("fuzz") == backend_names(harness=True)
     (tmp_path / "x.s").write_text("HALT\n")                  # the program file is checked first

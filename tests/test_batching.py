@@ -8,7 +8,7 @@ import pytest
 
 from ga2_sw import decode as dec
 from ga2_sw.check import check_batching, ragged_lengths
-from ga2_sw.cli import main
+from ga2_cli import main
 from ga2_sw.config import Config
 from ga2_sw.cycles import cycle_counts
 from ga2_sw.isa import Err
@@ -120,7 +120,7 @@ def test_check_batching_command(capsys):
 
 
 def test_check_batching_progress_total_is_exact():
-    from ga2_sw.commands.batching import count_programs
+    from ga2_cli.commands.batching import count_programs
     for cfg, kw in ((CFG, dict(batches=(1, 2), lengths=(1, 5), seeds=(0,), ragged=True)),
                     (Config(rows=2), dict(batches=(2,), lengths=(2, 40), seeds=(0, 1), ragged=False))):
         n = []
@@ -135,7 +135,7 @@ def test_check_batching_unknown_simulator(capsys):
 
 
 def test_accuracy_is_a_few_lsbs(tmp_path, capsys):
-    from ga2_sw.commands.batching import accuracy
+    from ga2_cli.commands.batching import accuracy
     res = accuracy(CFG)
     assert [r["L"] for r in res["lengths"]] == [1, 2, 5, 9, 16]
     assert res["values"] == 2 * 33 * CFG.d

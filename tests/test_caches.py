@@ -320,7 +320,7 @@ def _fill(root, synth):
 
 
 def _main(argv, capsys):
-    from ga2_sw.cli import main
+    from ga2_cli import main
     status = main(argv)
     out, err = capsys.readouterr()
     return status, out, err

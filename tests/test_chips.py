@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from ga2_sw.chips import CATALOGUE, CHIP_NAMES, DEFAULT_CHIP, chip, config_of, name_of
-from ga2_sw.cli import build_parser, config_from_args, main
+from ga2_cli import build_parser, main
+from ga2_sw.cli import config_from_args
 from ga2_sw.config import WORKLOAD_FIELDS, Config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -165,7 +166,7 @@ def test_docs_chips_md_and_the_readme_s_table_are_made_from_the_records():
 
 def test_ga2_chips_json(tmp_path):
     out = tmp_path / "c.json"
-    r = subprocess.run([sys.executable, "-m", "ga2_sw", "chips", "--no-check", "--json", str(out)],
+    r = subprocess.run([sys.executable, "-m", "ga2_cli", "chips", "--no-check", "--json", str(out)],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     chips = json.loads(out.read_text())["chips"]
@@ -175,7 +176,7 @@ def test_ga2_chips_json(tmp_path):
 
 @pytest.mark.parametrize("name", CHIP_NAMES)
 def test_every_chip_runs_the_chapter_s_decode_steps_on_the_model(name):
-    from ga2_sw.commands.decode_table import decode_table
+    from sim.decode_table import decode_table
     from synth.datasheet import chapter_workload
     rows, _ = decode_table(chapter_workload(chip(name).config), "model")
     assert len(rows) == chip(name).config.rows + 1 and all(r["matches_reference"] for r in rows)
@@ -216,7 +217,7 @@ def _fuzz_on_verilator(config, count, seed):
 def _on_verilator(config, count, seed):
     """The chapter's decode steps and ``count`` random programs of ``config`` on Verilator, each against the
     reference machine (memories, the six counters, error, pc)."""
-    from ga2_sw.commands.decode_table import decode_table
+    from sim.decode_table import decode_table
     from synth.datasheet import chapter_workload
     _fuzz_on_verilator(config, count, seed)
     rows, _ = decode_table(chapter_workload(config), "verilator")

@@ -252,7 +252,7 @@ def test_pysim_matches_the_model(name, prog):
 
 
 def test_decode_table_json_has_both_modes(tmp_path, capsys):
-    from ga2_sw.cli import main
+    from ga2_cli import main
     out = tmp_path / "t.json"
     assert main(["decode-table", "--mode", "both", "--json", str(out)]) == 0
     text = capsys.readouterr().out
@@ -268,7 +268,7 @@ def test_decode_table_lengths_runs_one_batch(tmp_path, capsys):
     """--lengths: one batch of the given lengths, its words those of the traffic formula (weights once, each
     sequence d_model + 2 (L - 1) d + 2 d + d words at d_model = d = 16), matching the model's reference; the
     configuration narrows the option with one line."""
-    from ga2_sw.cli import main
+    from ga2_cli import main
     out = tmp_path / "t.json"
     assert main(["decode-table", "--mode", "both", "--lengths", "16,3,9", "--json", str(out)]) == 0
     rows = json.loads(out.read_text())["programs"]
@@ -429,7 +429,7 @@ def test_row_writes_on_pysim_match_the_model(name, prog):
 def test_row_writes_config_rules(capsys):
     """Row writes need the banked scratchpad and a row's words on distinct banks; the command line says so in
     one line (exit status 2)."""
-    from ga2_sw.cli import main
+    from ga2_cli import main
     with pytest.raises(ValueError, match="'row_writes' must be 0 in inorder mode"):
         Config(row_writes=1)
     with pytest.raises(ValueError, match=r"'row_writes' needs cols \(8\) less than sp_banks \(8\)"):

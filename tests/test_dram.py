@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from ga2_sw.cli import main as ga2
+from ga2_cli import main as ga2
 from ga2_sw.config import Config
 from ga2_sw.dram import GRADES, DramTiming, peak_bytes_per_cycle
 from ga2_sw.isa import halt, ld, st

@@ -40,12 +40,12 @@ import traceback
 import pytest
 
 ENTRY_POINTS = {                             # prog: module with main(argv)
-    "ga2": "ga2_sw.cli",
+    "ga2": "ga2_cli",
     "python -m ga2_hdl": "ga2_hdl.commands",
     "python -m synth": "synth.__main__",
 }
 PROCESS = {                                  # how each entry point runs as a process
-    "ga2": [sys.executable, "-m", "ga2_sw"],
+    "ga2": [sys.executable, "-m", "ga2_cli"],
     "python -m ga2_hdl": [sys.executable, "-m", "ga2_hdl"],
     "python -m synth": [sys.executable, "-m", "synth"],
 }

@@ -179,7 +179,7 @@ def test_the_decode_step_gains():
 def test_config_rules(capsys):
     """The option needs the decoupled chip's bare packed port; the command line says so in one line (exit
     status 2)."""
-    from ga2_sw.cli import main
+    from ga2_cli import main
     with pytest.raises(ValueError, match="'ld_overlap' must be 0 in inorder mode"):
         Config(ld_overlap=1)
     for bad in (dict(), dict(bus_bytes=4, axi=1)):
@@ -195,7 +195,7 @@ def test_config_rules(capsys):
 
 def test_bus_width_says_which_chip(capsys):
     """`ga2 bus-width` names the options the table's chip is built with."""
-    from ga2_sw.cli import main
+    from ga2_cli import main
     assert main(["bus-width", "--widths", "4", "--ld-overlap", "1"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert "overlapped LDs" in first, first
@@ -206,8 +206,8 @@ def test_bus_width_builds_the_chip_asked_for(tmp_path, capsys):
     unless --ld-overlap says otherwise): its B = 4 step is decode-table's for the chip, 807 cycles."""
     import json
     from ga2_sw.chips import chip
-    from ga2_sw.commands.decode_table import decode_table
-    from ga2_sw.cli import main
+    from sim.decode_table import decode_table
+    from ga2_cli import main
     out = tmp_path / "b.json"
     assert main(["bus-width", "--chip", "fast", "--widths", "4", "--json", str(out)]) == 0
     rows = [r for r in json.loads(out.read_text())["rows"] if r["name"] == "B=4 (all at token 16)"]

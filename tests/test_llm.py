@@ -104,7 +104,7 @@ def test_perplexity_of_english(model, reference):
 
 
 def test_missing_model_is_exit_status_4_in_one_line(tmp_path, monkeypatch, capsys):
-    from ga2_sw.cli import main
+    from ga2_cli import main
     monkeypatch.setenv("GA2_CACHE", str(tmp_path))
     monkeypatch.delenv("GA2_SMOLLM2_GGUF", raising=False)
     with pytest.raises(ModelMissing, match="run `ga2 llm fetch` once"):
@@ -122,7 +122,7 @@ def test_generate_command(model_file, monkeypatch, capsys, tmp_path):
     """` Paris.`, each step timed as a whole decode step of the llm chip (its products' programs on the cycle
     model with the DRAM's timing: a few minutes the first time a batch size is met)."""
     import json
-    from ga2_sw.cli import main
+    from ga2_cli import main
     monkeypatch.setenv("GA2_SMOLLM2_GGUF", str(model_file))
     out = tmp_path / "g.json"
     assert main(["llm", "generate", "The capital of France is", "--max-tokens", "2", "--json", str(out)]) == 0
@@ -140,7 +140,7 @@ def test_logit_ranges_count_every_query(model, capsys, tmp_path):
     T(T+1)/2 logits a prompt); real logits leave the chapter's int8 range in every block and never the
     long-context path's (measured: 0.16% to 19.66% beyond +-7.94, the largest 43.30)."""
     import json
-    from ga2_sw.cli import main
+    from ga2_cli import main
     from ga2_sw.llm.scores import PROMPTS
     out = tmp_path / "s.json"
     assert main(["llm", "scores", "--json", str(out)]) == 0
@@ -154,6 +154,6 @@ def test_logit_ranges_count_every_query(model, capsys, tmp_path):
 
 
 def test_the_llm_group_names_its_commands(capsys):
-    from ga2_sw.cli import main
+    from ga2_cli import main
     assert main(["llm"]) == 2
     assert capsys.readouterr().err == "ga2 llm: error: a command is required: fetch, generate, eval, steps, cycles, throughput, llama-check, scores (ga2 llm --help)\n"

@@ -225,7 +225,7 @@ def test_continuous_batching_serves_each_prompt_its_own_tokens(model, ga2):
 
 
 def _eval(model_file, monkeypatch, tmp_path, *extra):
-    from ga2_sw.cli import main
+    from ga2_cli import main
     monkeypatch.setenv("GA2_SMOLLM2_GGUF", str(model_file))
     out = tmp_path / "eval.json"
     assert main(["llm", "eval", "--tokens", "48", "--json", str(out), "--no-progress", *extra]) == 0
@@ -264,7 +264,8 @@ def test_attention_steps_as_chip_programs(ga2):
     """Sampled steps of the GA-2 path (blocks 0 and 17, two sequences in one program, grouped-query
     heads) run as chip programs: the simulator's memory and counters are the reference machine's and the cycle
     model's, its outputs the path's (`ga2 llm steps` runs 20 on Verilator)."""
-    from ga2_sw.llm.chip_steps import capture, run_steps
+    from ga2_sw.llm.chip_steps import capture
+    from sim.llm_attention import run_steps
     from sim.backends import get_backend
     steps = capture(ga2, 2, tokens=8, blocks=(0, 17))
     assert len(steps) == 2 and {s.prompt for s in steps} == {0, 1}
@@ -280,7 +281,8 @@ def test_wide_key_steps_as_chip_programs(model, ga2):
     """Wide keys on the real model (``Ga2Model(key_digits=2)``): the key cache holds 15-bit keys (beyond int8)
     at the same calibrated peak, and a sampled step runs as a chip program of two digit planes with the path's
     outputs, both readings, on the reference machine and the cycle model."""
-    from ga2_sw.llm.chip_steps import capture, run_steps
+    from ga2_sw.llm.chip_steps import capture
+    from sim.llm_attention import run_steps
     from ga2_sw.llm.ga2_path import Ga2Model
     wide = Ga2Model(model, ga2.cal, key_digits=2)
     [step] = capture(wide, 1, tokens=4, blocks=(17,))
@@ -297,7 +299,8 @@ def test_chip_attention_continues_from_the_simulator_and_checks_it(ga2):
     outputs, both readings, and counts it; a path whose numbers differ from the chip's is refused, naming the
     step (here the path's fine reading is tampered with, as a wrong scaling in the path would show)."""
     import dataclasses
-    from ga2_sw.llm.chip_steps import ChipAttention, ChipMismatch, capture
+    from ga2_sw.llm.chip_steps import capture
+    from sim.llm_attention import ChipAttention, ChipMismatch
     from sim.backends import get_backend
     [step] = capture(ga2, 1, tokens=4, blocks=(29,))
     sim = "model" if get_backend("verilator").unavailable_reason() else "verilator"
@@ -311,7 +314,7 @@ def test_chip_attention_continues_from_the_simulator_and_checks_it(ga2):
 
 
 def test_generate_refuses_a_simulator_without_the_ga2_path(capsys):
-    from ga2_sw.cli import main
+    from ga2_cli import main
     assert main(["llm", "generate", "Hello", "--path", "float", "--sim", "verilator"]) == 2
     err = capsys.readouterr().err
     assert "--sim" in err and "--path ga2" in err and len(err.strip().splitlines()) == 1
@@ -378,7 +381,7 @@ def test_block_cycle_programs():
 
 
 def test_cycles_command_refuses_a_chip_without_a_batch(capsys):
-    from ga2_sw.cli import main
+    from ga2_cli import main
     assert main(["llm", "cycles", "--chips", "3", "--batches", "4,8"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--batches" in err and "3x3" in err and len(err.splitlines()) == 1
@@ -386,7 +389,7 @@ def test_cycles_command_refuses_a_chip_without_a_batch(capsys):
 
 def test_cycles_command_tokens_per_second_at_a_given_clock(tmp_path, capsys):
     """`ga2 llm cycles --clock-mhz F`: tokens/s = F MHz / cycles per token, in the table's header and the JSON."""
-    from ga2_sw.cli import main
+    from ga2_cli import main
     out = tmp_path / "cycles.json"
     assert main(["llm", "cycles", "--chips", "4", "--batches", "2", "--contexts", "64", "--clock-mhz", "83",
                  "--json", str(out), "--no-progress"]) == 0
@@ -404,7 +407,7 @@ def test_cycles_command_tokens_per_second_at_a_given_clock(tmp_path, capsys):
 
 def test_cycles_command_draws_the_plot(tmp_path, capsys):
     """`ga2 llm cycles --plot F.png` writes a PNG; a plot path in a missing folder is refused before any work."""
-    from ga2_sw.cli import main
+    from ga2_cli import main
     png = tmp_path / "cycles.png"
     assert main(["llm", "cycles", "--chips", "4", "--batches", "1", "--contexts", "16,32", "--plot", str(png),
                  "--no-progress"]) == 0
@@ -418,7 +421,7 @@ def test_cycles_command_draws_the_plot(tmp_path, capsys):
 def test_the_attention_table_quotes_no_fmax(tmp_path):
     """The attention-only table's chips are not placed (their memories exceed an ECP5's): its rows give
     tokens/s at the stated clock alone, that clock over the cycles per token."""
-    from ga2_sw.cli import main
+    from ga2_cli import main
     out = tmp_path / "cycles.json"
     assert main(["llm", "cycles", "--chips", "4,8", "--batches", "4", "--contexts", "64", "--json", str(out),
                  "--no-progress", "--clock-mhz", "80"]) == 0

@@ -124,7 +124,7 @@ def test_online_accuracy_rows():
 
 def test_accuracy_online_command(tmp_path, capsys):
     import json
-    from ga2_sw.cli import main
+    from ga2_cli import main
     out = tmp_path / "a.json"
     assert main(["accuracy", "--online", "--d", "16", "--lengths", "16,200", "--seeds", "0",
                  "--json", str(out)]) == 0
@@ -179,7 +179,7 @@ def test_error_budget_separates_the_sources():
     """The budget's rows: with exact q, K, V the chip's widths (1/64-logit scores, 12-bit weights) err far less
     than the chapter's (1/16, 7 bits) at a long context; the command refuses --budget without --online."""
     from ga2_sw.analyses.long_context import BUDGET_VARIANTS, error_budget
-    from ga2_sw.cli import main
+    from ga2_cli import main
     rows = error_budget([2000], d=32, seeds=(0, 1), workloads=("peaked",))
     by = {r["variant"]: r for r in rows}
     assert [r["variant"] for r in rows] == [v[0] for v in BUDGET_VARIANTS]

@@ -7,7 +7,7 @@ import pytest
 
 from ga2_sw import isa
 from ga2_sw.analyses.matrix_lane import CATEGORIES, lane_rows, matrix_lane_cycles
-from ga2_sw.cli import main
+from ga2_cli import main
 from ga2_sw.config import Config
 from ga2_sw.cycles import DecoupledTimer, cycle_counts
 from ga2_sw.isa import Op

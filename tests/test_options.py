@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ga2_sw.config import Config
-from ga2_sw.cli import main
+from ga2_cli import main
 from ga2_sw.options import (EXIT_FAULT, EXIT_HANG, EXIT_OK, EXIT_STATUSES, EXIT_USAGE, Float,
                             Identifier, InputFile, Int, IntList, OutputDir, OutputFile, Parser, atomic_write,
                             one_line, savefig)
@@ -199,7 +199,8 @@ def test_the_model_honours_the_cycle_limit(tmp_path, capsys):
 @pytest.mark.parametrize("argv", [["run", "p.s"], ["asm", "p.s", "-o", "p.hex"], ["traffic"], ["latency"], ["check-batching"]])
 def test_commands_build_the_decoupled_chip_unless_told(argv, tmp_path, monkeypatch):
     """The commands' --mode defaults to decoupled (the faster chip at its Fmax); --mode inorder is the chapter's."""
-    from ga2_sw.cli import build_parser, config_from_args
+    from ga2_cli import build_parser
+    from ga2_sw.cli import config_from_args
     monkeypatch.chdir(tmp_path)
     (tmp_path / "p.s").write_text("HALT\n")
     parser = build_parser()
@@ -214,7 +215,7 @@ def test_a_faulting_program_is_status_1(tmp_path, capsys):
 
 # -- help texts and the README --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("module", ["ga2_sw.cli", "ga2_hdl.commands", "synth.__main__"])
+@pytest.mark.parametrize("module", ["ga2_cli", "ga2_hdl.commands", "synth.__main__"])
 def test_help_texts_name_only_options_that_exist(module, capsys):
     """Each subcommand's --help (usage, description, every option's help with its defaults filled in) names
     only options that subcommand has."""

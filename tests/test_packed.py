@@ -118,7 +118,7 @@ def test_decode_steps_through_a_packed_port():
     """The chapter's five decode steps on a 4-byte port: Verilator equals the model (memories and counters), and
     batch invariance holds with every sequence's output the plain-Python integer reference's."""
     from ga2_sw.check import check_batching
-    from ga2_sw.commands.decode_table import decode_table
+    from sim.decode_table import decode_table
     config = Config(mode="decoupled", bus_bytes=4, sp_banks=16)
     rows, _ = decode_table(config, "verilator")
     assert all(r["matches_reference"] for r in rows)
@@ -131,7 +131,7 @@ def test_bus_width_command(tmp_path, capsys):
     """`ga2 bus-width`: the steps at each width, checked against the model, the bound named; a width the chip
     cannot have is refused in one line with status 2."""
     import json
-    from ga2_sw.cli import main
+    from ga2_cli import main
     out = tmp_path / "bus.json"
     assert main(["bus-width", "--widths", "1,4", "--json", str(out)]) == 0
     rows = json.loads(out.read_text())["rows"]

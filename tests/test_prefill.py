@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ga2_sw import decode, isa, prefill
-from ga2_sw.cli import main
+from ga2_cli import main
 from ga2_sw.config import Config
 from ga2_sw.cycles import cycle_counts
 from ga2_sw.machine import Machine

@@ -163,7 +163,7 @@ def test_the_decode_step_meets_its_target():
 def test_config_rules(capsys):
     """Lanes need the overlapped requantiser, a power of two, and four banks a lane; the command line says so
     in one line (exit status 2)."""
-    from ga2_sw.cli import main
+    from ga2_cli import main
     base = Config(mode="decoupled", sp_banks=16, rq_overlap=1)
     assert base.replace(rq_lanes=4).rq_lanes == 4
     with pytest.raises(ValueError, match="'rq_lanes' must be 1 without rq_overlap"):

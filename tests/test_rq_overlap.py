@@ -227,7 +227,7 @@ def test_the_decode_step_gains_where_the_vector_lane_binds():
 
 def test_config_rules(capsys):
     """The option needs the decoupled chip; the command line says so in one line (exit status 2)."""
-    from ga2_sw.cli import main
+    from ga2_cli import main
     with pytest.raises(ValueError, match="'rq_overlap' must be 0 in inorder mode"):
         Config(rq_overlap=1)
     assert main(["decode-table", "--mode", "inorder", "--rq-overlap", "1"]) == 2
@@ -240,7 +240,7 @@ def test_config_rules(capsys):
 
 def test_bus_width_says_which_chip(capsys):
     """`ga2 bus-width` names the options the table's chip is built with."""
-    from ga2_sw.cli import main
+    from ga2_cli import main
     assert main(["bus-width", "--widths", "4", "--rq-overlap", "1"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert "32 banks, overlapped RQs," in first and "a row of results" not in first, first

@@ -107,7 +107,7 @@ def test_prompts_file_errors_name_the_line(tmp_path):
 
 
 def test_generate_refuses_a_chip_that_cannot_run_the_step(tmp_path, capsys):
-    from ga2_sw.cli import main
+    from ga2_cli import main
     assert main(["llm", "generate", "Hello", "--chip", "decoupled"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--chip decoupled" in err[0] and "online unit" in err[0]

@@ -72,7 +72,7 @@ def test_the_decode_step_gains():
 
 def test_config_rules(capsys):
     """Two lanes need the decoupled chip's banks; the command line says so in one line (exit status 2)."""
-    from ga2_sw.cli import main
+    from ga2_cli import main
     with pytest.raises(ValueError, match="'sm_lanes' must be 1 in inorder mode"):
         Config(sm_lanes=2)
     assert main(["decode-table", "--mode", "inorder", "--sm-lanes", "2"]) == 2

@@ -109,21 +109,27 @@ def test_a_missing_program_is_a_difference(payload):
 
 
 NEXTPNR_LOG = """\
+Info: Max frequency for clock '$glbnet$VexRiscv.clk': 48.20 MHz (FAIL at 50.00 MHz)
 Info: Device utilisation:
 Info:             TRELLIS_IO:      34/    365     9%
-Info:            TRELLIS_COMB:   18357/  83640    21%
-Info:                  DP16KD:      75/    208    36%
+Info:            TRELLIS_COMB:   18136/  83640    21%
+Info:                  DP16KD:      78/    208    37%
 Info:              MULT18X18D:      25/    156    16%
-Info: Max frequency for clock '$glbnet$crg_clkout': 52.28 MHz (PASS at 50.00 MHz)
+Info: Max frequency for clock             '$glbnet$crg_clkout1': 140.88 MHz (PASS at 100.00 MHz)
+Info: Max frequency for clock '$glbnet$VexRiscv.clk': 53.01 MHz (PASS at 50.00 MHz)
 """
 
 
 def test_the_place_and_route_report_is_read():
     from ga2_soc.board import parse_nextpnr
-    r = parse_nextpnr(NEXTPNR_LOG)
-    assert (r["fmax_mhz"], r["passed"], r["target_mhz"]) == (52.28, True, 50.0)
-    assert (r["luts"], r["brams"], r["multipliers"]) == (18357, 75, 25)
-    assert parse_nextpnr(NEXTPNR_LOG.replace("PASS", "FAIL"))["passed"] is False
+    r = parse_nextpnr(NEXTPNR_LOG, 50)
+    assert (r["fmax_mhz"], r["passed"]) == (53.01, True)          # the final report, not the placer's estimate
+    assert (r["luts"], r["brams"], r["multipliers"]) == (18136, 78, 25)
+    assert r["clocks"]["$glbnet$crg_clkout1"] == {"fmax_mhz": 140.88, "target_mhz": 100.0, "passed": True}
+    late = NEXTPNR_LOG.replace("140.88 MHz (PASS", "90.00 MHz (FAIL")
+    assert parse_nextpnr(late, 50)["passed"] is False               # every clock must meet its target
+    with pytest.raises(RuntimeError, match="no clock with a 25 MHz target"):
+        parse_nextpnr(NEXTPNR_LOG, 25)
 
 
 @pytest.mark.parametrize("argv, says", [
@@ -134,7 +140,7 @@ def test_the_place_and_route_report_is_read():
     (["build", "--sys-clk-mhz", "500"], "--sys-clk-mhz"),
 ])
 def test_the_commands_refuse_bad_input_in_one_line(argv, says):
-    out = subprocess.run([sys.executable, "-m", "ga2_soc", *argv], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-m", "ga2_cli", "soc", *argv], capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and out.stdout == ""
     assert len(out.stderr.strip().splitlines()) == 1 and says in out.stderr, out.stderr
 
@@ -162,7 +168,7 @@ def test_the_soc_runs_the_decode_step_from_firmware(tmp_path):
     why = _soc_tools()
     if why:
         pytest.skip(why)
-    out = subprocess.run([sys.executable, "-m", "ga2_soc", "sim", "--json", str(tmp_path / "soc.json")],
+    out = subprocess.run([sys.executable, "-m", "ga2_cli", "soc", "sim", "--json", str(tmp_path / "soc.json")],
                          capture_output=True, text=True, timeout=1800)
     assert out.returncode == 0, out.stdout + out.stderr
     r = json.loads((tmp_path / "soc.json").read_text())

@@ -1,4 +1,4 @@
-"""``ga2 weight-stream`` (ga2_sw/analyses/weight_stream.py): a decode step's weights streamed from a DRAM.
+"""``ga2 weight-stream`` (ga2_cli/analyses/weight_stream.py): a decode step's weights streamed from a DRAM.
 
 The program's outputs are held to numpy (not to the reference machine, which runs the same program), the
 DRAM's peak to the data sheet's arithmetic done here, and the figure quoted in docs/ARCHITECTURE.md ("A DRAM
@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from ga2_sw.analyses.weight_stream import QK_MN, V_MN, stream_config, stream_rows, stream_workload
+from ga2_cli.analyses.weight_stream import QK_MN, V_MN, stream_config, stream_rows, stream_workload
 from ga2_sw.config import Config
 from ga2_sw.machine import Machine
 from ga2_sw.numerics import s8
@@ -59,7 +59,7 @@ def test_the_block_reaches_89_percent_of_ddr3_800():
 
 def test_command(tmp_path, capsys):
     """The command's JSON and its refusals: one line, status 2."""
-    from ga2_sw.cli import main
+    from ga2_cli import main
     out = tmp_path / "ws.json"
     assert main(["weight-stream", "--memories", "ddr3-800", "--batch", "1", "--no-progress", "--json", str(out)]) == 0
     (row,) = json.loads(out.read_text())["rows"]

@@ -114,7 +114,7 @@ def test_the_step_of_one_sequence_on_the_llm_chip():
 
 
 def run_ga2(*argv):
-    return subprocess.run([sys.executable, "-m", "ga2_sw", *argv], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "ga2_cli", *argv], capture_output=True, text=True)
 
 
 def test_throughput_command_json(tmp_path):

@@ -258,7 +258,8 @@ class Ga2Model(FloatModel):
         # key/value head; fine and fine8 are [] and None without the fine reading.
         self.on_attention = None
         # When set, every attention step also runs on a simulator of the chip, whose outputs the model continues
-        # with (chip_steps.ChipAttention: it checks them against the numpy ones): chip(Step) -> (out8, fine8).
+        # with (sim.llm_attention.ChipAttention: it checks them against the numpy ones):
+        # chip(Step) -> (out8, fine8).
         self.chip = None
 
     def linear(self, name, x):

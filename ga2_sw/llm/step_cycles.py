@@ -51,7 +51,7 @@ def projection_program(config, batch, d_model, q_rows, kv_rows, v_mn=(1, 0), dig
     after them, the outputs after those. Each weight tile meets every input row (MMs of up to ``rows`` input
     rows); with one digit, v is requantised on the chip (RQ, ``v_mn``), and with ``qk_mn`` q and k too, each
     tile's outputs once the next tile's MMs have issued, so that the vector lane works beside the stream (every
-    output an int8, as a packed port stores it: ``ga2_sw.analyses.weight_stream``), stored tile by tile (tile
+    output an int8, as a packed port stores it: ``ga2_cli.analyses.weight_stream``), stored tile by tile (tile
     ``r0``'s ``n`` outputs of token b from ``r0 batch + b n`` on); with two digits every sum goes to the host."""
     C, R = config.cols, config.rows
     inputs = batch * digits

@@ -3,8 +3,8 @@ context: the step's cycles (its programs on the cycle model plus the host's roun
 measured Fmax, and the two bounds a step cannot beat, the DRAM's (weights and KV caches over the memory's peak)
 and the array's (the MACs over rows x cols a cycle): the chapter's argument, measured on a real model."""
 
-from ..analyses.common import emit, finish_plot, json_option, plot_option, progress_bar, table
-from ..options import Int, IntList
+from ga2_sw.analyses.common import emit, finish_plot, json_option, plot_option, progress_bar, table
+from ga2_sw.options import Int, IntList
 
 __all__ = ["add_throughput"]
 
@@ -13,13 +13,13 @@ CONTEXTS = IntList(1, 4096)
 
 
 def _config(args):
-    from ..cli import config_from_args
+    from ga2_sw.cli import config_from_args
     return config_from_args(args)
 
 
 def _check(args):
     """Every batch's step fits the chip at the longest context (its programs' memories and instructions)."""
-    from ..llm.whole_step import Host, step_phases
+    from ga2_sw.llm.whole_step import Host, step_phases
     config = _config(args)
     if not config.online_unit:
         raise ValueError(f"--chip {args.chip}: the step's attention needs the online unit (--online-unit 1)")
@@ -32,8 +32,8 @@ def _check(args):
 
 
 def _run(args):
-    from ..chips import measured_fmax, name_of
-    from ..llm.whole_step import memory_bytes_per_cycle, phase_count, throughput_rows
+    from ga2_sw.chips import measured_fmax, name_of
+    from ga2_sw.llm.whole_step import memory_bytes_per_cycle, phase_count, throughput_rows
     config = _config(args)
     name = name_of(config)
     fmax = measured_fmax(name) if name else None
@@ -91,7 +91,7 @@ def plot_throughput(path, rows, chip, clock_mhz):
 
 
 def add_throughput(llm):
-    from ..cli import add_config_arguments
+    from ga2_sw.cli import add_config_arguments
     p = llm.add_parser("throughput", help="SmolLM2-135M's whole decode step on a chip: cycles, tokens/s and the "
                                           "DRAM and compute bounds, per batch and context")
     p.add_argument("--batches", metavar="B,B", type=BATCHES, default=[1, 2, 4, 8],

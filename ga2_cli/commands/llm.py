@@ -10,11 +10,11 @@ the chip's programs."""
 import sys
 import time
 
-from ..analyses.common import json_option, plot_option, progress_bar, write_json
-from ..llm.ga2_path import KEY_SCALES, LINEARS, SMOOTHING, WEIGHT_SCALES
-from ..numerics import KEY_DIGITS
-from ..chips import CHIP_NAMES
-from ..options import InputFile, Int, IntList, Names, Text, ToolMissing
+from ga2_sw.analyses.common import json_option, plot_option, progress_bar, write_json
+from ga2_sw.llm.ga2_path import KEY_SCALES, LINEARS, SMOOTHING, WEIGHT_SCALES
+from ga2_sw.numerics import KEY_DIGITS
+from ga2_sw.chips import CHIP_NAMES
+from ga2_sw.options import InputFile, Int, IntList, Names, Text, ToolMissing
 from .llm_llama import add_llama_check
 from .llm_throughput import add_throughput
 
@@ -35,7 +35,7 @@ def chat_prompt(text):
 
 
 def _fetch(args):
-    from ..llm.files import fetch
+    from ga2_sw.llm.files import fetch
     path = fetch(progress=lambda m: print(m), force=args.force)
     print(f"model file: {path}")
     return 0
@@ -43,27 +43,27 @@ def _fetch(args):
 
 def _check_model(args):
     """The packages and the model file, before any work (exit status 4 when one is missing)."""
-    from ..llm.files import model_path
-    from ..llm.gguf_model import requirements
+    from ga2_sw.llm.files import model_path
+    from ga2_sw.llm.gguf_model import requirements
     requirements()
     model_path()
 
 
 def _load_prompts(path):
-    from ..llm.serving import load_prompts
+    from ga2_sw.llm.serving import load_prompts
     load_prompts(path)
 
 
 def _prompts(args):
-    from ..llm.serving import load_prompts
+    from ga2_sw.llm.serving import load_prompts
     return ([args.prompt] if args.prompt is not None else []) + (load_prompts(args.batch) if args.batch else [])
 
 
 def _check_generate(args):
     if args.prompt is None and args.batch is None:
         raise ValueError("generate: give a PROMPT, a --batch file of prompts, or both")
-    from ..chips import config_of
-    from ..llm.whole_step import step_phases
+    from ga2_sw.chips import config_of
+    from ga2_sw.llm.whole_step import step_phases
     config = config_of(args.chip)
     if not config.online_unit:
         raise ValueError(f"--chip {args.chip}: the steps' attention needs a chip with the online unit (llm)")
@@ -85,23 +85,23 @@ def _runner(args, model):
     """(what runs the model a token at a time, the simulator its attention steps run on or None): the GA-2
     path, calibrated, or the float32 reference."""
     if args.path != "ga2":
-        from ..llm.float_model import FloatModel
+        from ga2_sw.llm.float_model import FloatModel
         return FloatModel(model), None
-    from ..llm.ga2_path import Ga2Model, calibrate
+    from ga2_sw.llm.ga2_path import Ga2Model, calibrate
     runner, chip = Ga2Model(model, calibrate(model)), None
     if args.sim != "model":
-        from ..llm.chip_steps import ChipAttention
+        from sim.llm_attention import ChipAttention
         runner.chip = chip = ChipAttention(args.sim)
     return runner, chip
 
 
 def _generate(args):
-    from ..llm.chip_steps import ChipMismatch
-    from ..llm.gguf_model import load
-    from ..llm.serving import requests_from_prompts, serve
-    from ..chips import config_of
-    from ..llm.step_cycles import SMOLLM2
-    from ..llm.whole_step import StepTimer
+    from sim.llm_attention import ChipMismatch
+    from ga2_sw.llm.gguf_model import load
+    from ga2_sw.llm.serving import requests_from_prompts, serve
+    from ga2_sw.chips import config_of
+    from ga2_sw.llm.step_cycles import SMOLLM2
+    from ga2_sw.llm.whole_step import StepTimer
     prompts = _prompts(args)
     t0 = time.perf_counter()
     model = load()
@@ -153,7 +153,7 @@ def _generate(args):
 def _print_serving(steps, requests, chip, max_batch, blocks):
     """The per-step table (every step when there are few, else the steps where the batch changes) and the
     totals; the totals as a dict."""
-    from ..analyses.common import table
+    from ga2_sw.analyses.common import table
     print(f"\nserving on the {chip} chip, at most {max_batch} sequences a step, continuous batching: per step, "
           f"the cycles of the whole decode step from the cycle model (every product of the {blocks} blocks and the "
           f"LM head and the attention as chip programs, the host's round trips between them; ga2 llm throughput), "
@@ -190,7 +190,7 @@ def plot_serving(path, steps, chip, max_batch):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from ..analyses.common import finish_plot
+    from ga2_sw.analyses.common import finish_plot
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
     xs = [s["step"] for s in steps]
     top.step(xs, [len(s["requests"]) for s in steps], where="mid", color="tab:blue")
@@ -214,10 +214,10 @@ def plot_serving(path, steps, chip, max_batch):
 
 
 def _eval(args):
-    from ..analyses.common import table
-    from ..llm.evaluate import evaluate
-    from ..llm.gguf_model import load
-    from ..llm.texts import EVAL_TEXT, GENERATE_PROMPTS
+    from ga2_sw.analyses.common import table
+    from ga2_sw.llm.evaluate import evaluate
+    from ga2_sw.llm.gguf_model import load
+    from ga2_sw.llm.texts import EVAL_TEXT, GENERATE_PROMPTS
     model = load()
     text = EVAL_TEXT if args.text is None else open(args.text, encoding="utf-8").read()
     available = len(model.encode(text))         # --tokens beyond the text's length scores all of it
@@ -256,7 +256,7 @@ def _eval(args):
         print(f"  float32:   {g['float']!r}")
         print(f"  GA-2 path: {g['ga2']!r}")
     if not args.no_cycles:
-        from ..llm.step_cycles import table as cycle_table
+        from ga2_sw.llm.step_cycles import table as cycle_table
         print()
         r["cycles_per_token"] = cycle_table(sizes=(4, 8), batches=(1, 4, 8), contexts=(64, 1024))
         print_cycles(r["cycles_per_token"])
@@ -264,15 +264,15 @@ def _eval(args):
     if args.json:
         write_json(args.json, r)
     if args.plot:
-        from ..llm.evaluate import plot_eval
+        from ga2_sw.llm.evaluate import plot_eval
         plot_eval(r, args.plot)
     return 0
 
 
 def _scores(args):
-    from ..analyses.common import table
-    from ..llm.gguf_model import load
-    from ..llm.scores import CHAPTER_RANGE, LONG_RANGE, PROMPTS, logit_ranges
+    from ga2_sw.analyses.common import table
+    from ga2_sw.llm.gguf_model import load
+    from ga2_sw.llm.scores import CHAPTER_RANGE, LONG_RANGE, PROMPTS, logit_ranges
     rows = logit_ranges(load())
     print(f"attention logits q.k / sqrt(d) of SmolLM2-135M over {len(PROMPTS)} fixed prompts, per block, against "
           f"the chapter's int8 scores (+-{CHAPTER_RANGE:.2f} logits) and the long-context path's 16-bit scores "
@@ -291,10 +291,11 @@ def _scores(args):
 
 
 def _steps(args):
-    from ..analyses.common import table
-    from ..llm.chip_steps import STEP_CONFIG, capture, run_steps
-    from ..llm.ga2_path import Ga2Model, calibrate
-    from ..llm.gguf_model import load
+    from ga2_sw.analyses.common import table
+    from ga2_sw.llm.chip_steps import STEP_CONFIG, capture
+    from sim.llm_attention import run_steps
+    from ga2_sw.llm.ga2_path import Ga2Model, calibrate
+    from ga2_sw.llm.gguf_model import load
     from sim.backends import get_backend
     sim = args.sim
     if sim == "verilator" and get_backend(sim).unavailable_reason():
@@ -325,7 +326,7 @@ def _steps(args):
 
 
 def _cycles(args):
-    from ..llm.step_cycles import SMOLLM2, table as cycle_table
+    from ga2_sw.llm.step_cycles import SMOLLM2, table as cycle_table
     bar = progress_bar(sum(len([b for b in args.batches if b <= size]) * len(args.contexts) for size in args.chips),
                        args.no_progress, "point")
     rows = cycle_table(args.chips, args.batches, args.contexts, progress=lambda: bar.update(1),
@@ -348,7 +349,7 @@ def plot_cycles(path, rows, clock_mhz):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from ..analyses.common import finish_plot
+    from ga2_sw.analyses.common import finish_plot
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
     lines = sorted({(int(r["chip"].split("x")[0]), r["batch"]) for r in rows})
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -393,8 +394,8 @@ def _check_cycles(args):
 def print_cycles(rows, clock_mhz=CLOCK_MHZ):
     """The cycles-per-token table of ``ga2_sw.llm.step_cycles.table`` (``ga2 llm cycles`` and ``ga2 llm eval``),
     tokens per second at ``clock_mhz``."""
-    from ..analyses.common import table
-    from ..llm.step_cycles import SMOLLM2, chip_banks
+    from ga2_sw.analyses.common import table
+    from ga2_sw.llm.step_cycles import SMOLLM2, chip_banks
     sh = SMOLLM2
     planes = rows[0].get("key_digits", 1) + 1           # K's digit planes and V: words per cached token and channel
     keys = "" if planes == 2 else ", wide keys (two digit planes of K)"

@@ -4,9 +4,9 @@ run on a simulator, checked against an integer reference, with its MACs per cycl
 import sys
 import time
 
-from ..analyses.common import finish_plot, json_option, plot_option, table, write_json
-from ..config import Config, sized_memories
-from ..options import SEED, Int
+from ga2_sw.analyses.common import finish_plot, json_option, plot_option, table, write_json
+from ga2_sw.config import Config, sized_memories
+from ga2_sw.options import SEED, Int
 
 __all__ = ["register", "prefill_config", "run_prefill"]
 
@@ -18,8 +18,8 @@ def prefill_config(args):
     """The chip of the command line, with each field of ``SIZED`` not given sized to the prefill: the context
     to ``--tokens``, the memories to the smallest power of two that holds the layout and the program.
     PrefillError (one line naming the field) when a given field is too small."""
-    from ..cli import config_from_args
-    from ..prefill import PrefillError, needed_config
+    from ga2_sw.cli import config_from_args
+    from ga2_sw.prefill import PrefillError, needed_config
     T = args.tokens
     given = {name: getattr(args, f"cfg_{name}") for name in SIZED}
     base = config_from_args(args, drop=SIZED)
@@ -44,8 +44,8 @@ def run_prefill(config, tokens, sim="model", seed=4242):
     import numpy as np
     from sim.backends import get_backend
     from sim.compare import compare_results
-    from .. import decode, prefill
-    from ..machine import Machine
+    from ga2_sw import decode, prefill
+    from ga2_sw.machine import Machine
     w = decode.make_workload(config, 1, tokens, seed)
     P = decode.rq_params(w)
     lay = prefill.PrefillLayout(config, tokens)
@@ -130,7 +130,7 @@ def _run(args):
 def _check(args):
     """The sizes (a given memory too small for the prefill: exit status 2) and the simulator (exit status 4)."""
     from sim.backends import get_backend
-    from ..options import ToolMissing
+    from ga2_sw.options import ToolMissing
     prefill_config(args)
     reason = get_backend(args.sim).unavailable_reason()
     if reason and not (args.sim == "verilator" and not args.no_fallback):
@@ -138,7 +138,7 @@ def _check(args):
 
 
 def register(sub):
-    from ..cli import add_config_arguments
+    from ga2_sw.cli import add_config_arguments
     from sim.backends import backend_names
     p = sub.add_parser("prefill", help="a prompt's T tokens through one head in one program: MACs per cycle")
     p.add_argument("--tokens", type=Int(1, Config.field_range("sm_max_len")[1]), default=64,

@@ -6,8 +6,8 @@ the mean KL divergence and both perplexities, on the model file itself (llama.cp
 import tempfile
 from pathlib import Path
 
-from ..analyses.common import emit, json_option, table
-from ..options import InputFile
+from ga2_sw.analyses.common import emit, json_option, table
+from ga2_sw.options import InputFile
 
 __all__ = ["add_llama_check"]
 
@@ -15,19 +15,19 @@ WEIGHTS = ("file", "float32")
 
 
 def _check(args):
-    from ..llm.files import model_path
-    from ..llm.gguf_model import requirements as gguf_requirements
-    from ..llm.llama_check import requirements
+    from ga2_sw.llm.files import model_path
+    from ga2_sw.llm.gguf_model import requirements as gguf_requirements
+    from ga2_sw.llm.llama_check import requirements
     gguf_requirements()
     requirements()
     model_path()
 
 
 def _run(args):
-    from ..llm.files import model_path
-    from ..llm.gguf_model import load
-    from ..llm.llama_check import compare, float32_copy, float_logits
-    from ..llm.texts import EVAL_TEXT
+    from ga2_sw.llm.files import model_path
+    from ga2_sw.llm.gguf_model import load
+    from ga2_sw.llm.llama_check import compare, float32_copy, float_logits
+    from ga2_sw.llm.texts import EVAL_TEXT
     path = model_path()
     model = load(path)
     text = EVAL_TEXT if args.text is None else Path(args.text).read_text(encoding="utf-8")
@@ -56,7 +56,7 @@ def _run(args):
 
 
 def add_llama_check(llm):
-    from ..options import Names
+    from ga2_sw.options import Names
     p = llm.add_parser("llama-check", help="the float reference against llama.cpp reading the same model file "
                                            "(pip install llama-cpp-python)")
     p.add_argument("--text", metavar="FILE", type=InputFile(), help="compare over this UTF-8 text (default: the "

@@ -3,9 +3,9 @@ int8 element in a 32-bit word per cycle to 4, 8 and 16 packed bytes per beat (``
 docs/ARCHITECTURE.md "The packed external port"), against the memory bound in beats and the busy time of the
 compute lanes: where the step stops being memory-bound."""
 
-from ..config import BUS_BYTES
-from ..options import IntList
-from .common import chip_options, emit, finish_plot, json_option, plot_option, table
+from ga2_sw.config import BUS_BYTES
+from ga2_sw.options import IntList
+from ga2_sw.analyses.common import chip_options, emit, finish_plot, json_option, plot_option, table
 
 __all__ = ["bus_rows", "register", "check_widths"]
 
@@ -13,10 +13,10 @@ WIDTHS = IntList(1, max(BUS_BYTES), max_items=len(BUS_BYTES))
 
 
 def bus_rows(config, widths, sim="model", seed=4242, ld_overlap=0):
-    """One row per width and program (``ga2_sw.commands.decode_table.decode_table`` rows with ``bus_bytes``),
+    """One row per width and program (``ga2_cli.commands.decode_table.decode_table`` rows with ``bus_bytes``),
     each checked against the reference machine on ``sim``; with ``ld_overlap``, the packed widths' chips overlap
     their LDs (the word port has no overlapped LDs)."""
-    from ..commands.decode_table import decode_table
+    from sim.decode_table import decode_table
     rows = []
     for w in widths:
         rows += decode_table(config.replace(bus_bytes=w, ld_overlap=ld_overlap if w > 1 else 0), sim, seed)[0]
@@ -29,7 +29,7 @@ def _bound(row):
 
 
 def _run(args):
-    from ..cli import config_from_args
+    from ga2_sw.cli import config_from_args
     widths = args.widths or list(BUS_BYTES)         # validated by _check before any work
     config = config_from_args(args)
     overlap = config.ld_overlap if args.ld_overlap is None else args.ld_overlap     # default: the chip's
@@ -79,9 +79,9 @@ def _plot(path, rows, config):
 
 
 def register(sub):
-    from ..cli import add_config_arguments
+    from ga2_sw.cli import add_config_arguments
     from sim.backends import backend_names
-    from ..options import SEED, Int
+    from ga2_sw.options import SEED, Int
     p = sub.add_parser("bus-width", help="the decode steps as the external port widens (bytes per beat)",
                        description=__doc__.split("\n\n")[0])
     p.add_argument("--widths", metavar="W,W,...", type=WIDTHS,
@@ -116,7 +116,7 @@ def check_widths(widths, sp_banks):
 def _check(args):
     check_widths(args.widths or list(BUS_BYTES), args.cfg_sp_banks)
     if args.ld_overlap:         # validated here: the base chip (config_from_args) leaves it out
-        from ..cli import config_from_args
+        from ga2_sw.cli import config_from_args
         config = config_from_args(args)
         packed = [w for w in args.widths or list(BUS_BYTES) if w > 1]
         if not packed:

@@ -4,10 +4,10 @@ reference machine or any simulator of ``sim.backends`` (formats in docs/FILES.md
 import os
 import sys
 
-from .. import asm, isa
-from ..analyses.common import write_json
-from ..cli import add_config_arguments, config_from_args
-from ..options import InputFile, Int, Names, OutputFile, atomic_path
+from ga2_sw import asm, isa
+from ga2_sw.analyses.common import write_json
+from ga2_sw.cli import add_config_arguments, config_from_args
+from ga2_sw.options import InputFile, Int, Names, OutputFile, atomic_path
 
 __all__ = ["register", "load_program"]
 

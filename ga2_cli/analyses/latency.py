@@ -27,13 +27,13 @@ Two versions are drawn side by side:
 JSON units: seconds for the assumed chip, cycles for GA-2.
 """
 
-from .. import cycles, decode
-from ..config import Config
-from ..cli import add_config_arguments, config_from_args
-from ..isa import Err
-from ..options import Float, Int, IntList, Names
-from .common import add_output_arguments, emit, finish_plot, table
-from .traffic import sequence_words, weight_words
+from ga2_sw import cycles, decode
+from ga2_sw.config import Config
+from ga2_sw.cli import add_config_arguments, config_from_args
+from ga2_sw.isa import Err
+from ga2_sw.options import Float, Int, IntList, Names
+from ga2_sw.analyses.common import add_output_arguments, emit, finish_plot, table
+from ga2_sw.analyses.traffic import sequence_words, weight_words
 
 __all__ = ["ASSUMED", "assumed_step", "assumed_curves", "compute_binds_from", "ga2_curves", "analyse", "register"]
 
@@ -130,7 +130,7 @@ def study_config(config, size, mode, contexts):
 def _step(config, lengths):
     """(program, cycle-model counters) of a decode step of sequences at ``lengths`` (the timing does not
     depend on the data: the requantisation parameters are placeholders)."""
-    from ..online_decode import TIMING_PARAMS
+    from ga2_sw.online_decode import TIMING_PARAMS
     prog = decode.program(config, list(range(len(lengths))), list(lengths), TIMING_PARAMS)
     counters, err, pc = cycles.cycle_counts(prog, config)
     if err != Err.NONE:
@@ -205,8 +205,8 @@ def verilator_samples(config, study, per_panel, seed=1, sim="verilator"):
     points ``[{"rows", "mode", "lengths", "cycles", "matches"}]``."""
     from sim.backends import get_backend
     from sim.compare import compare_results
-    from .. import online_decode
-    from ..machine import Machine
+    from ga2_sw import online_decode
+    from ga2_sw.machine import Machine
     out = []
     for panel in study["panels"]:
         cfg = study_config(config, panel["rows"], panel["mode"], study["contexts"] + [study["batch_context"]])
@@ -409,7 +409,7 @@ def plot_measured(study, path):
 
 
 def _run_measured(args):
-    from .common import progress_bar
+    from ga2_sw.analyses.common import progress_bar
     config = config_from_args(args)
     chips, modes, contexts = args.chips, args.modes, args.contexts
     total = sum(size + len(contexts) for size in chips) * len(modes)

@@ -4,14 +4,14 @@ model's error against float attention, and the mutation test of the oracle."""
 import os
 import time
 
-from .. import decode as dec
-from ..analyses.common import json_option, progress_bar, table, write_json
-from ..check import check_batching, ragged_lengths, DEFAULT_LENGTHS, DEFAULT_SEEDS
-from ..cli import add_config_arguments, config_from_args
-from ..config import Config
-from ..numerics import KEY_DIGITS, ONLINE_MAX_CTX
-from ..layout import Layout
-from ..options import SEED, Float, Int, IntList, Names, Parsed
+from ga2_sw import decode as dec
+from ga2_sw.analyses.common import json_option, progress_bar, table, write_json
+from ga2_sw.check import check_batching, ragged_lengths, DEFAULT_LENGTHS, DEFAULT_SEEDS
+from ga2_sw.cli import add_config_arguments, config_from_args
+from ga2_sw.config import Config
+from ga2_sw.numerics import KEY_DIGITS, ONLINE_MAX_CTX
+from ga2_sw.layout import Layout
+from ga2_sw.options import SEED, Float, Int, IntList, Names, Parsed
 
 __all__ = ["register", "count_programs", "accuracy"]
 
@@ -33,7 +33,7 @@ def _fitting_lengths(lengths, config):
 
 
 def _check_batching_args(args):
-    from ..check import require_chapter_path
+    from ga2_sw.check import require_chapter_path
     config = config_from_args(args)
     require_chapter_path(config, "check-batching")
     Layout(config)
@@ -90,7 +90,7 @@ def _source_tree(text):
 
 def _check_mutants(args):
     if not args.rtl:
-        from ..check import require_chapter_path
+        from ga2_sw.check import require_chapter_path
         require_chapter_path(config_from_args(args), "mutants")
         Layout(config_from_args(args))          # a configuration the decode layout cannot hold: fail now
         given = [o for o, v in (("--only", args.only), ("--timeout", args.timeout), ("--no-baseline", args.no_baseline),
@@ -222,7 +222,7 @@ def accuracy(config, lengths=DEFAULT_LENGTHS, seeds=DEFAULT_SEEDS, runner=None):
     For each step t of a sequence of length L, the int8 output out8 (run on ``runner``, default the reference
     machine) is compared with the float attention output of the unquantised model, in output LSBs:
     |out8 - float / scale_o|. Returns {"lengths": [{"L", "steps", "max", "mean"}], "max", "mean", ...}."""
-    from ..check import machine_runner
+    from ga2_sw.check import machine_runner
     run = runner or machine_runner(config)
     if any(L > config.max_ctx for L in lengths):
         raise ValueError(f"lengths past config field 'max_ctx' ({config.max_ctx}): the chapter's decode step "
@@ -248,7 +248,7 @@ def accuracy(config, lengths=DEFAULT_LENGTHS, seeds=DEFAULT_SEEDS, runner=None):
 
 
 def _online_accuracy(args, config):
-    from ..analyses.long_context import online_accuracy
+    from ga2_sw.analyses.long_context import online_accuracy
     lengths = _accuracy_lengths(args, config)
     rows = online_accuracy(lengths, d=config.d, seeds=args.seeds, chunk=config.sm_max_len,
                            key_digits=args.key_digits)
@@ -264,7 +264,7 @@ def _online_accuracy(args, config):
                   f"{100 * r['rms_rel']:.1f}%") for r in rows], aligns=["<"] + [">"] * 5))
     budget = None
     if args.budget:
-        from ..analyses.long_context import error_budget
+        from ga2_sw.analyses.long_context import error_budget
         budget = error_budget(lengths, d=config.d, seeds=args.seeds)
         print("\nerror budget: float attention with these approximations only, output LSBs")
         print(table(["workload", "length", "approximations", "max LSB", "mean LSB"],
@@ -307,8 +307,8 @@ def _mutants(args):
         return main_rtl(args)
     if args.jobs is None:
         args.jobs = os.cpu_count() or 1
-    from .. import mutants as M
-    from ..mutation import FAULT
+    from ga2_sw import mutants as M
+    from ga2_sw.mutation import FAULT
     config = config_from_args(args)
     chosen = M.CHAPTER_MUTANTS if args.chapter_only else M.ALL_MUTANTS
     print("Each mutant deliberately breaks a copy of the batched builder; 'caught' is the expected verdict.")

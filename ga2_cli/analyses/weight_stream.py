@@ -16,12 +16,12 @@ DDR3-1600 (32) is not."""
 
 import time
 
-from ..config import BUS_BYTES, MEMORIES, sized_memories
-from ..isa import footprints
-from ..dram import GRADES, peak_bytes_per_cycle
-from ..options import IntList, Names
+from ga2_sw.config import BUS_BYTES, MEMORIES, sized_memories
+from ga2_sw.isa import footprints
+from ga2_sw.dram import GRADES, peak_bytes_per_cycle
+from ga2_sw.options import IntList, Names
 from .bus import check_widths
-from .common import emit, finish_plot, json_option, plot_option, table
+from ga2_sw.analyses.common import emit, finish_plot, json_option, plot_option, table
 
 __all__ = ["register", "stream_config", "stream_workload", "stream_rows", "QK_MN", "V_MN"]
 
@@ -34,7 +34,7 @@ WIDTHS = IntList(1, max(BUS_BYTES), max_items=len(BUS_BYTES))
 
 
 def _shape():
-    from ..llm.step_cycles import SMOLLM2
+    from ga2_sw.llm.step_cycles import SMOLLM2
     return SMOLLM2
 
 
@@ -51,7 +51,7 @@ def stream_config(config, batch, shape=None, given=None):
     """``config`` with its memories (``SIZED``) sized to the program, the smallest powers of two that hold it,
     except those ``given`` (name -> words, or None): ValueError (one line naming the option) if one of those
     is too small."""
-    from ..llm.step_cycles import projection_program
+    from ga2_sw.llm.step_cycles import projection_program
     shape, given = shape or _shape(), given or {}
     big = config.with_largest_memories()
     q_rows, kv_rows = _rows(shape)
@@ -69,8 +69,8 @@ def stream_workload(config, batch, seed, shape=None):
     numpy says, in the order the program stores them (tile by tile, each tile's outputs token by token; a
     token's outputs are q, then k, then v)."""
     import numpy as np
-    from ..llm.step_cycles import projection_program
-    from ..numerics import u32
+    from ga2_sw.llm.step_cycles import projection_program
+    from ga2_sw.numerics import u32
     shape = shape or _shape()
     q_rows, kv_rows = _rows(shape)
     rows, dm = q_rows + 2 * kv_rows, shape["d_model"]
@@ -98,10 +98,10 @@ def stream_rows(base, batch, widths, memories, sim="model", seed=4242, progress=
     import numpy as np
     from sim.backends import get_backend
     from sim.compare import compare_results
-    from ..decode import beats_moved
-    from ..machine import Machine
-    from ..numerics import s8
-    from ..packing import beat_bytes
+    from ga2_sw.decode import beats_moved
+    from ga2_sw.machine import Machine
+    from ga2_sw.numerics import s8
+    from ga2_sw.packing import beat_bytes
     shape = shape or _shape()
     q_rows, kv_rows = _rows(shape)
     rows_out, dm = q_rows + 2 * kv_rows, shape["d_model"]
@@ -140,8 +140,8 @@ def stream_rows(base, batch, widths, memories, sim="model", seed=4242, progress=
 
 
 def _run(args):
-    from ..cli import config_from_args
-    from .common import progress_bar
+    from ga2_sw.cli import config_from_args
+    from ga2_sw.analyses.common import progress_bar
     base = config_from_args(args, memory="ideal")
     widths, memories = args.widths or [base.bus_bytes], args.memories or list(MEMORIES)
     with progress_bar(len(widths) * len(memories), args.no_progress, "run") as bar:
@@ -197,9 +197,9 @@ def _plot(path, rows):
 
 
 def register(sub):
-    from ..cli import add_config_arguments
+    from ga2_sw.cli import add_config_arguments
     from sim.backends import backend_names
-    from ..options import SEED, Int
+    from ga2_sw.options import SEED, Int
     p = sub.add_parser("weight-stream", help="a decode step's weights streamed from a DRAM: the fraction of its "
                        "peak bandwidth reached", description=__doc__.split("\n\n")[0])
     p.add_argument("--batch", type=Int(1, 32), metavar="B", help="tokens of the step, 1..rows (default rows)")
@@ -222,7 +222,7 @@ def register(sub):
 
 
 def _check(args):
-    from ..cli import config_from_args
+    from ga2_sw.cli import config_from_args
     base = config_from_args(args, memory="ideal")
     batch = args.batch or base.rows
     if batch > base.rows:

@@ -2,69 +2,22 @@
 in order, decoupled, or both side by side against the memory bound (1 word per cycle: a step's words)."""
 
 import sys
-import time
 
-from ..analyses.common import finish_plot, json_option, plot_option, table, write_json
-from ..cycles import DecoupledTimer, InorderTimer, lane_of
-from ..decode import beats_moved, traffic
-from ..isa import LANES
-from ..machine import Machine
-from ..config import Config
-from ..options import SEED, Int, IntList
-from ..dram import GRADES, peak_bytes_per_cycle
-from ..numerics import KEY_DIGITS
-from ..packing import beat_bytes, element_bytes, packed
-from ..workloads import decode_table_programs
+from ga2_sw.analyses.common import finish_plot, json_option, plot_option, table, write_json
+from ga2_sw.cycles import DecoupledTimer, InorderTimer, lane_of
+from ga2_sw.isa import LANES
+from ga2_sw.config import Config
+from ga2_sw.options import SEED, Int, IntList
+from ga2_sw.dram import GRADES, peak_bytes_per_cycle
+from ga2_sw.numerics import KEY_DIGITS
+from ga2_sw.packing import beat_bytes, packed
+from ga2_sw.workloads import decode_table_programs
+from sim.decode_table import decode_table
 
-__all__ = ["register", "decode_table", "CHAPTER_CYCLES"]
+__all__ = ["register"]
 
 # What --lengths takes before the configuration narrows it (_check): a batch of up to the largest array's rows.
 LENGTHS = IntList(1, Config.field_range("max_ctx")[1], max_items=Config.field_range("rows")[1])
-
-# The chapter's chip on the same five programs (its printed table), the floor GA-2 must beat.
-CHAPTER_CYCLES = {"B=1": 3827, "B=2": 5777, "B=3": 7727, "B=4": 9677, "ragged": 6452}
-
-
-def _chapter_key(p):
-    return "ragged" if "ragged" in p.name else f"B={p.batch}"
-
-
-def decode_table(config, sim="model", seed=4242, lengths=None, key_digits=1):
-    """Rows of the decode table, one per program, from simulator ``sim`` (a ``sim.backends`` name); every row
-    is also checked against the reference machine (memories, counters, error and pc). ``lengths``: one batch
-    of those lengths instead of the five programs; ``key_digits`` 2: wide keys (the long-context steps)."""
-    from sim.backends import get_backend
-    from sim.compare import compare_results
-    from sim.backends import DEFAULT_CYCLE_LIMIT
-    programs = decode_table_programs(config, seed, lengths=lengths, key_digits=key_digits)
-    machine = Machine(config)
-    refs = [machine.run(p.program, p.ext) for p in programs]
-    # Long-context steps run for millions of cycles: the limit is the reference's count with a margin.
-    limit = max([DEFAULT_CYCLE_LIMIT] + [r.counters.cycles + 10_000 for r in refs])
-    t0 = time.perf_counter()
-    results = get_backend(sim).run_many(config, [(p.program, p.ext) for p in programs], cycle_limit=limit)
-    seconds = time.perf_counter() - t0
-    rows = []
-    for p, want, r in zip(programs, refs, results):
-        if not r.ok:
-            raise RuntimeError(f"{p.name}: {sim} faulted with {r.error.name} at pc {r.pc}")
-        match = not compare_results(want, r)
-        macs, words = traffic(p.program)
-        moved = beats_moved(p.program, config)
-        c = r.counters
-        rows.append({"name": p.name, "mode": config.mode.value, "batch": p.batch, "lengths": list(p.lengths), "cycles": c.cycles,
-                     "mm_cycles": c.mm, "dma_cycles": c.dma, "vec_cycles": c.vec, "instructions": c.instructions,
-                     "macs": macs, "words": words, "beats": moved, "bytes": words * element_bytes(config),
-                     "bus_bytes": config.bus_bytes, "memory_bound": moved,
-                     "of_memory_bound": round(moved / c.cycles, 4), "matches_reference": match,
-                     "memory": config.memory, "stall_cycles": c.stall, "key_digits": key_digits,
-                     **({"dram_bandwidth_fraction": round(moved * beat_bytes(config) / (c.cycles * peak_bytes_per_cycle(
-                         GRADES[config.memory], config.clock_mhz)), 4)} if config.memory != "ideal" else {}),
-                     "chapter_cycles": CHAPTER_CYCLES.get(_chapter_key(p)) if lengths is None and config.rows == 4
-                     and config.cols == 4 and config.max_ctx == 16 and config.d == 16 and config.d_model == 16
-                     else None})
-    return rows, seconds
-
 
 def _print(rows, config, sim, seconds):
     peak = config.rows * config.cols
@@ -212,7 +165,7 @@ def _run(args):
 
 
 def register(sub):
-    from ..cli import add_config_arguments
+    from ga2_sw.cli import add_config_arguments
     from sim.backends import backend_names
     p = sub.add_parser("decode-table", help="cycles, traffic and roofline of the chapter's decode steps")
     p.add_argument("--sim", choices=backend_names(), default="model", help="simulator (default %(default)s)")
@@ -249,8 +202,8 @@ SIZED = ("sp_words", "ext_words", "imem_words")
 def table_config(args):
     """The command line's chip. With the online unit, the memories not given are sized to the steps: the
     smallest powers of two that hold the layout, ``rows`` sequences and the longest program."""
-    from ..cli import config_from_args
-    from ..online_decode import sized_config
+    from ga2_sw.cli import config_from_args
+    from ga2_sw.online_decode import sized_config
     config = config_from_args(args)
     if not config.online_unit:
         return config
@@ -264,8 +217,8 @@ def table_config(args):
 def _check(args):
     """A simulator that cannot run here is refused now (exit status 4), unless Verilator may fall back."""
     from sim.backends import get_backend
-    from ..layout import Layout
-    from ..online_decode import OnlineDecodeLayout
+    from ga2_sw.layout import Layout
+    from ga2_sw.online_decode import OnlineDecodeLayout
     config = table_config(args)
     if args.key_digits != 1 and not config.online_unit:
         raise ValueError("--key-digits 2 (wide keys) needs the online unit: --chip long, or --online-unit 1")
