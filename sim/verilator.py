@@ -230,9 +230,27 @@ def _unknown_rules(output):
     return set(re.findall(r"Unknown Error Code: (\w+)", output))
 
 
-def _run_verilator(tool, args, cwd, timeout=900):
-    return subprocess.run([tool.path, *args], cwd=cwd, env=tool.environ(), capture_output=True, text=True,
-                          timeout=timeout)
+def build_timeout():
+    """Seconds a Verilator run (a lint, or a build of the model) may take: ``$GA2_VERILATOR_TIMEOUT`` or an hour
+    (the largest chips' models take minutes on an idle 2-core machine, many more beside other jobs)."""
+    text = os.environ.get("GA2_VERILATOR_TIMEOUT", "3600")
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise ValueError(f"GA2_VERILATOR_TIMEOUT must be a positive number of seconds, not {text!r}")
+    return seconds
+
+
+def _run_verilator(tool, args, cwd):
+    timeout = build_timeout()
+    try:
+        return subprocess.run([tool.path, *args], cwd=cwd, env=tool.environ(), capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"Verilator did not finish within {timeout:g} s (GA2_VERILATOR_TIMEOUT sets the "
+                           f"limit)") from None
 
 
 # -- lint and Yosys ----------------------------------------------------------------------------------------

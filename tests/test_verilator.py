@@ -273,6 +273,17 @@ def test_lint_clean(config):
     assert ok, output
 
 
+def test_a_verilator_run_past_its_limit_is_one_line(monkeypatch):
+    """A build or lint slower than $GA2_VERILATOR_TIMEOUT stops with a sentence naming the limit, not an internal
+    error; a limit that is not a positive number is refused."""
+    monkeypatch.setenv("GA2_VERILATOR_TIMEOUT", "0.01")
+    with pytest.raises(RuntimeError, match=r"Verilator did not finish within 0.01 s \(GA2_VERILATOR_TIMEOUT"):
+        lint(CFG_2X2)
+    monkeypatch.setenv("GA2_VERILATOR_TIMEOUT", "-5")
+    with pytest.raises(ValueError, match="GA2_VERILATOR_TIMEOUT must be a positive number of seconds, not '-5'"):
+        lint(CFG_2X2)
+
+
 def test_lint_catches_a_real_warning():
     """The waivers are narrow: a construct they do not cover still fails the lint."""
     text = verilog_for(CFG)
