@@ -2,7 +2,7 @@
 machine, cycle model, builders) at the bottom, the chip ``ga2_hdl`` on it, ``sim`` (every simulator) on both,
 ``synth`` on those, ``ga2_soc`` (the LiteX SoC) above, and ``ga2_cli`` (the ``ga2`` command line, which lists every
 package's command modules) at the top. Every import counts: a function's own, and a module named in a string
-(for importlib)."""
+(for importlib). No module imports itself through others (no import cycles)."""
 
 import ast
 from pathlib import Path
@@ -72,3 +72,57 @@ def test_the_check_sees_a_function_local_import_and_a_named_module(tmp_path):
     assert _imported_packages(path, "ga2_sw.analyses.m") == {"sim", "ga2_sw"}
     path.write_text('MODULES = ["synth.commands", "synth", "ga2_hdl.no_such_module"]\n')
     assert _imported_packages(path, "ga2_sw.m") == {"synth"}
+
+
+def _module_graph():
+    """Every project module and the project modules it imports (function-local imports included)."""
+    modules = {}
+    for package in LAYERS:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+
+    def resolve(name):                      # a module, or the module a name imported from it lives in
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph = {}
+    for module, path in modules.items():
+        package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = ".".join(package[:len(package) - node.level + 1]) if node.level else ""
+                source = ".".join(p for p in (base, node.module) if p)
+                names = [source] + [f"{source}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            edges |= {resolve(n) for n in names} - {"", module}
+        graph[module] = edges
+    return graph
+
+
+def _cycles(graph):
+    """The import cycles of ``graph`` (module -> the modules it imports), each as the path that closes it."""
+    cycles, done = [], set()
+
+    def walk(module, path):                 # depth first; a module met again on the path closes a cycle
+        if module in path:
+            cycles.append(path[path.index(module):] + [module])
+            return
+        if module in done:
+            return
+        for target in sorted(graph.get(module, ())):
+            walk(target, path + [module])
+        done.add(module)
+    for module in sorted(graph):
+        walk(module, [])
+    return cycles
+
+
+def test_no_import_cycles():
+    assert _cycles(_module_graph()) == []
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
