@@ -8,7 +8,7 @@ output)."""
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-__all__ = ["Layout", "LayoutError", "ATTENTION_BUFFERS"]
+__all__ = ["Layout", "LayoutBase", "LayoutError", "ATTENTION_BUFFERS"]
 
 # A sequence's attention buffers, in scratchpad order: its int32 and int8 scores, probabilities, int8 weights,
 # int32 and int8 outputs (Layout.attention).
@@ -16,11 +16,23 @@ ATTENTION_BUFFERS = ("S", "S8", "P", "WT", "O", "O8")
 
 
 class LayoutError(ValueError):
-    pass
+    """A layout that does not fit its configuration (the message names the field and what the layout needs)."""
+
+
+class LayoutBase:
+    """What the program layouts share: the decode step's ``Layout``, the long-context step's
+    ``online_decode.OnlineDecodeLayout``, the grouped attention's ``online_program.GroupedLayout`` and the
+    prefill's ``prefill.PrefillLayout``. Each is a frozen dataclass of a ``config`` and of what it lays out,
+    which checks as it is made that the chip holds it: every refusal is a ``LayoutError`` (a ValueError)."""
+
+    def require(self, holds, message):
+        """LayoutError(``message``) unless ``holds``."""
+        if not holds:
+            raise LayoutError(message)
 
 
 @dataclass(frozen=True)
-class Layout:
+class Layout(LayoutBase):
     """The decode step's regions. ``pads`` (words before ``W``, ``WT`` and ``caches``) is for the search in
     :func:`bank_pads` only; everyone else leaves it out and gets the searched pads (none in order)."""
     config: object

@@ -27,6 +27,7 @@ import numpy as np
 from . import isa
 from .banking import key_stride, operand_start, operand_stride, spread_stride
 from .config import memory_words
+from .layout import LayoutBase, LayoutError
 from .numerics import DIGIT_BITS, KEY_DIGITS, ONLINE_START, quantize, requant, s8, u32
 
 __all__ = ["OnlineDecodeLayout", "program", "sized_config", "TIMING_PARAMS", "ext_image", "outputs", "int_reference",
@@ -36,7 +37,7 @@ CHUNK = 64          # tokens per chunk: the online unit buffers sm_max_len words
 
 
 @dataclass(frozen=True)
-class OnlineDecodeLayout:
+class OnlineDecodeLayout(LayoutBase):
     """Addresses of a long-context decode step. External memory: the weights (each matrix transposed, ``d``
     rows of ``d_model``), the state's two starting words, then per sequence its new token's hidden state
     (``d_model``), its K cache (``max_ctx`` keys of ``d`` words, ``key_stride`` apart), its V cache (``max_ctx``
@@ -48,19 +49,19 @@ class OnlineDecodeLayout:
     def __post_init__(self):
         c = self.config
         if self.key_digits not in KEY_DIGITS:
-            raise ValueError(f"keys have 1 or 2 int8 digits, not {self.key_digits}")
+            raise LayoutError(f"keys have 1 or 2 int8 digits, not {self.key_digits}")
         if not c.online_unit:
-            raise ValueError("Long-context decode steps need the online unit (Config field 'online_unit' = 1)")
+            raise LayoutError("Long-context decode steps need the online unit (Config field 'online_unit' = 1)")
         if c.rows < 2:
-            raise ValueError("P V multiplies both weight digit rows at once: the array needs 2 rows or more")
+            raise LayoutError("P V multiplies both weight digit rows at once: the array needs 2 rows or more")
         if c.d > c.sm_max_len:
-            raise ValueError(f"d = {c.d} must be at most sm_max_len ({c.sm_max_len}): RSA and NRM buffer d words")
+            raise LayoutError(f"d = {c.d} must be at most sm_max_len ({c.sm_max_len}): RSA and NRM buffer d words")
         if c.sp_words < self.sp_needed:
-            raise ValueError(f"Config field 'sp_words' is {c.sp_words}, but the long-context decode layout for "
+            raise LayoutError(f"Config field 'sp_words' is {c.sp_words}, but the long-context decode layout for "
                              f"a batch of {c.rows} with d_model={c.d_model}, d={c.d}, chunks of {self.chunk} "
                              f"needs {self.sp_needed} words")
         if self.ext_seqs < 1:
-            raise ValueError(f"Config field 'ext_words' is {c.ext_words}, but the weights and one sequence of "
+            raise LayoutError(f"Config field 'ext_words' is {c.ext_words}, but the weights and one sequence of "
                              f"max_ctx={c.max_ctx} need {self.ex_seqs_base + self.ex_seq_words} words")
 
     @property
@@ -189,7 +190,7 @@ class OnlineDecodeLayout:
 
     def ex_x(self, b):
         if not 0 <= b < self.ext_seqs:
-            raise ValueError(f"Sequence {b} is outside the external layout, which holds sequences 0..{self.ext_seqs - 1}")
+            raise LayoutError(f"Sequence {b} is outside the external layout, which holds sequences 0..{self.ext_seqs - 1}")
         return self.ex_seqs_base + b * self.ex_seq_words
 
     def ex_k(self, b, plane=0):

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from . import isa
 from .banking import key_stride, operand_start, operand_stride, spread_stride
+from .layout import LayoutBase, LayoutError
 from .numerics import KEY_DIGITS, ONLINE_START, u32, wide_key_digits
 
 __all__ = ["Group", "GroupedLayout", "grouped_program", "grouped_ext_image", "grouped_outputs"]
@@ -48,7 +49,7 @@ class Group:
 
 
 @dataclass(frozen=True)
-class GroupedLayout:
+class GroupedLayout(LayoutBase):
     """Addresses of a grouped attention program: the chunk buffers, scores, digits and products are shared;
     each query head of the largest group has its query, running outputs, state and output. External memory:
     per group its queries, caches (K as ``key_digits`` planes of int8 digits) and outputs, one after the other,
@@ -62,13 +63,13 @@ class GroupedLayout:
     def __post_init__(self):
         c = self.config
         if self.key_digits not in KEY_DIGITS:
-            raise ValueError(f"keys have 1 or 2 int8 digits, not {self.key_digits}")
+            raise LayoutError(f"keys have 1 or 2 int8 digits, not {self.key_digits}")
         if not c.online_unit:
-            raise ValueError("Grouped attention needs the online unit (Config field 'online_unit' = 1)")
+            raise LayoutError("Grouped attention needs the online unit (Config field 'online_unit' = 1)")
         if not (1 <= self.chunk <= c.sm_max_len and 1 <= self.d <= c.sm_max_len and c.rows >= 2):
-            raise ValueError("chunk and d must be in 1..sm_max_len, and the array must have 2 rows or more")
+            raise LayoutError("chunk and d must be in 1..sm_max_len, and the array must have 2 rows or more")
         if self.sp_needed > c.sp_words or self.ext_needed > c.ext_words:
-            raise ValueError(f"The grouped layout needs {self.sp_needed} scratchpad and {self.ext_needed} external "
+            raise LayoutError(f"The grouped layout needs {self.sp_needed} scratchpad and {self.ext_needed} external "
                              f"words (Config fields 'sp_words', 'ext_words')")
 
     @property

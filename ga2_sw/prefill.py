@@ -39,18 +39,19 @@ import numpy as np
 
 from . import isa
 from .banking import mm_extra_cycles, operand_start, operand_stride
+from .layout import LayoutBase, LayoutError
 from .numerics import EXP_TABLE, Q16_ONE, quantize, s8, u32
 
 __all__ = ["PrefillLayout", "PrefillError", "ext_image", "program", "reference", "results", "needed_config",
            "useful_macs", "bank_conflict_cycles"]
 
 
-class PrefillError(ValueError):
+class PrefillError(LayoutError):
     """The prefill does not fit the configuration (the message names the field and what it needs)."""
 
 
 @dataclass(frozen=True)
-class PrefillLayout:
+class PrefillLayout(LayoutBase):
     """Where everything of a ``tokens``-token prefill lives, in the scratchpad and in external memory.
 
     Every matrix product of the prefill reads both operands as rows stepped one word per k-slice (the weights
