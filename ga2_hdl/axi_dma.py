@@ -1,6 +1,8 @@
 """The DMA of a chip with an AXI4 external port (``Config.axi = 1``): LD and ST as bursts, every channel's
 valid/ready respected."""
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import fifo, wiring
 from amaranth.lib.wiring import In, Out
@@ -84,30 +86,44 @@ class AxiDMA(LanePorts, wiring.Component):
         beat_width = len(ext.araddr) - size
         strobe_width = len(ext.wstrb)
 
+        # the signals the sections share (each section adds its own for the ones after it)
+        s = SimpleNamespace(beat_width=beat_width, strobe_width=strobe_width, cfg=cfg, ext=ext, lanes=lanes,
+                            spw=spw, lane_bits=lane_bits, size=size)
+        self._instruction_fields(m, s)
+        self._requests(m, s)
+        self._ld_beats(m, s)
+        self._st_beats(m, s)
+        self._done(m, s)
+        self._stall_count(m, s)
+        return m
+
+    def _instruction_fields(self, m, s):
+        """The instruction's beats, lanes and addresses, registered from the instruction register while the DMA is
+        idle (so ``start`` drives only ``busy``), and the burst plan's registers."""
         # -- registered from the instruction register while idle (so `start` drives only `busy`) --
         instr, ld = self.ctl.instr, self.ctl.instr.op == Op.LD
         ext_addr = Mux(ld, ext_address(instr, Op.LD), ext_address(instr, Op.ST))
         sp_addr = Mux(ld, instr.dst, instr.src)
-        first_lane = ext_addr[:lane_bits] if lane_bits else Const(0, 1)
-        lane0 = (sp_addr - first_lane)[:spw]
+        first_lane = ext_addr[:s.lane_bits] if s.lane_bits else Const(0, 1)
+        lane0 = (sp_addr - first_lane)[:s.spw]
 
         is_ld = Signal()
-        lo, hi = Signal(max(1, lane_bits)), Signal(max(1, lane_bits))
-        req_beat = Signal(beat_width)                                             # AR (LD) or AW (ST)
-        data_sp, data_left, data_first = Signal(spw), Signal(BEATS_WIDTH), Signal()   # R beats (LD) or reads (ST)
+        lo, hi = Signal(max(1, s.lane_bits)), Signal(max(1, s.lane_bits))
+        req_beat = Signal(s.beat_width)                                             # AR (LD) or AW (ST)
+        data_sp, data_left, data_first = Signal(s.spw), Signal(BEATS_WIDTH), Signal()   # R beats (LD) or reads (ST)
         data_more = Signal()
         w_left, w_finished = Signal(BEATS_WIDTH), Signal()
-        first_beat = ext_addr[lane_bits:lane_bits + beat_width]
-        if precomputed(cfg):            # the checker's (burst_plan.py)
+        first_beat = ext_addr[s.lane_bits:s.lane_bits + s.beat_width]
+        if precomputed(s.cfg):            # the checker's (burst_plan.py)
             n_beats, first_burst, last_beat = self.plan.beats, self.plan.first_burst, self.plan.last_beat
         else:
-            n_beats = beat_count(ext_addr, instr.len - 1, cfg)          # ga2_sw.packing.beats
-            first_burst = shortest(n_beats, first_to_page(first_beat, cfg))
-            last_beat = (ext_addr + instr.len - 1)[lane_bits:lane_bits + beat_width]
+            n_beats = beat_count(ext_addr, instr.len - 1, s.cfg)          # ga2_sw.packing.beats
+            first_burst = shortest(n_beats, first_to_page(first_beat, s.cfg))
+            last_beat = (ext_addr + instr.len - 1)[s.lane_bits:s.lane_bits + s.beat_width]
         with m.If(~self.ctl.busy):
             m.d.sync += [
-                is_ld.eq(ld), lo.eq(first_lane), hi.eq((ext_addr + instr.len - 1)[:lane_bits] if lane_bits else 0),
-                req_beat.eq(ext_addr[lane_bits:lane_bits + beat_width]),
+                is_ld.eq(ld), lo.eq(first_lane), hi.eq((ext_addr + instr.len - 1)[:s.lane_bits] if s.lane_bits else 0),
+                req_beat.eq(ext_addr[s.lane_bits:s.lane_bits + s.beat_width]),
                 data_sp.eq(lane0), data_left.eq(n_beats), data_first.eq(1), data_more.eq(instr.len != 0),
                 w_left.eq(n_beats),
                 w_finished.eq(0),
@@ -115,7 +131,7 @@ class AxiDMA(LanePorts, wiring.Component):
         with m.If(self.ctl.start):
             m.d.sync += self.ctl.busy.eq(1)
 
-        page = page_beats(cfg)
+        page = page_beats(s.cfg)
 
         def plan(name):
             """AR's or AW's bursts held in registers a burst ahead, so no handshake waits on the burst arithmetic
@@ -127,7 +143,7 @@ class AxiDMA(LanePorts, wiring.Component):
             to_page, more = Signal(range(page + 1), name=f"{name}_to_page"), Signal(name=f"{name}_more")
             with m.If(~self.ctl.busy):
                 m.d.sync += [length.eq(first_burst), left.eq(n_beats),
-                             to_page.eq(first_to_page(first_beat, cfg)), more.eq(instr.len != 0)]
+                             to_page.eq(first_to_page(first_beat, s.cfg)), more.eq(instr.len != 0)]
             # The next burst: min(next_left, next_to_page, 256) (burst_plan.shortest), with every comparison
             # taken from the registers or from the subtractions' bits, beside the subtractions rather than after
             # them (compared after them, as shortest() does, the advance was a 17 ns path on a 25F): both lose
@@ -147,22 +163,29 @@ class AxiDMA(LanePorts, wiring.Component):
 
         def lane_mask(first, last):
             """The elements of a beat inside the range: from ``lo`` on the first beat, to ``hi`` on the last."""
-            if not lane_bits:
+            if not s.lane_bits:
                 return Const(1, 1)
             # (the last lane is never below lo, nor lane 0 above hi: no comparison that is always true)
-            return Cat(*((~first | (lo <= j) if j < lanes - 1 else 1) & (~last | (j <= hi) if j else 1)
-                         for j in range(lanes)))
+            return Cat(*((~first | (lo <= j) if j < s.lanes - 1 else 1) & (~last | (j <= hi) if j else 1)
+                         for j in range(s.lanes)))
+        s.__dict__.update(plan=plan, lane_mask=lane_mask, is_ld=is_ld, req_beat=req_beat, data_more=data_more,
+                          first_beat=first_beat, page=page, ld=ld, data_sp=data_sp, data_left=data_left,
+                          data_first=data_first, w_left=w_left, w_finished=w_finished, n_beats=n_beats,
+                          last_beat=last_beat)
 
+    def _requests(self, m, s):
+        """AR or AW: the bursts one after the other without waiting for their data, an LD held behind the write
+        fence while a write it meets is not yet answered on B."""
         # -- AR or AW: the bursts, one after the other, without waiting for their data --
         # The write fence: AXI orders nothing between reads and writes, so an LD whose beats meet those of a
         # write not yet answered on B waits for the answers. `written` bounds the beats of every ST since
         # b_pending was last zero (an ST's bursts are all on AW before it finishes, so before an LD starts).
         b_pending = Signal(17)              # bursts written and not yet answered on B
-        written_first, written_last = Signal(beat_width), Signal(beat_width)
-        with m.If(self.ctl.start & ~ld):
+        written_first, written_last = Signal(s.beat_width), Signal(s.beat_width)
+        with m.If(self.ctl.start & ~s.ld):
             fresh = b_pending == 0
-            m.d.sync += [written_first.eq(Mux(fresh | (first_beat < written_first), first_beat, written_first)),
-                         written_last.eq(Mux(fresh | (last_beat > written_last), last_beat, written_last))]
+            m.d.sync += [written_first.eq(Mux(fresh | (s.first_beat < written_first), s.first_beat, written_first)),
+                         written_last.eq(Mux(fresh | (s.last_beat > written_last), s.last_beat, written_last))]
         # Both halves of the fence are registers, so that AR's valid is a gate from registers (the comparisons
         # and the pending count's zero test in front of it were a 25F seed's worst path, into b_pending and the
         # request registers' enables, 10.0 to 10.3 ns): `overlap` is loaded while idle from the instruction's
@@ -170,106 +193,116 @@ class AxiDMA(LanePorts, wiring.Component):
         # b_pending != 0 from the handshakes.
         overlap, pending = Signal(), Signal()
         with m.If(~self.ctl.busy):
-            m.d.sync += overlap.eq((first_beat <= written_last) & (written_first <= last_beat))
+            m.d.sync += overlap.eq((s.first_beat <= written_last) & (written_first <= s.last_beat))
         fenced = pending & overlap
-        req_burst, req_left, req_more, next_request = plan("request")
-        requesting = self.ctl.busy & req_more & ~(is_ld & fenced)
-        for addr, length, sz, kind, valid in ((ext.araddr, ext.arlen, ext.arsize, ext.arburst, ext.arvalid),
-                                              (ext.awaddr, ext.awlen, ext.awsize, ext.awburst, ext.awvalid)):
-            m.d.comb += [addr.eq(Cat(Const(0, size), req_beat)), length.eq(req_burst - 1), sz.eq(size),
+        req_burst, req_left, req_more, next_request = s.plan("request")
+        requesting = self.ctl.busy & req_more & ~(s.is_ld & fenced)
+        for addr, length, sz, kind, valid in ((s.ext.araddr, s.ext.arlen, s.ext.arsize, s.ext.arburst, s.ext.arvalid),
+                                              (s.ext.awaddr, s.ext.awlen, s.ext.awsize, s.ext.awburst, s.ext.awvalid)):
+            m.d.comb += [addr.eq(Cat(Const(0, s.size), s.req_beat)), length.eq(req_burst - 1), sz.eq(s.size),
                          kind.eq(BURST_INCR)]
-        m.d.comb += [ext.arvalid.eq(requesting & is_ld), ext.awvalid.eq(requesting & ~is_ld)]
-        requested = Mux(is_ld, ext.arvalid & ext.arready, ext.awvalid & ext.awready)
+        m.d.comb += [s.ext.arvalid.eq(requesting & s.is_ld), s.ext.awvalid.eq(requesting & ~s.is_ld)]
+        requested = Mux(s.is_ld, s.ext.arvalid & s.ext.arready, s.ext.awvalid & s.ext.awready)
         with m.If(requested):
-            m.d.sync += [req_beat.eq(req_beat + req_burst), *next_request()]
-        answered = ext.bvalid & ext.bready
-        aw_taken = ext.awvalid & ext.awready
+            m.d.sync += [s.req_beat.eq(s.req_beat + req_burst), *next_request()]
+        answered = s.ext.bvalid & s.ext.bready
+        aw_taken = s.ext.awvalid & s.ext.awready
         m.d.sync += [b_pending.eq(b_pending + aw_taken - answered),
                      pending.eq(aw_taken | (pending & ~(answered & (b_pending == 1))))]
-        m.d.comb += [ext.rready.eq(1), ext.bready.eq(1),
+        m.d.comb += [s.ext.rready.eq(1), s.ext.bready.eq(1),
                      self.quiet.eq((b_pending == 0) | ((b_pending == 1) & answered & ~aw_taken))]
+        s.__dict__.update(req_more=req_more)
 
+    def _ld_beats(self, m, s):
+        """LD: every R beat written to the scratchpad the cycle it comes, packed bytes sign-extended."""
         # -- LD: every R beat written the cycle it comes --
-        data_mask = lane_mask(data_first, data_left == 1)
-        receiving = self.ctl.busy & is_ld & ext.rvalid
+        data_mask = s.lane_mask(s.data_first, s.data_left == 1)
+        receiving = self.ctl.busy & s.is_ld & s.ext.rvalid
         for j, port in enumerate(self.sp_wr):
-            if lane_bits:
-                byte = ext.rdata[8 * j:8 * j + 8]
+            if s.lane_bits:
+                byte = s.ext.rdata[8 * j:8 * j + 8]
                 word = Cat(byte, byte[7].replicate(WORD - 8))
             else:
-                word = ext.rdata
-            m.d.comb += [port.en.eq(receiving & data_mask[j]), port.addr.eq(data_sp + j), port.data.eq(word)]
+                word = s.ext.rdata
+            m.d.comb += [port.en.eq(receiving & data_mask[j]), port.addr.eq(s.data_sp + j), port.data.eq(word)]
+        s.__dict__.update(data_mask=data_mask, receiving=receiving)
 
+    def _st_beats(self, m, s):
+        """ST: scratchpad reads into the W queue, W beats out of it, WLAST from three registered flags."""
         # -- ST: scratchpad reads into the W queue, W beats out of it --
-        queue = m.submodules.st_queue = fifo.SyncFIFO(width=len(ext.wdata) + strobe_width, depth=ST_QUEUE_DEPTH)
+        queue = m.submodules.st_queue = fifo.SyncFIFO(width=len(s.ext.wdata) + s.strobe_width, depth=ST_QUEUE_DEPTH)
         in_flight = Signal(range(ST_QUEUE_DEPTH + 1))
-        reading = self.ctl.busy & ~is_ld & data_more & (in_flight + queue.level < ST_QUEUE_DEPTH)
+        reading = self.ctl.busy & ~s.is_ld & s.data_more & (in_flight + queue.level < ST_QUEUE_DEPTH)
         # A beat's words are on sp_rd.data dma_read_latency cycles after its read, registered (AXI_ST_DATA_DELAY)
         # here a cycle later, or already at the banks (a decoupled chip: timing.dma_data_at_banks): `arriving`
         # the cycle the registered beat is ready, st_latency cycles after the read.
-        latency, at_banks = st_latency(cfg), dma_data_at_banks(cfg)
-        assert AXI_ST_DATA_DELAY == 1 and latency == dma_read_latency(cfg) + (0 if at_banks else AXI_ST_DATA_DELAY)
+        latency, at_banks = st_latency(s.cfg), dma_data_at_banks(s.cfg)
+        assert AXI_ST_DATA_DELAY == 1 and latency == dma_read_latency(s.cfg) + (0 if at_banks else AXI_ST_DATA_DELAY)
         arriving = delayed(m, reading, latency, "st_arriving")
-        arriving_mask = delayed(m, Mux(reading, data_mask, 0), latency, "st_arriving_mask")
+        arriving_mask = delayed(m, Mux(reading, s.data_mask, 0), latency, "st_arriving_mask")
         m.d.sync += in_flight.eq(in_flight + reading - arriving)
         for j, port in enumerate(self.sp_rd):
-            m.d.comb += [port.en.eq(reading & data_mask[j]), port.addr.eq(data_sp + j)]
-        words = Cat(*(port.data[:8] for port in self.sp_rd)) if lane_bits else self.sp_rd[0].data
+            m.d.comb += [port.en.eq(reading & s.data_mask[j]), port.addr.eq(s.data_sp + j)]
+        words = Cat(*(port.data[:8] for port in self.sp_rd)) if s.lane_bits else self.sp_rd[0].data
         read_words = Signal(len(words))
         m.d["comb" if at_banks else "sync"] += read_words.eq(words)
-        if lane_bits:
+        if s.lane_bits:
             beat = Cat(read_words, arriving_mask)
         else:
-            beat = Cat(read_words, Const((1 << strobe_width) - 1, strobe_width))
+            beat = Cat(read_words, Const((1 << s.strobe_width) - 1, s.strobe_width))
         head = Mux(queue.r_rdy, queue.r_data, beat)
-        m.d.comb += [ext.wvalid.eq(queue.r_rdy | arriving), ext.wdata.eq(head[:len(ext.wdata)]),
-                     ext.wstrb.eq(head[len(ext.wdata):])]
-        sending = ext.wvalid & ext.wready
+        m.d.comb += [s.ext.wvalid.eq(queue.r_rdy | arriving), s.ext.wdata.eq(head[:len(s.ext.wdata)]),
+                     s.ext.wstrb.eq(head[len(s.ext.wdata):])]
+        sending = s.ext.wvalid & s.ext.wready
         m.d.comb += [queue.r_en.eq(sending), queue.w_data.eq(beat),
                      queue.w_en.eq(arriving & ~(sending & ~queue.r_rdy))]     # unless it went straight out
         # W's bursts are AW's (W must not wait for AW, nor AW for W), and a greedy burst (packing.bursts) ends at
         # its 256th beat, at a page's last beat or at the ST's last beat, whichever comes first: so WLAST is
         # three flags, each a register loaded with whether the next beat is such a beat (W's bursts planned
         # with AW's arithmetic, their lengths' recurrence was a 25F seed's worst path, 10.7 ns).
-        page_bits, count_bits = exact_log2(page), exact_log2(AXI_MAX_BURST)
-        w_beat = Signal(beat_width, name="w_beat")                  # the external beat of the next W beat
+        page_bits, count_bits = exact_log2(s.page), exact_log2(AXI_MAX_BURST)
+        w_beat = Signal(s.beat_width, name="w_beat")                  # the external beat of the next W beat
         w_count = Signal(count_bits, name="w_count")               # its place in its burst
         w_full, w_page_end, w_final = Signal(name="w_full"), Signal(name="w_page_end"), Signal(name="w_final")
 
         def page_end(beat, offset):
             """``beat`` + ``offset`` is a page's last beat (never, where the address space is within a page)."""
-            return beat[:page_bits] == page - 1 - offset if beat_width >= page_bits else Const(0, 1)
+            return beat[:page_bits] == s.page - 1 - offset if s.beat_width >= page_bits else Const(0, 1)
         with m.If(~self.ctl.busy):
-            m.d.sync += [w_beat.eq(first_beat), w_count.eq(0), w_full.eq(0), w_page_end.eq(page_end(first_beat, 0)),
-                         w_final.eq(n_beats == 1)]
-        m.d.comb += ext.wlast.eq(w_full | w_page_end | w_final)
+            m.d.sync += [w_beat.eq(s.first_beat), w_count.eq(0), w_full.eq(0), w_page_end.eq(page_end(s.first_beat, 0)),
+                         w_final.eq(s.n_beats == 1)]
+        m.d.comb += s.ext.wlast.eq(w_full | w_page_end | w_final)
         with m.If(sending):
-            m.d.sync += [w_left.eq(w_left - 1), w_final.eq(w_left == 2),
+            m.d.sync += [s.w_left.eq(s.w_left - 1), w_final.eq(s.w_left == 2),
                          w_beat.eq(w_beat + 1), w_page_end.eq(page_end(w_beat, 1)),
-                         w_count.eq(Mux(ext.wlast, 0, w_count + 1)),
-                         w_full.eq(~ext.wlast & (w_count == AXI_MAX_BURST - 2))]
+                         w_count.eq(Mux(s.ext.wlast, 0, w_count + 1)),
+                         w_full.eq(~s.ext.wlast & (w_count == AXI_MAX_BURST - 2))]
 
-        with m.If(receiving | reading):
-            m.d.sync += [data_sp.eq(data_sp + lanes), data_left.eq(data_left - 1), data_first.eq(0),
-                         data_more.eq(data_left != 1)]
+        with m.If(s.receiving | reading):
+            m.d.sync += [s.data_sp.eq(s.data_sp + s.lanes), s.data_left.eq(s.data_left - 1), s.data_first.eq(0),
+                         s.data_more.eq(s.data_left != 1)]
+        s.__dict__.update(sending=sending, latency=latency, w_final=w_final)
 
+    def _done(self, m, s):
+        """LD ends with its last beat; ST with its last W beat once its last burst is on AW."""
         # LD ends with its last beat (its last burst was requested before); ST with its last W beat once its last
         # burst has been requested on AW (a subordinate may take W before AW).
-        last_sent = sending & w_final
+        last_sent = s.sending & s.w_final
         with m.If(last_sent):
-            m.d.sync += w_finished.eq(1)
-        all_requested = ~req_more       # (in a cycle before: against a memory that never stalls, always so)
-        m.d.comb += self.ctl.done.eq(Mux(is_ld, receiving & (data_left == 1),
-                                         self.ctl.busy & ~is_ld & (last_sent | w_finished) & all_requested))
+            m.d.sync += s.w_finished.eq(1)
+        all_requested = ~s.req_more       # (in a cycle before: against a memory that never stalls, always so)
+        m.d.comb += self.ctl.done.eq(Mux(s.is_ld, s.receiving & (s.data_left == 1),
+                                         self.ctl.busy & ~s.is_ld & (last_sent | s.w_finished) & all_requested))
         with m.If(self.ctl.done):
             m.d.sync += self.ctl.busy.eq(0)
 
+    def _stall_count(self, m, s):
+        """The stall count: busy cycles without a beat past the ones the ideal memory also has."""
         # -- the stall count: busy cycles without a beat, past the ones the ideal memory also has --
-        grace = Signal(range(max(cfg.ext_latency, latency) + 1))
+        grace = Signal(range(max(s.cfg.ext_latency, s.latency) + 1))
         with m.If(~self.ctl.busy):
-            m.d.sync += grace.eq(Mux(ld, cfg.ext_latency, latency))
-        idle_beat = self.ctl.busy & ~receiving & ~sending
+            m.d.sync += grace.eq(Mux(s.ld, s.cfg.ext_latency, s.latency))
+        idle_beat = self.ctl.busy & ~s.receiving & ~s.sending
         with m.If(idle_beat & (grace != 0)):
             m.d.sync += grace.eq(grace - 1)
         m.d.comb += self.stalled.eq(idle_beat & (grace == 0))
-        return m
