@@ -1,6 +1,8 @@
 """The matrix unit's streaming operand feeder (decoupled mode): a k-slice per cycle where its operands sit on
 distinct banks, through one scratchpad read port per array row and one per array column."""
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -120,44 +122,65 @@ class StreamFeeder(wiring.Component):
         instr, ports, rows = ctl.instr, self.read_ports, config.rows
         n_ops, aw = len(ports), sp_addr_width(config)
         pairs = [(q, p) for p in range(n_ops) for q in range(p)]
+        # the signals the sections share (each section adds its own for the ones after it)
+        s = SimpleNamespace(pairs=pairs, ctl=ctl, config=config, instr=instr, ports=ports, rows=rows, n_ops=n_ops,
+                            aw=aw)
+        self._operand_registers(m, s)
+        self._bank_codes(m, s)
+        self._reads(m, s)
+        self._state_machine(m, s)
+        self._slice_steps(m, s)
+        self._hold_registers(m, s)
+        return m
+
+    def _operand_registers(self, m, s):
+        """Each operand's first address, step and bank registers, the slice's bookkeeping (which operands it has
+        read, its banks, the slices left), latched or computed from the fields at start."""
         # Operand p: its first address (A + i*lda, a constant multiply once per instruction; Bop(0, j) is j past
         # B, or j*ldb when B is stored transposed), its step per slice, and whether the MM uses it. The fields
         # are latched at start and the addresses computed from them in cycle 1.
-        base_a, base_b = Signal.like(instr.A, name="base_a"), Signal.like(instr.B, name="base_b")
-        lda, ldb, tb = Signal.like(instr.lda, name="lda"), Signal.like(instr.ldb, name="ldb"), Signal(name="tb")
+        base_a, base_b = Signal.like(s.instr.A, name="base_a"), Signal.like(s.instr.B, name="base_b")
+        lda, ldb, tb = Signal.like(s.instr.lda, name="lda"), Signal.like(s.instr.ldb, name="ldb"), Signal(name="tb")
         # row_b chips: row r's B starts r*lda words past B with rb, its operands after the columns'; with sa
         # every row takes row 0's A operand (rows 1..'s ports stay idle: `useds`)
-        rb = Signal(name="rb") if config.row_b else None
-        sa = Signal(name="sa") if config.row_b else None
-        row_offsets = [times(lda, i) for i in range(rows)]
-        column_firsts = [base_b + Mux(tb, times(ldb, j), j) for j in range(config.cols)]
+        rb = Signal(name="rb") if s.config.row_b else None
+        sa = Signal(name="sa") if s.config.row_b else None
+        row_offsets = [times(lda, i) for i in range(s.rows)]
+        column_firsts = [base_b + Mux(tb, times(ldb, j), j) for j in range(s.config.cols)]
         firsts = ([base_a + off for off in row_offsets] + column_firsts +
-                  ([first + off for off in row_offsets[1:] for first in column_firsts] if config.row_b else []))
-        addr = [Signal(aw, name=f"op{p}_addr") for p in range(n_ops)]      # the slice being read
-        steps = [1] * rows + [ctl.fields.b_kstride] * (n_ops - rows)
+                  ([first + off for off in row_offsets[1:] for first in column_firsts] if s.config.row_b else []))
+        addr = [Signal(s.aw, name=f"op{p}_addr") for p in range(s.n_ops)]      # the slice being read
+        steps = [1] * s.rows + [s.ctl.fields.b_kstride] * (s.n_ops - s.rows)
         # The next slice's addresses and banks are registers too (`ahead`, `ahead_bank`), stepped with the slice:
         # so a new slice's plan (which operands share a bank, how many wait on each) is a few gates of registers,
         # not an adder, the bank adders and the counts behind the slice's end.
-        ahead = [Signal(aw, name=f"op{p}_ahead") for p in range(n_ops)]
-        nexts = [Signal(aw, name=f"op{p}_next") for p in range(n_ops)]     # the slice after `ahead`'s
-        next_banks = [Signal(config.sp_banks, name=f"op{p}_next_bank") for p in range(n_ops)]
-        used = [Signal(name=f"op{p}_used") for p in range(n_ops)]
+        ahead = [Signal(s.aw, name=f"op{p}_ahead") for p in range(s.n_ops)]
+        nexts = [Signal(s.aw, name=f"op{p}_next") for p in range(s.n_ops)]     # the slice after `ahead`'s
+        next_banks = [Signal(s.config.sp_banks, name=f"op{p}_next_bank") for p in range(s.n_ops)]
+        used = [Signal(name=f"op{p}_used") for p in range(s.n_ops)]
         # Which operands the slice being read has read already: operand p has when its bit equals `phase`,
         # which flips with every slice read, so a new slice needs no clearing of the bits (clearing them on the
         # slice's last read put the whole arbitration and the vector lane's banks in front of eight reset
         # inputs: 91.65 and 93.19 MHz on a 25F, two seeds of three).
         phase = Signal(name="slice_phase")
-        read_in = [Signal(name=f"op{p}_read_in") for p in range(n_ops)]
+        read_in = [Signal(name=f"op{p}_read_in") for p in range(s.n_ops)]
         served = [~(r ^ phase) for r in read_in]
-        same = {pq: Signal(name=f"op{pq[0]}_op{pq[1]}_same_bank") for pq in pairs}
-        on_bank = [Signal(config.sp_banks, name=f"op{p}_bank") for p in range(n_ops)]     # one bit per bank
-        ahead_bank = [Signal(config.sp_banks, name=f"op{p}_ahead_bank") for p in range(n_ops)]
+        same = {pq: Signal(name=f"op{pq[0]}_op{pq[1]}_same_bank") for pq in s.pairs}
+        on_bank = [Signal(s.config.sp_banks, name=f"op{p}_bank") for p in range(s.n_ops)]     # one bit per bank
+        ahead_bank = [Signal(s.config.sp_banks, name=f"op{p}_ahead_bank") for p in range(s.n_ops)]
         # Slices still to read after the one being read, and whether it is the last (a register: the state
         # machine and the array's mark take it without a compare).
         left = Signal(16)
         on_last = Signal(name="on_last_slice")
         next_is_last = left == 1
+        s.__dict__.update(rb=rb, sa=sa, firsts=firsts, addr=addr, steps=steps, ahead=ahead, nexts=nexts,
+                          next_banks=next_banks, used=used, phase=phase, read_in=read_in, served=served,
+                          same=same, on_bank=on_bank, ahead_bank=ahead_bank, left=left, on_last=on_last,
+                          next_is_last=next_is_last, base_a=base_a, base_b=base_b, lda=lda, ldb=ldb, tb=tb)
 
+    def _bank_codes(self, m, s):
+        """Per bank, how many of the slice's operands are still to read, as thermometer codes (END_COPIES
+        copies, each its own loop), and the first slice's banks decoded beside its addresses."""
         # Per bank, how many of the slice's operands are still to read, as a thermometer code: `waiting[b][k]` is
         # high while more than k are. A read cycle reads one from each bank that has any and is not held, so a
         # bank's code shifts down by one then; and the slice is done when no bank has two waiting, or one
@@ -169,140 +192,155 @@ class StreamFeeder(wiring.Component):
         # bank7_waiting -> its end -> the state machine, 10.71 ns: 97.78 and 93.4 MHz on a 25F). So there are
         # END_COPIES copies of the codes, each its own loop (its end computed from its own codes, its codes
         # stepped by its own end, so no tool can merge them), and each copy's end enables one group of registers.
-        copies = [[Signal(n_ops, name=f"bank{b}_waiting" + (f"_copy{c}" if c else "")) for b in range(config.sp_banks)]
+        copies = [[Signal(s.n_ops, name=f"bank{b}_waiting" + (f"_copy{c}" if c else "")) for b in range(s.config.sp_banks)]
                   for c in range(END_COPIES)]
 
         def bank_bit(address):
-            return Const(1, config.sp_banks) << bank_index(address, config)
+            return Const(1, s.config.sp_banks) << bank_index(address, s.config)
 
         # The first slice's banks, decoded in ADDRESS beside its addresses: decoded from the address registers
         # in PLAN, every copy's codes were loaded through the bank adders from 32 address bits fanned out
         # across the die (op0_addr -> bank7_waiting_copy1, 11.16 ns, 8.99 of routing: the AXI chip's worst path
         # on three seeds of three, 89.59 to 96.11 MHz on a 25F).
-        first_banks = [Signal(config.sp_banks, name=f"op{p}_first_bank") for p in range(n_ops)]
+        first_banks = [Signal(s.config.sp_banks, name=f"op{p}_first_bank") for p in range(s.n_ops)]
 
         def counts(hits, name):
             """Per bank, how many of the used operands on the banks ``hits`` (one bit each) sit on it."""
-            return [thermometer(m, [u & h[b] for u, h in zip(used, hits)], f"{name}_bank{b}")
-                    for b in range(config.sp_banks)]
+            return [thermometer(m, [u & h[b] for u, h in zip(s.used, hits)], f"{name}_bank{b}")
+                    for b in range(s.config.sp_banks)]
 
         def plan(hits):
             """The slice whose operands sit on the banks ``hits`` becomes the one being read (its codes apart)."""
-            return ([same[q, p].eq((hits[q] & hits[p]).any()) for q, p in pairs] +
-                    [hit.eq(h) for hit, h in zip(on_bank, hits)])
+            return ([s.same[q, p].eq((hits[q] & hits[p]).any()) for q, p in s.pairs] +
+                    [hit.eq(h) for hit, h in zip(s.on_bank, hits)])
+        s.__dict__.update(bank_bit=bank_bit, counts=counts, plan=plan, copies=copies, first_banks=first_banks)
 
+    def _reads(self, m, s):
+        """This cycle's reads: each operand still to read unless an earlier one shares its bank or the vector
+        lane or the result writer holds it; each copy's end of the slice."""
         # This cycle's reads: each operand still to read, unless an earlier one still to read shares its bank, or
         # the vector lane or the result writer asks for its bank.
-        vector_banks = Signal(config.sp_banks, name="vector_banks")
+        vector_banks = Signal(s.config.sp_banks, name="vector_banks")
         m.d.sync += vector_banks.eq(self.vector_banks_next)
         held = vector_banks | self.writer_banks
-        pending = [u & ~s for u, s in zip(used, served)]
-        free = [~(hit & held).any() for hit in on_bank]
-        reads = [pending[p] & free[p] & ~Cat(*(pending[q] & same[q, p] for q in range(p))).any()
-                 for p in range(n_ops)]
-        ends = [~Cat(*(code[1] | (code[0] & held[b]) for b, code in enumerate(waiting))).any() for waiting in copies]
+        pending = [u & ~done for u, done in zip(s.used, s.served)]
+        free = [~(hit & held).any() for hit in s.on_bank]
+        reads = [pending[p] & free[p] & ~Cat(*(pending[q] & s.same[q, p] for q in range(p))).any()
+                 for p in range(s.n_ops)]
+        ends = [~Cat(*(code[1] | (code[0] & held[b]) for b, code in enumerate(waiting))).any() for waiting in s.copies]
         # Each copy's end, and the registers it enables: the state machine and the slice count; the slices'
         # addresses; the next slice's; its banks and the plan.
         slice_done, addr_end, ahead_end, plan_end = ends
+        s.__dict__.update(held=held, reads=reads, ends=ends, slice_done=slice_done, addr_end=addr_end,
+                          ahead_end=ahead_end, plan_end=plan_end)
 
+    def _state_machine(self, m, s):
+        """The state machine (IDLE, ADDRESS, PLAN, READ, drain) and the PLAN and READ registers beside it."""
         # PLAN and READ are also registers of their own, set and cleared with the state machine's transitions:
         # they select and enable the codes, the addresses and the plan, hundreds of registers, and decoded from
         # the state register they were the worst path of 25F seeds (the state -> the codes, 10.0 to 11.0 ns).
         planning, reading = Signal(name="planning"), Signal(name="reading")
         with m.FSM(name="stream_fsm") as fsm:
             with m.State("IDLE"):
-                with m.If(ctl.start):
+                with m.If(s.ctl.start):
                     m.next = "ADDRESS"
             with m.State("ADDRESS"):
-                m.d.sync += [*(a.eq(f) for a, f in zip(addr, firsts)),
-                             *(h.eq(bank_bit(f)) for h, f in zip(first_banks, firsts)), planning.eq(1)]
+                m.d.sync += [*(a.eq(f) for a, f in zip(s.addr, s.firsts)),
+                             *(h.eq(s.bank_bit(f)) for h, f in zip(s.first_banks, s.firsts)), planning.eq(1)]
                 m.next = "PLAN"
             # The last slice waits in WAIT while the result writer is busy, entered from the cycle before it
             # would be read: a state, so that the wait is not one more term of every read's arbitration.
             with m.State("PLAN"):
-                m.d.sync += [*plan(first_banks), *(a.eq(n) for a, n in zip(ahead, nexts)),
-                             *(code.eq(count) for waiting in copies
-                               for code, count in zip(waiting, counts(first_banks, "first"))),
-                             *(h.eq(n) for h, n in zip(ahead_bank, next_banks)), planning.eq(0)]
-                with m.If(on_last & self.writer_busy):
+                m.d.sync += [*s.plan(s.first_banks), *(a.eq(n) for a, n in zip(s.ahead, s.nexts)),
+                             *(code.eq(count) for waiting in s.copies
+                               for code, count in zip(waiting, s.counts(s.first_banks, "first"))),
+                             *(h.eq(n) for h, n in zip(s.ahead_bank, s.next_banks)), planning.eq(0)]
+                with m.If(s.on_last & self.writer_busy):
                     m.next = "WAIT"
                 with m.Else():
                     m.next = "READ"
                     m.d.sync += reading.eq(1)
             with m.State("READ"):
-                with m.If(slice_done & on_last):
-                    m.d.comb += ctl.done.eq(1)
+                with m.If(s.slice_done & s.on_last):
+                    m.d.comb += s.ctl.done.eq(1)
                     m.next = "IDLE"
                     m.d.sync += reading.eq(0)
-                with m.Elif(slice_done & next_is_last & self.writer_busy):
+                with m.Elif(s.slice_done & s.next_is_last & self.writer_busy):
                     m.next = "WAIT"
                     m.d.sync += reading.eq(0)
             with m.State("WAIT"):
                 with m.If(~self.writer_busy):
                     m.next = "READ"
                     m.d.sync += reading.eq(1)
+        s.__dict__.update(planning=planning, reading=reading, fsm=fsm)
 
+    def _slice_steps(self, m, s):
+        """The slices stepped: the addresses, the next slice's addresses and banks, the plan, and each copy's
+        codes stepped by its own end."""
         # In PLAN the slice after the first is the first's addresses stepped, later the one after `ahead`'s.
-        for a, h, base, ah, step in zip(nexts, next_banks, addr, ahead, steps):
-            m.d.comb += [a.eq(Mux(planning, base, ah) + step), h.eq(bank_bit(a))]
-        slice_read = reading & slice_done
+        for a, h, base, ah, step in zip(s.nexts, s.next_banks, s.addr, s.ahead, s.steps):
+            m.d.comb += [a.eq(Mux(s.planning, base, ah) + step), h.eq(s.bank_bit(a))]
+        slice_read = s.reading & s.slice_done
         # Idle, the fields follow the instruction, which holds still in the start cycle: `start` (the end of
         # the sequencer's issue decision) then drives only the state machine.
-        with m.If(fsm.ongoing("IDLE")):
-            m.d.sync += [base_a.eq(instr.A), base_b.eq(instr.B), lda.eq(instr.lda), ldb.eq(instr.ldb),
-                         tb.eq(instr.tb), *(u.eq(f) for u, f in zip(used, useds(instr, config))),
-                         left.eq(instr.K - 1), on_last.eq(instr.K == 1)]
-            if config.row_b:
-                m.d.sync += [rb.eq(optional_field(instr, "rb")), sa.eq(optional_field(instr, "sa"))]
+        with m.If(s.fsm.ongoing("IDLE")):
+            m.d.sync += [s.base_a.eq(s.instr.A), s.base_b.eq(s.instr.B), s.lda.eq(s.instr.lda), s.ldb.eq(s.instr.ldb),
+                         s.tb.eq(s.instr.tb), *(u.eq(f) for u, f in zip(s.used, useds(s.instr, s.config))),
+                         s.left.eq(s.instr.K - 1), s.on_last.eq(s.instr.K == 1)]
+            if s.config.row_b:
+                m.d.sync += [s.rb.eq(optional_field(s.instr, "rb")), s.sa.eq(optional_field(s.instr, "sa"))]
         with m.Elif(slice_read):
-            m.d.sync += [left.eq(left - 1), on_last.eq(next_is_last)]
-        with m.If(reading & addr_end):
-            m.d.sync += [a.eq(n) for a, n in zip(addr, ahead)]
-        with m.If(reading & ahead_end):
-            m.d.sync += [a.eq(n) for a, n in zip(ahead, nexts)]
-        with m.If(reading & plan_end):
-            m.d.sync += [*plan(ahead_bank), *(h.eq(n) for h, n in zip(ahead_bank, next_banks))]
+            m.d.sync += [s.left.eq(s.left - 1), s.on_last.eq(s.next_is_last)]
+        with m.If(s.reading & s.addr_end):
+            m.d.sync += [a.eq(n) for a, n in zip(s.addr, s.ahead)]
+        with m.If(s.reading & s.ahead_end):
+            m.d.sync += [a.eq(n) for a, n in zip(s.ahead, s.nexts)]
+        with m.If(s.reading & s.plan_end):
+            m.d.sync += [*s.plan(s.ahead_bank), *(h.eq(n) for h, n in zip(s.ahead_bank, s.next_banks))]
         # Each copy's codes, stepped by its own end: the next slice's counts, else one read from each bank that is
         # not held.
-        ahead_counts = counts(ahead_bank, "ahead")
-        for waiting, end in zip(copies, ends):
-            with m.If(reading & end):
+        ahead_counts = s.counts(s.ahead_bank, "ahead")
+        for waiting, end in zip(s.copies, s.ends):
+            with m.If(s.reading & end):
                 m.d.sync += [code.eq(count) for code, count in zip(waiting, ahead_counts)]
-            with m.Elif(reading):
-                m.d.sync += [code.eq(Mux(held[b], code, code[1:])) for b, code in enumerate(waiting)]
-        with m.If(reading):
-            m.d.sync += phase.eq(phase ^ slice_done)
-            for bit, rd in zip(read_in, reads):
+            with m.Elif(s.reading):
+                m.d.sync += [code.eq(Mux(s.held[b], code, code[1:])) for b, code in enumerate(waiting)]
+        with m.If(s.reading):
+            m.d.sync += s.phase.eq(s.phase ^ s.slice_done)
+            for bit, rd in zip(s.read_in, s.reads):
                 with m.If(rd):
-                    m.d.sync += bit.eq(phase)
+                    m.d.sync += bit.eq(s.phase)
         with m.Else():                          # outside READ every operand is still to read
-            m.d.sync += [bit.eq(~phase) for bit in read_in]
-        for p, port in enumerate(ports):
-            m.d.comb += [port.addr.eq(addr[p]), port.en.eq(reading & reads[p])]
+            m.d.sync += [bit.eq(~s.phase) for bit in s.read_in]
+        for p, port in enumerate(s.ports):
+            m.d.comb += [port.addr.eq(s.addr[p]), port.en.eq(s.reading & s.reads[p])]
+        s.__dict__.update(slice_read=slice_read)
 
+    def _hold_registers(self, m, s):
+        """The hold registers between the RAM outputs and the multipliers; the slice goes to the array with its
+        mark STEP_DELAY cycles after its last read."""
         # Hold registers (the array's operands) between the RAM outputs (slow clock-to-output) and the
         # multipliers: an operand is taken in the cycle its data arrives. The array takes them as a slice, with
         # its mark, STEP_DELAY cycles after the slice's last read; in the other cycles it sees a bubble.
-        arrived = [delayed(m, port.en, READ_LATENCY, f"op{p}_arrived") for p, port in enumerate(ports)]
-        for got, port, hold in zip(arrived, ports, [*ctl.a, *ctl.b]):
+        arrived = [delayed(m, port.en, READ_LATENCY, f"op{p}_arrived") for p, port in enumerate(s.ports)]
+        for got, port, hold in zip(arrived, s.ports, [*s.ctl.a, *s.ctl.b]):
             with m.If(got):
                 m.d.sync += hold.eq(port.data[0:8].as_signed())
-        if len(ctl.b) > config.cols:
+        if len(s.ctl.b) > s.config.cols:
             # A row_b chip's array takes a B operand per cell (TiledSystolicArray(per_cell_b=True)): without
             # rb, every row's cell of column j takes column j's operand, as it would flowing down the column.
-            cols = config.cols
-            shared = [delayed(m, port.en & ~rb, READ_LATENCY, f"col{j}_shared") for j, port in enumerate(self.b_rd)]
-            for r in range(1, rows):
+            cols = s.config.cols
+            shared = [delayed(m, port.en & ~s.rb, READ_LATENCY, f"col{j}_shared") for j, port in enumerate(self.b_rd)]
+            for r in range(1, s.rows):
                 for j in range(cols):
                     with m.If(shared[j]):
-                        m.d.sync += ctl.b[r * cols + j].eq(self.b_rd[j].data[0:8].as_signed())
+                        m.d.sync += s.ctl.b[r * cols + j].eq(self.b_rd[j].data[0:8].as_signed())
             # With sa, row 0's A operand is every row's.
-            a_shared = delayed(m, self.a_rd[0].en & sa, READ_LATENCY, "row0_a_shared")
+            a_shared = delayed(m, self.a_rd[0].en & s.sa, READ_LATENCY, "row0_a_shared")
             with m.If(a_shared):
-                m.d.sync += [ctl.a[r].eq(self.a_rd[0].data[0:8].as_signed()) for r in range(1, rows)]
-        m.d.comb += [ctl.step.eq(delayed(m, slice_read, STEP_DELAY, "step_now")),
-                     ctl.last.eq(delayed(m, slice_read & on_last, STEP_DELAY, "last_step"))]
-        return m
+                m.d.sync += [s.ctl.a[r].eq(self.a_rd[0].data[0:8].as_signed()) for r in range(1, s.rows)]
+        m.d.comb += [s.ctl.step.eq(delayed(m, s.slice_read, STEP_DELAY, "step_now")),
+                     s.ctl.last.eq(delayed(m, s.slice_read & s.on_last, STEP_DELAY, "last_step"))]
 
 
 def times(value, n):
