@@ -1,6 +1,8 @@
 """The requantiser of a chip built with ``Config.rq_overlap``: an RQ may start while the RQ before it is still
 writing, so a run of RQs keeps the pipeline full instead of draining it between instructions."""
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Array, Module, Mux, Signal
 from amaranth.lib.wiring import Out
 from amaranth.utils import exact_log2
@@ -93,46 +95,64 @@ class OverlappedRequantiser(Unit):
         def times_lanes(value):     # value * lanes, lanes a power of two
             return value if lanes == 1 else value << exact_log2(lanes)
 
+        # the signals the sections share (each section adds its own for the ones after it)
+        s = SimpleNamespace(times_lanes=times_lanes, pipelines=pipelines, pipeline=pipeline, cfg=cfg, instr=instr,
+                            lanes=lanes)
+        self._registers(m, s)
+        self._read_side(m, s)
+        self._into_pipelines(m, s)
+        self._out_of_pipelines(m, s)
+        return m
+
+    def _registers(self, m, s):
+        """The read side's registers (the RQ being read, its fields following the instruction while idle) and the
+        write side's (the RQ being written, and the one queued behind it)."""
         # The read side: the RQ being read. Its fields follow the instruction register while it is idle, as the
         # Requantiser's do, so the start pulse drives only the state bits. Each lane has its own address
         # register (lane j reads element j of each cycle's `lanes`), so that no adder sits in front of the
         # scratchpad's read ports.
-        dst = Signal.like(instr.dst, name="dst")
-        mult = Signal(pipeline.mult.shape(), name="mult")
+        dst = Signal.like(s.instr.dst, name="dst")
+        mult = Signal(s.pipeline.mult.shape(), name="mult")
         shift = Signal(SHIFT_WIDTH, name="shift")
-        rd_addrs = [Signal.like(instr.src, name=f"rd_addr{j or ''}") for j in range(lanes)]
+        rd_addrs = [Signal.like(s.instr.src, name=f"rd_addr{j or ''}") for j in range(s.lanes)]
         rd_addr = rd_addrs[0]
-        rd_left = Signal.like(instr.len, name="rd_left")
+        rd_left = Signal.like(s.instr.len, name="rd_left")
         deciding, waiting, reading = Signal(name="deciding"), Signal(name="waiting"), Signal(name="reading")
         wait_left = Signal(range(RQ_FOLLOW_MAX_WAIT + 1), name="wait_left")
         first_read = Signal(name="first_read")          # this cycle reads an RQ's first element
 
         # The write side: the RQ being written, and the one behind it.
-        wr_addrs = [Signal.like(instr.dst, name=f"wr_addr{j or ''}") for j in range(lanes)]
+        wr_addrs = [Signal.like(s.instr.dst, name=f"wr_addr{j or ''}") for j in range(s.lanes)]
         wr_addr = wr_addrs[0]
-        wr_left = Signal(len(instr.len) + 1, name="wr_left")
+        wr_left = Signal(len(s.instr.len) + 1, name="wr_left")
         queued = Signal(name="queued")
-        next_dst = Signal.like(instr.dst, name="next_dst")
-        next_len = Signal.like(instr.len, name="next_len")
+        next_dst = Signal.like(s.instr.dst, name="next_dst")
+        next_len = Signal.like(s.instr.len, name="next_len")
         draining = Signal(name="draining_r")
 
         # With several lanes the wait decided over their window is registered (`decided`) before it is used
         # (banking.rq_follow_decision): straight into `reading` it was the two-lane chip's critical path.
-        decided = Signal(name="decided") if lanes > 1 else None
-        deciding_or_decided = deciding if lanes == 1 else deciding | decided
+        decided = Signal(name="decided") if s.lanes > 1 else None
+        deciding_or_decided = deciding if s.lanes == 1 else deciding | decided
         read_idle = ~(deciding_or_decided | waiting | reading)
         m.d.comb += [self.ctl.busy.eq(deciding_or_decided | waiting | reading | queued),
                      self.ctl.draining.eq(draining), self.older.eq(queued)]
         with m.If(read_idle):
-            m.d.sync += [dst.eq(instr.dst), mult.eq(instr.m), shift.eq(instr.s),
-                         rd_addr.eq(instr.src), rd_left.eq(instr.len)]
-            m.d.sync += [addr.eq(instr.src + j) for j, addr in enumerate(rd_addrs) if j]
+            m.d.sync += [dst.eq(s.instr.dst), mult.eq(s.instr.m), shift.eq(s.instr.s),
+                         rd_addr.eq(s.instr.src), rd_left.eq(s.instr.len)]
+            m.d.sync += [addr.eq(s.instr.src + j) for j, addr in enumerate(rd_addrs) if j]
+        s.__dict__.update(dst=dst, mult=mult, shift=shift, rd_addrs=rd_addrs, rd_addr=rd_addr, rd_left=rd_left,
+                          wait_left=wait_left, first_read=first_read, wr_addrs=wr_addrs, wr_addr=wr_addr,
+                          wr_left=wr_left, queued=queued, next_dst=next_dst, next_len=next_len, draining=draining,
+                          decided=decided, deciding=deciding, waiting=waiting, reading=reading)
 
+    def _read_side(self, m, s):
+        """Start, the follow decision beside an RQ still writing (its wait from the write track), and the reads."""
         # Start: on an idle unit read from the next cycle; beside an RQ still writing, decide first.
         with m.If(self.ctl.start):
-            m.d.sync += [deciding.eq(draining), reading.eq(~draining), first_read.eq(~draining)]
+            m.d.sync += [s.deciding.eq(s.draining), s.reading.eq(~s.draining), s.first_read.eq(~s.draining)]
         with m.Else():
-            m.d.sync += first_read.eq(0)
+            m.d.sync += s.first_read.eq(0)
         # The write track (banking.rq_write_track) of the RQ read last: the first word it writes in the cycle in
         # which a read requested now reaches the bank. `lanes` more each cycle; set as an RQ reads its first
         # elements, and its skew taken off in the next cycle, from the skew register: loaded with the skew
@@ -141,77 +161,82 @@ class OverlappedRequantiser(Unit):
         # first read at least.
         track = Signal(16, name="track")
         skew_now, skew = Signal(range(RQ_MAX_SKEW + 1)), Signal(range(RQ_MAX_SKEW + 1), name="skew")
-        m.d.comb += skew_now.eq(write_skew(rd_addr, dst, cfg))
+        m.d.comb += skew_now.eq(write_skew(s.rd_addr, s.dst, s.cfg))
         after_first_read = Signal(name="after_first_read")
-        m.d.sync += after_first_read.eq(first_read)
-        with m.If(first_read):
-            m.d.sync += track.eq(dst - times_lanes(RQ_READ_TO_WRITE) + lanes)
+        m.d.sync += after_first_read.eq(s.first_read)
+        with m.If(s.first_read):
+            m.d.sync += track.eq(s.dst - s.times_lanes(RQ_READ_TO_WRITE) + s.lanes)
         with m.Elif(after_first_read):
-            m.d.sync += track.eq(track + lanes - times_lanes(skew))
+            m.d.sync += track.eq(track + s.lanes - s.times_lanes(skew))
         with m.Else():
-            m.d.sync += track.eq(track + lanes)
+            m.d.sync += track.eq(track + s.lanes)
         wait_now = Signal(range(RQ_FOLLOW_MAX_WAIT + 1))
-        m.d.comb += wait_now.eq(follow_wait(rd_addr, track, cfg))
-        if lanes == 1:
-            with m.If(deciding):
-                m.d.sync += [deciding.eq(0), wait_left.eq(wait_now), waiting.eq(wait_now != 0),
-                             reading.eq(wait_now == 0), first_read.eq(wait_now == 0)]
+        m.d.comb += wait_now.eq(follow_wait(s.rd_addr, track, s.cfg))
+        if s.lanes == 1:
+            with m.If(s.deciding):
+                m.d.sync += [s.deciding.eq(0), s.wait_left.eq(wait_now), s.waiting.eq(wait_now != 0),
+                             s.reading.eq(wait_now == 0), s.first_read.eq(wait_now == 0)]
         else:
             wait_q = Signal.like(wait_now, name="wait_q")
-            with m.If(deciding):
-                m.d.sync += [deciding.eq(0), decided.eq(1), wait_q.eq(wait_now)]
-            with m.If(decided):
-                m.d.sync += [decided.eq(0), wait_left.eq(wait_q), waiting.eq(wait_q != 0),
-                             reading.eq(wait_q == 0), first_read.eq(wait_q == 0)]
-        with m.If(waiting):
-            m.d.sync += wait_left.eq(wait_left - 1)
-            with m.If(wait_left == 1):
-                m.d.sync += [waiting.eq(0), reading.eq(1), first_read.eq(1)]
+            with m.If(s.deciding):
+                m.d.sync += [s.deciding.eq(0), s.decided.eq(1), wait_q.eq(wait_now)]
+            with m.If(s.decided):
+                m.d.sync += [s.decided.eq(0), s.wait_left.eq(wait_q), s.waiting.eq(wait_q != 0),
+                             s.reading.eq(wait_q == 0), s.first_read.eq(wait_q == 0)]
+        with m.If(s.waiting):
+            m.d.sync += s.wait_left.eq(s.wait_left - 1)
+            with m.If(s.wait_left == 1):
+                m.d.sync += [s.waiting.eq(0), s.reading.eq(1), s.first_read.eq(1)]
         # Lane j reads while the RQ has more than j elements left (only its last cycle may leave lanes idle).
-        lane_reading = [reading] + [reading & (rd_left > j) for j in range(1, lanes)]
-        with m.If(reading):
-            m.d.sync += [addr.eq(addr + lanes) for addr in rd_addrs]
-            m.d.sync += [rd_left.eq(rd_left - lanes), reading.eq(rd_left != 1 if lanes == 1 else rd_left > lanes)]
-        for rd, en, addr in zip(self.read_ports, lane_reading, rd_addrs):
+        lane_reading = [s.reading] + [s.reading & (s.rd_left > j) for j in range(1, s.lanes)]
+        with m.If(s.reading):
+            m.d.sync += [addr.eq(addr + s.lanes) for addr in s.rd_addrs]
+            m.d.sync += [s.rd_left.eq(s.rd_left - s.lanes), s.reading.eq(s.rd_left != 1 if s.lanes == 1 else s.rd_left > s.lanes)]
+        for rd, en, addr in zip(self.read_ports, lane_reading, s.rd_addrs):
             m.d.comb += [rd.en.eq(en), rd.addr.eq(addr)]
+        s.__dict__.update(lane_reading=lane_reading, skew_now=skew_now, skew=skew)
 
+    def _into_pipelines(self, m, s):
+        """Into the pipelines: each RQ's words at its own skew, its fields beside them."""
         # Into the pipelines: the words `skew` cycles after their reads (Requantiser), each RQ's skew and fields
         # taken in its first read's cycle. The valid bits are selected as a read enters the pipeline, the words
         # pipeline.read_latency cycles later, each with the skew of its own RQ.
-        entry_mult, entry_shift = Signal.like(mult, name="entry_mult"), Signal.like(shift, name="entry_shift")
-        with m.If(first_read):
-            m.d.sync += [skew.eq(skew_now), entry_mult.eq(mult), entry_shift.eq(shift)]
-        word_skew = delayed(m, skew, pipeline.read_latency, "word_skew")
+        entry_mult, entry_shift = Signal.like(s.mult, name="entry_mult"), Signal.like(s.shift, name="entry_shift")
+        with m.If(s.first_read):
+            m.d.sync += [s.skew.eq(s.skew_now), entry_mult.eq(s.mult), entry_shift.eq(s.shift)]
+        word_skew = delayed(m, s.skew, s.pipeline.read_latency, "word_skew")
         taps = [skew_taps(m, en, rd.data, lane=str(j or ""))
-                for j, (rd, en) in enumerate(zip(self.read_ports, lane_reading))]
-        word_mult = delayed(m, entry_mult, pipeline.read_latency, "word_mult")
-        word_shift = delayed(m, entry_shift, pipeline.read_latency, "word_shift")
-        for lane_pipeline, (reads_late, words) in zip(pipelines, taps):
-            m.d.comb += [lane_pipeline.read.eq(Array(reads_late)[skew]), lane_pipeline.word.eq(Array(words)[word_skew]),
+                for j, (rd, en) in enumerate(zip(self.read_ports, s.lane_reading))]
+        word_mult = delayed(m, entry_mult, s.pipeline.read_latency, "word_mult")
+        word_shift = delayed(m, entry_shift, s.pipeline.read_latency, "word_shift")
+        for lane_pipeline, (reads_late, words) in zip(s.pipelines, taps):
+            m.d.comb += [lane_pipeline.read.eq(Array(reads_late)[s.skew]), lane_pipeline.word.eq(Array(words)[word_skew]),
                          lane_pipeline.mult.eq(word_mult), lane_pipeline.shift.eq(word_shift)]
 
+    def _out_of_pipelines(self, m, s):
+        """Out of the pipelines: the elements written to the RQ being written, the queued RQ's destination taken
+        after the last word."""
         # Out of the pipelines: a cycle's elements (lane j the j-th) to the RQ being written; the next RQ's
         # destination waits in the queue until its last word. A start on an idle write side loads it directly.
-        writing = pipeline.o.valid
-        for wr, lane_pipeline, addr in zip(self.write_ports, pipelines, wr_addrs):
+        writing = s.pipeline.o.valid
+        for wr, lane_pipeline, addr in zip(self.write_ports, s.pipelines, s.wr_addrs):
             m.d.comb += [wr.en.eq(lane_pipeline.o.valid), wr.addr.eq(addr), wr.data.eq(lane_pipeline.o.payload)]
-        written = writing if lanes == 1 else sum(p.o.valid for p in pipelines)     # lanes 0 .. k-1 write
-        left_after = Signal.like(wr_left)                  # the writes left once this cycle's are made
-        left_next, addr_next = Signal.like(wr_left), Signal.like(wr_addr)
+        written = writing if s.lanes == 1 else sum(p.o.valid for p in s.pipelines)     # lanes 0 .. k-1 write
+        left_after = Signal.like(s.wr_left)                  # the writes left once this cycle's are made
+        left_next, addr_next = Signal.like(s.wr_left), Signal.like(s.wr_addr)
         queued_next = Signal(name="queued_next")
-        m.d.comb += [left_after.eq(wr_left - written), left_next.eq(left_after),
-                     addr_next.eq(wr_addr + (writing if lanes == 1 else times_lanes(writing))),
-                     queued_next.eq(queued)]
+        m.d.comb += [left_after.eq(s.wr_left - written), left_next.eq(left_after),
+                     addr_next.eq(s.wr_addr + (writing if s.lanes == 1 else s.times_lanes(writing))),
+                     queued_next.eq(s.queued)]
         with m.If(self.ctl.start):
-            with m.If(draining):
-                m.d.sync += [next_dst.eq(instr.dst), next_len.eq(instr.len)]
+            with m.If(s.draining):
+                m.d.sync += [s.next_dst.eq(s.instr.dst), s.next_len.eq(s.instr.len)]
                 m.d.comb += queued_next.eq(1)
             with m.Else():
-                m.d.comb += [addr_next.eq(instr.dst), left_next.eq(instr.len)]
-        with m.If(queued & (left_after == 0)):
-            m.d.comb += [addr_next.eq(next_dst), left_next.eq(next_len), queued_next.eq(0)]
-        m.d.sync += [wr_addr.eq(addr_next), wr_left.eq(left_next), queued.eq(queued_next),
-                     draining.eq((left_next != 0) | queued_next)]
-        m.d.sync += [addr.eq(addr_next + j) for j, addr in enumerate(wr_addrs) if j]
-        m.d.comb += self.ctl.done.eq(writing & (wr_left == 1 if lanes == 1 else left_after == 0) & ~queued)
-        return m
+                m.d.comb += [addr_next.eq(s.instr.dst), left_next.eq(s.instr.len)]
+        with m.If(s.queued & (left_after == 0)):
+            m.d.comb += [addr_next.eq(s.next_dst), left_next.eq(s.next_len), queued_next.eq(0)]
+        m.d.sync += [s.wr_addr.eq(addr_next), s.wr_left.eq(left_next), s.queued.eq(queued_next),
+                     s.draining.eq((left_next != 0) | queued_next)]
+        m.d.sync += [addr.eq(addr_next + j) for j, addr in enumerate(s.wr_addrs) if j]
+        m.d.comb += self.ctl.done.eq(writing & (s.wr_left == 1 if s.lanes == 1 else left_after == 0) & ~s.queued)
