@@ -1,5 +1,7 @@
 """The packed DMA: LD and ST over an external port of W = ``bus_bytes`` int8 elements per beat."""
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -77,6 +79,16 @@ class PackedDMA(LanePorts, wiring.Component):
         lane_bits, beat_bits = exact_log2(w), len(self.ext.addr)
         assert w < self._config.sp_banks, "a beat's words lie in distinct banks (Config requires it)"
 
+        # the signals the sections share (each section adds its own for the ones after it)
+        s = SimpleNamespace(w=w, spw=spw, lane_bits=lane_bits, beat_bits=beat_bits)
+        self._issue_and_beats(m, s)
+        if self._config.ld_overlap:
+            self._overlapped_loads(m, s)
+        return m
+
+    def _issue_and_beats(self, m, s):
+        """The issue side (an LD's requests, an ST's reads) and, without overlapped loads, the write side: the
+        fields registered while idle, the beats' lanes, each beat moved the cycle it can be."""
         # Registered from the sequencer's instruction register while idle, as in the chapter's DMA, so the
         # start pulse drives only `busy`. The external address splits into its beat and the byte lane of its
         # first element; the scratchpad address of lane 0 of the first beat is the range's start less that lane.
@@ -87,16 +99,16 @@ class PackedDMA(LanePorts, wiring.Component):
         active = Signal(name="active") if overlap else self.ctl.busy
         ext_addr = Mux(ld, ext_address(instr, Op.LD), ext_address(instr, Op.ST))
         sp_addr = Mux(ld, instr.dst, instr.src)
-        first_lane, beat = ext_addr[:lane_bits], ext_addr[lane_bits:lane_bits + beat_bits]
-        last_lane = (ext_addr + instr.len - 1)[:lane_bits]
-        n_beats = (Cat(first_lane, Const(0, 1)) + instr.len + w - 1) >> lane_bits      # ga2_sw.packing.beats
-        lane0 = (sp_addr - first_lane)[:spw]
+        first_lane, beat = ext_addr[:s.lane_bits], ext_addr[s.lane_bits:s.lane_bits + s.beat_bits]
+        last_lane = (ext_addr + instr.len - 1)[:s.lane_bits]
+        n_beats = (Cat(first_lane, Const(0, 1)) + instr.len + s.w - 1) >> s.lane_bits      # ga2_sw.packing.beats
+        lane0 = (sp_addr - first_lane)[:s.spw]
 
         is_ld = Signal()
-        lo, hi = Signal(lane_bits), Signal(lane_bits)       # the first beat's first lane, the last beat's last
-        issue_sp, issue_beat = Signal(spw), Signal(beat_bits)
+        lo, hi = Signal(s.lane_bits), Signal(s.lane_bits)       # the first beat's first lane, the last beat's last
+        issue_sp, issue_beat = Signal(s.spw), Signal(s.beat_bits)
         issue_left, issue_more, issue_first = Signal(17), Signal(), Signal()
-        write_sp, write_beat = Signal(spw), Signal(beat_bits)
+        write_sp, write_beat = Signal(s.spw), Signal(s.beat_bits)
         write_left, write_first = Signal(17), Signal()
         with m.If(~active):
             m.d.sync += [
@@ -111,18 +123,18 @@ class PackedDMA(LanePorts, wiring.Component):
         def lanes(first, last, lo=lo, hi=hi):
             """The lanes of a beat inside the range: from ``lo`` on the first beat, to ``hi`` on the last."""
             # (the last lane is never below lo, nor lane 0 above hi: no comparison that is always true)
-            return Cat(*((~first | (lo <= j) if j < w - 1 else 1) & (~last | (j <= hi) if j else 1)
-                         for j in range(w)))
+            return Cat(*((~first | (lo <= j) if j < s.w - 1 else 1) & (~last | (j <= hi) if j else 1)
+                         for j in range(s.w)))
 
         issuing = active & issue_more
         issue_lanes = lanes(issue_first, issue_left == 1)
         with m.If(issuing):
-            m.d.sync += [issue_sp.eq(issue_sp + w), issue_beat.eq(issue_beat + 1), issue_left.eq(issue_left - 1),
+            m.d.sync += [issue_sp.eq(issue_sp + s.w), issue_beat.eq(issue_beat + 1), issue_left.eq(issue_left - 1),
                          issue_more.eq(issue_left != 1), issue_first.eq(0)]
         # The lanes of an ST beat whose words are on sp_rd.data now (read dma_read_latency cycles ago).
         st_lanes = delayed(m, Mux(issuing & ~is_ld, issue_lanes, 0), dma_read_latency(self._config), "st_lanes")
 
-        writing, write_lanes = Signal(), Signal(w)
+        writing, write_lanes = Signal(), Signal(s.w)
         with m.If(is_ld):
             m.d.comb += [
                 self.ext.re.eq(issuing),
@@ -145,15 +157,19 @@ class PackedDMA(LanePorts, wiring.Component):
             for j, port in enumerate(self.sp_rd):
                 m.d.comb += [port.en.eq(issuing & issue_lanes[j]), port.addr.eq(issue_sp + j)]
         with m.If(writing):
-            m.d.sync += [write_sp.eq(write_sp + w), write_beat.eq(write_beat + 1), write_left.eq(write_left - 1),
+            m.d.sync += [write_sp.eq(write_sp + s.w), write_beat.eq(write_beat + 1), write_left.eq(write_left - 1),
                          write_first.eq(0)]
 
         if not overlap:
             m.d.comb += self.ctl.done.eq(writing & (write_left == 1))
             with m.If(self.ctl.done):
                 m.d.sync += self.ctl.busy.eq(0)
-            return m
+        s.__dict__.update(lanes=lanes, active=active, last_lane=last_lane, n_beats=n_beats, lane0=lane0,
+                          is_ld=is_ld, issuing=issuing, ld=ld, first_lane=first_lane, issue_left=issue_left,
+                          write_left=write_left, writing=writing)
 
+    def _overlapped_loads(self, m, s):
+        """With ``ld_overlap``: the LDs' write side, apart from the issue side, with room for one more LD."""
         # -- ld_overlap: the LDs' write side, apart from the issue side, with room for one more LD --
         # An LD's write context (its first scratchpad word, beats, lanes) waits in `queued_*` from its start
         # (loaded there while the issue side is idle, like the issue side's registers, so `start` drives only two
@@ -163,13 +179,13 @@ class PackedDMA(LanePorts, wiring.Component):
         pending = Signal(name="ld_pending")             # an LD's write context waits in queued_*
         draining = Signal(name="ld_draining")           # the write side has an LD's beats to take
         older = pending & draining
-        queued_sp, queued_left = Signal(spw, name="queued_sp"), Signal(17, name="queued_left")
-        queued_lo, queued_hi = Signal(lane_bits, name="queued_lo"), Signal(lane_bits, name="queued_hi")
-        ld_sp, ld_left, ld_first = Signal(spw, name="ld_sp"), Signal(17, name="ld_left"), Signal(name="ld_first")
-        ld_lo, ld_hi = Signal(lane_bits, name="ld_lo"), Signal(lane_bits, name="ld_hi")
-        with m.If(~active & ~pending):
-            m.d.sync += [queued_sp.eq(lane0), queued_left.eq(n_beats), queued_lo.eq(first_lane),
-                         queued_hi.eq(last_lane)]
+        queued_sp, queued_left = Signal(s.spw, name="queued_sp"), Signal(17, name="queued_left")
+        queued_lo, queued_hi = Signal(s.lane_bits, name="queued_lo"), Signal(s.lane_bits, name="queued_hi")
+        ld_sp, ld_left, ld_first = Signal(s.spw, name="ld_sp"), Signal(17, name="ld_left"), Signal(name="ld_first")
+        ld_lo, ld_hi = Signal(s.lane_bits, name="ld_lo"), Signal(s.lane_bits, name="ld_hi")
+        with m.If(~s.active & ~pending):
+            m.d.sync += [queued_sp.eq(s.lane0), queued_left.eq(s.n_beats), queued_lo.eq(s.first_lane),
+                         queued_hi.eq(s.last_lane)]
         ld_writing = draining & self.ext.rvalid
         last_beat = ld_writing & (ld_left == 1)
         with m.If(pending & (~draining | last_beat)):
@@ -178,19 +194,18 @@ class PackedDMA(LanePorts, wiring.Component):
         with m.Elif(last_beat):
             m.d.sync += draining.eq(0)
         with m.Elif(ld_writing):
-            m.d.sync += [ld_sp.eq(ld_sp + w), ld_left.eq(ld_left - 1), ld_first.eq(0)]
+            m.d.sync += [ld_sp.eq(ld_sp + s.w), ld_left.eq(ld_left - 1), ld_first.eq(0)]
         with m.If(self.ctl.start):
-            m.d.sync += pending.eq(ld)
-        self._write_beats(m, Mux(ld_writing, lanes(ld_first, ld_left == 1, ld_lo, ld_hi), 0), ld_sp)
+            m.d.sync += pending.eq(s.ld)
+        self._write_beats(m, Mux(ld_writing, s.lanes(ld_first, ld_left == 1, ld_lo, ld_hi), 0), ld_sp)
 
         # The issue side ends with an LD's last request or an ST's last beat.
-        last_request = issuing & is_ld & (issue_left == 1)
-        st_done = writing & (write_left == 1)
+        last_request = s.issuing & s.is_ld & (s.issue_left == 1)
+        st_done = s.writing & (s.write_left == 1)
         with m.If(last_request | st_done):
-            m.d.sync += active.eq(0)
-        m.d.comb += [self.ctl.busy.eq(active | older), self.ctl.draining.eq(draining), self.older.eq(older),
+            m.d.sync += s.active.eq(0)
+        m.d.comb += [self.ctl.busy.eq(s.active | older), self.ctl.draining.eq(draining), self.older.eq(older),
                      self.ctl.done.eq(last_beat | st_done)]
-        return m
 
     def _write_beats(self, m, write_lanes, write_sp):
         """Each lane ``j`` in ``write_lanes`` writes byte ``j`` of the beat on ``ext.rdata``, sign-extended, to word
