@@ -1,5 +1,7 @@
 """The softmax unit's front end: the max pass and the exp pass over the int8 scores."""
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -101,26 +103,34 @@ class SoftmaxFront(wiring.Component):
         rom_rd = exp_rom.read_port()
         rd0 = self.read_ports[0]
 
+        # the signals the sections share (each section adds its own for the ones after it)
+        s = SimpleNamespace(lanes=lanes, exp_rom=exp_rom, rom_rd=rom_rd, rd0=rd0)
+        self._source_reads(m, s)
+        self._passes(m, s)
+        return m
+
+    def _source_reads(self, m, s):
+        """The source reads, cycles 1 .. 2n: the max pass, then the exp pass back to back (pairs with two lanes)."""
         # -- source reads: cycles 1 .. 2n, the max pass then the exp pass back to back (pairs with two lanes) --
         reading = Signal(name="reading")
         second_pass = Signal(name="second_pass")
         rd_index = Signal(range(self._max_len), name="rd_index")
-        last_read = self.last_index if lanes == 1 else self.last_index >> 1      # the last pair's index
+        last_read = self.last_index if s.lanes == 1 else self.last_index >> 1      # the last pair's index
         rd_last = rd_index == last_read
         # The address and the enable go into the scratchpad straight from registers (an adder in front of the
         # read port was on the in-order chip's critical path).
         src_base = Signal.like(self.src, name="src_base")
         rd_addr = Signal.like(self.src, name="rd_addr")
-        m.d.comb += [rd0.en.eq(reading), rd0.addr.eq(rd_addr)]
+        m.d.comb += [s.rd0.en.eq(reading), s.rd0.addr.eq(rd_addr)]
         with m.If(reading):
             m.d.sync += [rd_index.eq(Mux(rd_last, 0, rd_index + 1)),
-                         rd_addr.eq(Mux(rd_last, src_base, rd_addr + lanes))]
+                         rd_addr.eq(Mux(rd_last, src_base, rd_addr + s.lanes))]
             with m.If(rd_last):
                 m.d.sync += second_pass.eq(1)
                 with m.If(second_pass):
                     m.d.sync += reading.eq(0)
         read_has1 = None
-        if lanes == 2:
+        if s.lanes == 2:
             # The second lane reads src+2p+1, from registers of its own, except in the last pair of an odd n.
             src_base1, rd_addr1 = Signal.like(self.src, name="src_base1"), Signal.like(self.src, name="rd_addr1")
             read_has1 = reading & ~(rd_last & ~self.last_index[0])
@@ -129,35 +139,40 @@ class SoftmaxFront(wiring.Component):
                 m.d.sync += rd_addr1.eq(Mux(rd_last, src_base1, rd_addr1 + 2))
             with m.If(self.idle):
                 m.d.sync += [src_base1.eq(self.src + 1), rd_addr1.eq(self.src + 1)]
+        s.__dict__.update(reading=reading, second_pass=second_pass, rd_index=rd_index, rd_last=rd_last,
+                          src_base=src_base, rd_addr=rd_addr, read_has1=read_has1)
 
+    def _passes(self, m, s):
+        """The exp pass's valid bits, one per stage, the max pass's and the last score's beside them; the running
+        maximum, the exp ROM's reads and the outputs to the back; idle, the passes wait at their beginning."""
         # -- the exp pass's valid bits, one per stage; the max pass's and the last score's ride beside them --
         arrive_max, arrive_last = Signal(name="arrive_max"), Signal(name="arrive_last")
         max_valid, exp_last, rom_last = Signal(name="max_valid"), Signal(name="exp_last"), Signal(name="rom_last")
         score = Signal(signed(8), name="score")
         score_max = Signal(signed(8), name="score_max")
-        chain = ValidChain(m, reading & second_pass)
-        read_max, read_last = reading & ~second_pass, reading & second_pass & rd_last
+        chain = ValidChain(m, s.reading & s.second_pass)
+        read_max, read_last = s.reading & ~s.second_pass, s.reading & s.second_pass & s.rd_last
         # With two lanes the second score's presence rides beside them too.
-        has1 = [read_has1]
+        has1 = [s.read_has1]
         for n in range(self._read_latency - 1):     # the banked scratchpad's request, data, select registers
             req_max, req_last = Signal(name=f"request{n}_max"), Signal(name=f"request{n}_last")
             extra = []
-            if lanes == 2:
+            if s.lanes == 2:
                 has1.append(Signal(name=f"request{n}_has1"))
                 extra = [has1[-1].eq(has1[-2])]
             chain.stage(f"request{n}", req_max.eq(read_max), req_last.eq(read_last), *extra)
             read_max, read_last = req_max, req_last
-        if lanes == 1:
+        if s.lanes == 1:
             chain.stage("arrive", arrive_max.eq(read_max), arrive_last.eq(read_last))
             chain.stage("exp", max_valid.eq(arrive_max), exp_last.eq(arrive_last),
                         score.eq(self.sp_rd.data[:8].as_signed()))
             # Max pass: cycles 3 .. n+2. Exp pass: ROM address in cycles n+3 .. 2n+2, ROM data in n+4 .. 2n+3.
             with m.If(max_valid & (score > score_max)):
                 m.d.sync += score_max.eq(score)
-            m.d.comb += rom_rd.addr.eq(exp_index(score_max, score))
+            m.d.comb += s.rom_rd.addr.eq(exp_index(score_max, score))
             chain.stage("rom", rom_last.eq(exp_last))
         else:
-            rom_rd1 = exp_rom.read_port()
+            rom_rd1 = s.exp_rom.read_port()
             arrive_has1, exp_has1, rom_has1 = (Signal(name=f"{stage}_has1") for stage in ("arrive", "exp", "rom"))
             score1 = Signal(signed(8), name="score1")
             chain.stage("arrive", arrive_max.eq(read_max), arrive_last.eq(read_last), arrive_has1.eq(has1[-1]))
@@ -167,17 +182,16 @@ class SoftmaxFront(wiring.Component):
             pair_max = Mux(exp_has1 & (score1 > score), score1, score)
             with m.If(max_valid & (pair_max > score_max)):
                 m.d.sync += score_max.eq(pair_max)
-            m.d.comb += [rom_rd.addr.eq(exp_index(score_max, score)), rom_rd1.addr.eq(exp_index(score_max, score1))]
+            m.d.comb += [s.rom_rd.addr.eq(exp_index(score_max, score)), rom_rd1.addr.eq(exp_index(score_max, score1))]
             chain.stage("rom", rom_last.eq(exp_last), rom_has1.eq(exp_has1))
             m.d.comb += [self.o.payload.exp1.eq(rom_rd1.data), self.o.payload.has1.eq(rom_has1)]
         chain.check(self.latency, "The softmax front end")
-        m.d.comb += [self.o.valid.eq(chain.valid), self.o.payload.exp.eq(rom_rd.data),
+        m.d.comb += [self.o.valid.eq(chain.valid), self.o.payload.exp.eq(s.rom_rd.data),
                      self.o.payload.last.eq(rom_last)]
 
         # Idle (nothing above runs then), the passes wait at their beginning for the start.
         with m.If(self.idle):
-            m.d.sync += [second_pass.eq(0), rd_index.eq(0), score_max.eq(-128),
-                         src_base.eq(self.src), rd_addr.eq(self.src)]
+            m.d.sync += [s.second_pass.eq(0), s.rd_index.eq(0), score_max.eq(-128),
+                         s.src_base.eq(self.src), s.rd_addr.eq(self.src)]
         with m.If(self.start):
-            m.d.sync += reading.eq(1)
-        return m
+            m.d.sync += s.reading.eq(1)
