@@ -1,5 +1,7 @@
 """The requantiser: executes ``RQ dst src len m s`` (docs/ISA.md), int32 to int8, one element per cycle."""
 
+from types import SimpleNamespace
+
 import functools
 import operator
 
@@ -88,44 +90,58 @@ class Requantiser(Unit):
         m.submodules.pipeline = pipeline = RequantPipeline(read_latency - 1 if decoupled else read_latency)
         latency = pipeline.latency + (1 if decoupled else 0)    # ga2_sw.timing.rq_latency: the pipeline checks it
 
+        # the signals the sections share (each section adds its own for the ones after it)
+        s = SimpleNamespace(instr=instr, decoupled=decoupled, pipeline=pipeline, latency=latency)
+        self._control(m, s)
+        self._reads(m, s)
+        self._writes(m, s)
+        return m
+
+    def _control(self, m, s):
+        """The fields, loaded while idle, the cycle count and the read side's registers; ``start`` drives only
+        ``busy`` and ``reading``."""
         # Fields, loaded while idle (below).
-        dst = Signal.like(instr.dst, name="dst")
+        dst = Signal.like(s.instr.dst, name="dst")
         mult = Signal(signed(16), name="mult")
         shift = Signal(SHIFT_WIDTH, name="shift")
 
         # The cycle number relative to the start pulse: busy ends at len + the pipeline's latency (+ skew)
         # whatever the data path does.
-        step = Signal(len(instr.len) + 1, name="step")
-        last_step = Signal(len(instr.len) + 1, name="last_step")
+        step = Signal(len(s.instr.len) + 1, name="step")
+        last_step = Signal(len(s.instr.len) + 1, name="last_step")
         # The read side is all registers: the address and the enable go straight into the scratchpad's read
         # port (an adder and a compare in front of it were the in-order chip's critical path).
-        rd_addr = Signal.like(instr.src, name="rd_addr")
-        rd_left = Signal.like(instr.len, name="rd_left")
+        rd_addr = Signal.like(s.instr.src, name="rd_addr")
+        rd_left = Signal.like(s.instr.len, name="rd_left")
         reading = Signal(name="reading")
-        wr_index = Signal.like(instr.len, name="wr_index")
+        wr_index = Signal.like(s.instr.len, name="wr_index")
         busy = Signal(name="busy_r")
         m.d.comb += [self.ctl.busy.eq(busy), self.ctl.done.eq(busy & (step == last_step))]
         # Idle, the fields follow the instruction register, which holds the instruction in the start cycle (the
         # last idle one): `start`, the end of the issue decision, drives only `busy` and `reading`.
         with m.If(~busy):
-            m.d.sync += [dst.eq(instr.dst), mult.eq(instr.m), shift.eq(instr.s),
-                         last_step.eq(instr.len + latency), step.eq(1), rd_addr.eq(instr.src),
-                         rd_left.eq(instr.len), wr_index.eq(0)]
+            m.d.sync += [dst.eq(s.instr.dst), mult.eq(s.instr.m), shift.eq(s.instr.s),
+                         last_step.eq(s.instr.len + s.latency), step.eq(1), rd_addr.eq(s.instr.src),
+                         rd_left.eq(s.instr.len), wr_index.eq(0)]
         with m.If(self.ctl.start):
             m.d.sync += [reading.eq(1), busy.eq(1)]         # len >= 1: the checker faults an empty RQ
         with m.Elif(busy):
             m.d.sync += step.eq(step + 1)
             with m.If(self.ctl.done):
                 m.d.sync += busy.eq(0)
+        s.__dict__.update(dst=dst, mult=mult, shift=shift, step=step, last_step=last_step, rd_addr=rd_addr,
+                          rd_left=rd_left, reading=reading, wr_index=wr_index, busy=busy)
 
+    def _reads(self, m, s):
+        """Cycle 1+i: element i read into the pipeline (decoupled, at the RQ's write skew)."""
         # Cycle 1+i: read element i into the pipeline.
         m.d.comb += [
-            self.sp_rd.en.eq(reading),
-            self.sp_rd.addr.eq(rd_addr),
-            pipeline.mult.eq(mult),
-            pipeline.shift.eq(shift),
+            self.sp_rd.en.eq(s.reading),
+            self.sp_rd.addr.eq(s.rd_addr),
+            s.pipeline.mult.eq(s.mult),
+            s.pipeline.shift.eq(s.shift),
         ]
-        if decoupled:
+        if s.decoupled:
             # The banked scratchpad serves one access per bank and port a cycle: where a write could reach the
             # bank being read, the words enter the pipeline `skew` cycles after their read, which delays every
             # write by as much (ga2_sw.banking.rq_write_skew). The delay sits between the block RAM and the
@@ -138,25 +154,25 @@ class Requantiser(Unit):
             # read's bit is chosen in cycle 2, with the skew of this RQ, and the pipeline's own chain is one
             # register shorter to keep the latency.
             skew_now, skew = Signal(range(RQ_MAX_SKEW + 1)), Signal(range(RQ_MAX_SKEW + 1), name="skew")
-            m.d.comb += skew_now.eq(write_skew(rd_addr, dst, self._config))
-            with m.If(busy & (step == 1)):
+            m.d.comb += skew_now.eq(write_skew(s.rd_addr, s.dst, self._config))
+            with m.If(s.busy & (s.step == 1)):
                 m.d.sync += skew.eq(skew_now)
-            with m.If(busy & (step == 2)):
-                m.d.sync += last_step.eq(last_step + skew)
-            reads_late, words = skew_taps(m, reading, self.sp_rd.data)
-            m.d.comb += [pipeline.read.eq(Array(reads_late)[skew]), pipeline.word.eq(Array(words)[skew])]
+            with m.If(s.busy & (s.step == 2)):
+                m.d.sync += s.last_step.eq(s.last_step + skew)
+            reads_late, words = skew_taps(m, s.reading, self.sp_rd.data)
+            m.d.comb += [s.pipeline.read.eq(Array(reads_late)[skew]), s.pipeline.word.eq(Array(words)[skew])]
         else:
-            m.d.comb += [pipeline.read.eq(reading), pipeline.word.eq(self.sp_rd.data)]
-        with m.If(reading):
-            m.d.sync += [rd_addr.eq(rd_addr + 1), rd_left.eq(rd_left - 1), reading.eq(rd_left != 1)]
+            m.d.comb += [s.pipeline.read.eq(s.reading), s.pipeline.word.eq(self.sp_rd.data)]
+        with m.If(s.reading):
+            m.d.sync += [s.rd_addr.eq(s.rd_addr + 1), s.rd_left.eq(s.rd_left - 1), s.reading.eq(s.rd_left != 1)]
 
+    def _writes(self, m, s):
+        """Cycle 1+RQ_DEPTH+i: element i written, the int8 result sign-extended to the word."""
         # Cycle 1+RQ_DEPTH+i: write element i; the int8 result is sign-extended to the word.
         m.d.comb += [
-            self.sp_wr.en.eq(pipeline.o.valid),
-            self.sp_wr.addr.eq(dst + wr_index),
-            self.sp_wr.data.eq(pipeline.o.payload),
+            self.sp_wr.en.eq(s.pipeline.o.valid),
+            self.sp_wr.addr.eq(s.dst + s.wr_index),
+            self.sp_wr.data.eq(s.pipeline.o.payload),
         ]
-        with m.If(pipeline.o.valid):
-            m.d.sync += wr_index.eq(wr_index + 1)
-
-        return m
+        with m.If(s.pipeline.o.valid):
+            m.d.sync += s.wr_index.eq(s.wr_index + 1)
