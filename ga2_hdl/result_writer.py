@@ -90,8 +90,6 @@ class ResultWriter(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        rows, cols = self._config.rows, self._config.cols
-        aw = sp_addr_width(self._config)
         if self._config.decoupled:
             en, en_next, dst, fields = self._phases(m)
             if self._config.row_writes:
@@ -99,7 +97,16 @@ class ResultWriter(wiring.Component):
                 return m
         else:
             en, dst, fields = self.en, self.dst, self.fields
+            en_next = None
+        self._element_walk(m, en, en_next, dst, fields)
+        return m
 
+    def _element_walk(self, m, en, en_next, dst, fields):
+        """The walk of one element a cycle: row ``i`` of the tile at ``dst + i*ldc``, its elements one after the
+        other; decoupled, each write waits for a cycle in which the vector lane does not claim its bank, and the
+        bank of the next write is claimed from the feeder a cycle ahead (``en_next``; None in order)."""
+        rows, cols = self._config.rows, self._config.cols
+        aw = sp_addr_width(self._config)
         row = Signal(aw)                                # dst + i*ldc
         # dst + (i+1)*ldc. Decoupled, a register stepped with `row`: the next row's bank is then decoded from a
         # register, not from an adder (row -> the ldc adder -> its bank -> `claim` was a 25F seed's worst path,
@@ -166,7 +173,6 @@ class ResultWriter(wiring.Component):
             self.sp_wr.data.eq(self.acc[0] if rows * cols == 1 else self.acc[sel]),
             self.done.eq(write & last_in_row & (i == fields.m_last)),
         ]
-        return m
 
     def _phases(self, m):
         """Decoupled: the tile's own destination and fields, and the write phase (``en``): idle, the writer
