@@ -1,5 +1,7 @@
 """The softmax unit's back end: buffers the exps and their sum, then divides each by the sum."""
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -89,47 +91,58 @@ class SoftmaxBack(wiring.Component):
         buffer_index = Signal(range(self._max_len), name="buffer_index")
         payload = self.i.payload
 
+        # the signals the sections share (each section adds its own for the ones after it)
+        s = SimpleNamespace(divider=divider, total=total, dividing=dividing, buffer_index=buffer_index,
+                            payload=payload, reads=reads, writes=writes)
+        self._exp_pass(m, s)
+        self._divide_pass(m, s)
+        return m
+
+    def _exp_pass(self, m, s):
+        """The exp pass: each exp into the buffer (with two lanes, a pair a cycle) and into the sum."""
         # -- exp pass: each exp into the buffer and the sum -------------------------------------------------
         if self._lanes == 1:
-            m.d.comb += [writes[0].en.eq(self.i.valid), writes[0].addr.eq(buffer_index),
-                         writes[0].data.eq(payload.exp)]
-            exps = payload.exp
+            m.d.comb += [s.writes[0].en.eq(self.i.valid), s.writes[0].addr.eq(s.buffer_index),
+                         s.writes[0].data.eq(s.payload.exp)]
+            exps = s.payload.exp
         else:
-            m.d.comb += [writes[0].en.eq(self.i.valid), writes[0].data.eq(payload.exp),
-                         writes[1].en.eq(self.i.valid & payload.has1), writes[1].data.eq(payload.exp1)]
-            m.d.comb += [w.addr.eq(buffer_index) for w in writes]
-            exps = payload.exp + Mux(payload.has1, payload.exp1, 0)
+            m.d.comb += [s.writes[0].en.eq(self.i.valid), s.writes[0].data.eq(s.payload.exp),
+                         s.writes[1].en.eq(self.i.valid & s.payload.has1), s.writes[1].data.eq(s.payload.exp1)]
+            m.d.comb += [w.addr.eq(s.buffer_index) for w in s.writes]
+            exps = s.payload.exp + Mux(s.payload.has1, s.payload.exp1, 0)
         with m.If(self.i.valid):
-            m.d.sync += [total.eq(total + exps),
-                         buffer_index.eq(Mux(payload.last, 0, buffer_index + 1))]
-            with m.If(payload.last):
-                m.d.sync += dividing.eq(1)
+            m.d.sync += [s.total.eq(s.total + exps),
+                         s.buffer_index.eq(Mux(s.payload.last, 0, s.buffer_index + 1))]
+            with m.If(s.payload.last):
+                m.d.sync += s.dividing.eq(1)
 
+    def _divide_pass(self, m, s):
+        """The divide pass: the buffer read an element a cycle into the divider, its quotients out; idle, the
+        passes wait at their beginning for the next vector."""
         # -- divide pass: buffer reads, then the divider ----------------------------------------------------
         if self._lanes == 1:
-            m.d.comb += [reads[0].en.eq(dividing), reads[0].addr.eq(buffer_index)]
-            buffered = reads[0].data
+            m.d.comb += [s.reads[0].en.eq(s.dividing), s.reads[0].addr.eq(s.buffer_index)]
+            buffered = s.reads[0].data
         else:           # element i at i // 2 of its parity's buffer, the word selected by the registered parity
             odd = Signal(name="read_odd")
-            m.d.sync += odd.eq(buffer_index[0])
-            m.d.comb += [r.en.eq(dividing) for r in reads] + [r.addr.eq(buffer_index >> 1) for r in reads]
-            buffered = Mux(odd, reads[1].data, reads[0].data)
-        with m.If(dividing):
-            m.d.sync += buffer_index.eq(buffer_index + 1)
-            with m.If(buffer_index == self.last_index):
-                m.d.sync += dividing.eq(0)
-        chain = ValidChain(m, dividing)
+            m.d.sync += odd.eq(s.buffer_index[0])
+            m.d.comb += [r.en.eq(s.dividing) for r in s.reads] + [r.addr.eq(s.buffer_index >> 1) for r in s.reads]
+            buffered = Mux(odd, s.reads[1].data, s.reads[0].data)
+        with m.If(s.dividing):
+            m.d.sync += s.buffer_index.eq(s.buffer_index + 1)
+            with m.If(s.buffer_index == self.last_index):
+                m.d.sync += s.dividing.eq(0)
+        chain = ValidChain(m, s.dividing)
         chain.stage("buffer")
-        chain.through(divider.valid_i, divider.valid_o, divider.latency)
+        chain.through(s.divider.valid_i, s.divider.valid_o, s.divider.latency)
         chain.check(self.latency, "The softmax back end")
         m.d.comb += [
-            divider.num.eq(rounded_numerator(buffered, total)),
-            divider.den.eq(total),
+            s.divider.num.eq(rounded_numerator(buffered, s.total)),
+            s.divider.den.eq(s.total),
             self.o.valid.eq(chain.valid),
-            self.o.payload.eq(divider.quot),
+            self.o.payload.eq(s.divider.quot),
         ]
 
         # Idle (neither pass runs then), the passes wait at their beginning for the next vector.
         with m.If(self.idle):
-            m.d.sync += [total.eq(0), buffer_index.eq(0), dividing.eq(0)]
-        return m
+            m.d.sync += [s.total.eq(0), s.buffer_index.eq(0), s.dividing.eq(0)]
