@@ -1,5 +1,7 @@
 """The instruction checker's first two stages: the word as written, then its verdicts and range operands."""
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -44,65 +46,75 @@ class CheckOperands(wiring.Component):
         operands = pipeline_reg(operands_layout(cfg), "operands")
         chain = ValidChain(m, self.i.valid, reset_less=RESET_LESS)
 
+        # the signals the sections share (each section adds its own for the ones after it)
+        s = SimpleNamespace(cfg=cfg, written=written, operands=operands, chain=chain)
+        self._stage_one(m, s)
+        self._stage_two(m, s)
+        return m
+
+    def _stage_one(self, m, s):
+        """Stage 1: the word as written, and what the ranges need of it."""
         # Stage 1: the word as written.
-        chain.stage("written", written.eq(self.i.payload))
-        word, w = written.word, InstrLayout(written.word)
+        s.chain.stage("written", s.written.eq(self.i.payload))
+        word, w = s.written.word, InstrLayout(s.written.word)
         op, is_mm = w.op, w.op == Op.MM
         stray = Signal()
         with m.Switch(op):
-            for o in (o for o in Op if enabled(o, cfg)):      # the others are illegal on this chip
+            for o in (o for o in Op if enabled(o, s.cfg)):      # the others are illegal on this chip
                 with m.Case(o):
                     # (an optional field's bit is stray on a chip built without it: ga2_sw.isa.used_bits)
-                    m.d.comb += stray.eq((word & Const(((1 << INSTR_BITS) - 1) ^ used_bits(o, cfg), INSTR_BITS)) != 0)
+                    m.d.comb += stray.eq((word & Const(((1 << INSTR_BITS) - 1) ^ used_bits(o, s.cfg), INSTR_BITS)) != 0)
             with m.Default():
                 m.d.comb += stray.eq(1)
         bad_shape = Mux(is_mm,
-                        (w.M == 0) | (w.M > cfg.rows) | (w.N == 0) | (w.N > cfg.cols) | (w.K == 0),
+                        (w.M == 0) | (w.M > s.cfg.rows) | (w.N == 0) | (w.N > s.cfg.cols) | (w.K == 0),
                         (op != Op.HALT) & ((w.len == 0) |
-                                           Cat(*(op == o for o in LEN_LIMITED)).any() & (w.len > cfg.sm_max_len) |
+                                           Cat(*(op == o for o in LEN_LIMITED)).any() & (w.len > s.cfg.sm_max_len) |
                                            Cat(*((op == o) & (w.s > limit) for o, limit in MAX_SHIFTS.items())).any()))
+        s.__dict__.update(stray=stray, bad_shape=bad_shape, w=w, op=op, is_mm=is_mm)
 
+    def _stage_two(self, m, s):
+        """Stage 2: the verdicts, and the operands (zero for the ranges an opcode does not have)."""
         # Stage 2: the verdicts and the operands (zero for the ranges an opcode does not have).
         # The two distances of an RQ's ranges, each a subtractor alone in the stage; the next stage compares them
         # with len (OVERLAP, ga2_sw.isa.rq_overlaps_partly): the subtraction and the compares in one stage held
         # the decoupled chip to 82.6 MHz on a 45F.
-        chain.stage("operands", operands.eq(0), operands.tag.addr.eq(written.addr),
-                    operands.tag.stray.eq(stray), operands.tag.bad_shape.eq(bad_shape),
-                    operands.tag.units.eq(Cat(*(op.matches(*unit_ops(name)) for name in units_of(cfg)))),
-                    operands.is_rq.eq(op == Op.RQ), operands.dst_ahead.eq(w.dst - w.src),
-                    operands.src_ahead.eq(w.src - w.dst))
-        a, b, c = operands.a, operands.b, operands.c
-        k1, m1, n1, ln1 = w.K - 1, w.M - 1, w.N - 1, w.len - 1
+        s.chain.stage("operands", s.operands.eq(0), s.operands.tag.addr.eq(s.written.addr),
+                    s.operands.tag.stray.eq(s.stray), s.operands.tag.bad_shape.eq(s.bad_shape),
+                    s.operands.tag.units.eq(Cat(*(s.op.matches(*unit_ops(name)) for name in units_of(s.cfg)))),
+                    s.operands.is_rq.eq(s.op == Op.RQ), s.operands.dst_ahead.eq(s.w.dst - s.w.src),
+                    s.operands.src_ahead.eq(s.w.src - s.w.dst))
+        a, b, c = s.operands.a, s.operands.b, s.operands.c
+        k1, m1, n1, ln1 = s.w.K - 1, s.w.M - 1, s.w.N - 1, s.w.len - 1
 
         def load(rng, base, tail, x=0, y=0):
             return [rng.base.eq(base), rng.tail.eq(tail), rng.x.eq(x), rng.y.eq(y)]
-        with m.If(is_mm):
-            m.d.sync += (load(a, w.A, k1, m1, w.lda) + load(b, w.B, Mux(w.tb, k1, n1), Mux(w.tb, n1, k1), w.ldb) +
-                         load(c, w.dst, n1, m1, w.ldc))
-            if cfg.row_b:       # B's range also spans rows 1..M-1's Bs: A's product (M-1)*lda more; with sa
+        with m.If(s.is_mm):
+            m.d.sync += (load(a, s.w.A, k1, m1, s.w.lda) + load(b, s.w.B, Mux(s.w.tb, k1, n1), Mux(s.w.tb, n1, k1), s.w.ldb) +
+                         load(c, s.w.dst, n1, m1, s.w.ldc))
+            if s.cfg.row_b:       # B's range also spans rows 1..M-1's Bs: A's product (M-1)*lda more; with sa
                 # A's range is row 0's alone, its product left out (CheckRanges)
-                m.d.sync += [operands.rb.eq(optional_field(w, "rb")), operands.sa.eq(optional_field(w, "sa"))]
-        with m.Elif(op == Op.LD):
-            m.d.sync += load(a, w.dst, ln1) + [operands.ext_base.eq(ext_address(w, Op.LD)), operands.ext_tail.eq(ln1)]
-        with m.Elif(op == Op.ST):
-            m.d.sync += load(a, w.src, ln1) + [operands.ext_base.eq(ext_address(w, Op.ST)), operands.ext_tail.eq(ln1)]
-        with m.Elif(op.matches(Op.RQ, Op.SM)):
-            m.d.sync += load(a, w.src, ln1) + load(b, w.dst, ln1)
+                m.d.sync += [s.operands.rb.eq(optional_field(s.w, "rb")), s.operands.sa.eq(optional_field(s.w, "sa"))]
+        with m.Elif(s.op == Op.LD):
+            m.d.sync += load(a, s.w.dst, ln1) + [s.operands.ext_base.eq(ext_address(s.w, Op.LD)), s.operands.ext_tail.eq(ln1)]
+        with m.Elif(s.op == Op.ST):
+            m.d.sync += load(a, s.w.src, ln1) + [s.operands.ext_base.eq(ext_address(s.w, Op.ST)), s.operands.ext_tail.eq(ln1)]
+        with m.Elif(s.op.matches(Op.RQ, Op.SM)):
+            m.d.sync += load(a, s.w.src, ln1) + load(b, s.w.dst, ln1)
         online = ()
-        if cfg.online_unit:              # ga2_sw.isa.footprints: the long-context instructions' three ranges
+        if s.cfg.online_unit:              # ga2_sw.isa.footprints: the long-context instructions' three ranges
             online = (Op.SMC, Op.RSA, Op.NRM)
-            with m.Elif(op == Op.SMC):          # the two digit rows, ld apart; the state M, S, alpha
-                m.d.sync += load(a, w.src, ln1) + load(b, w.dst, ln1, 1, w.ld) + load(c, w.st, 2)
-            with m.Elif(op == Op.RSA):          # the two product rows, ld apart; the outputs; alpha
-                m.d.sync += load(a, w.src, ln1, 1, w.ld) + load(b, w.dst, ln1) + load(c, w.a, 0)
-            with m.Elif(op == Op.NRM):
-                m.d.sync += load(a, w.src, ln1) + load(b, w.dst, ln1) + load(c, w.st, 1)
-        m.d.sync += [a.rd.eq(op.matches(Op.ST, Op.MM, Op.RQ, Op.SM, *online)), a.wr.eq(op == Op.LD),
-                     b.rd.eq(op.matches(Op.MM, *(o for o in online if o == Op.RSA))),
-                     b.wr.eq(op.matches(Op.RQ, Op.SM, *online)),
-                     c.rd.eq(op.matches(*online) if online else 0),
-                     c.wr.eq(op.matches(Op.MM, *(o for o in online if o == Op.SMC)))]
-        chain.check(self.latency, "The checker's operand stages")
+            with m.Elif(s.op == Op.SMC):          # the two digit rows, ld apart; the state M, S, alpha
+                m.d.sync += load(a, s.w.src, ln1) + load(b, s.w.dst, ln1, 1, s.w.ld) + load(c, s.w.st, 2)
+            with m.Elif(s.op == Op.RSA):          # the two product rows, ld apart; the outputs; alpha
+                m.d.sync += load(a, s.w.src, ln1, 1, s.w.ld) + load(b, s.w.dst, ln1) + load(c, s.w.a, 0)
+            with m.Elif(s.op == Op.NRM):
+                m.d.sync += load(a, s.w.src, ln1) + load(b, s.w.dst, ln1) + load(c, s.w.st, 1)
+        m.d.sync += [a.rd.eq(s.op.matches(Op.ST, Op.MM, Op.RQ, Op.SM, *online)), a.wr.eq(s.op == Op.LD),
+                     b.rd.eq(s.op.matches(Op.MM, *(o for o in online if o == Op.RSA))),
+                     b.wr.eq(s.op.matches(Op.RQ, Op.SM, *online)),
+                     c.rd.eq(s.op.matches(*online) if online else 0),
+                     c.wr.eq(s.op.matches(Op.MM, *(o for o in online if o == Op.SMC)))]
+        s.chain.check(self.latency, "The checker's operand stages")
 
-        m.d.comb += [self.o.valid.eq(chain.valid), self.o.payload.eq(operands), self.busy.eq(chain.busy)]
-        return m
+        m.d.comb += [self.o.valid.eq(s.chain.valid), self.o.payload.eq(s.operands), self.busy.eq(s.chain.busy)]
