@@ -126,16 +126,7 @@ class Sequencer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg, host = self._config, self.host
-        m.submodules.imem = imem = self.imem
-        m.submodules.errmem = errmem = self.errmem
-        m.submodules.checker = checker = InstrChecker(cfg)
-        wr, rd = imem.write_port(), imem.read_port()
-        err_wr, err_rd = errmem.write_port(), errmem.read_port()
-        # Every word's error code is computed as the host writes it (checker.py), so issuing an
-        # instruction only reads its code from a memory beside the instruction memory.
-        m.d.comb += [wr.en.eq(host.imem_we), wr.addr.eq(host.imem_addr), wr.data.eq(host.imem_data),
-                     checker.we.eq(host.imem_we), checker.addr.eq(host.imem_addr), checker.word.eq(host.imem_data),
-                     err_wr.en.eq(checker.err_we), err_wr.addr.eq(checker.err_addr), err_wr.data.eq(checker.err)]
+        checker, rd, err_rd = self._memories(m)
 
         ir = Signal(InstrLayout)              # the instruction register drives every unit's instr
         m.d.comb += [port.instr.eq(ir) for port in self.units]
@@ -186,6 +177,22 @@ class Sequencer(wiring.Component):
             else:
                 self._issue_inorder(m, ir, err, fetch_addr, counting)
         return m
+
+    def _memories(self, m):
+        """The instruction memory and, beside it, the memory of each word's error code, both written by the host;
+        (the checker, the instruction memory's read port, the error codes' read port)."""
+        cfg, host = self._config, self.host
+        m.submodules.imem = imem = self.imem
+        m.submodules.errmem = errmem = self.errmem
+        m.submodules.checker = checker = InstrChecker(cfg)
+        wr, rd = imem.write_port(), imem.read_port()
+        err_wr, err_rd = errmem.write_port(), errmem.read_port()
+        # Every word's error code is computed as the host writes it (checker.py), so issuing an
+        # instruction only reads its code from a memory beside the instruction memory.
+        m.d.comb += [wr.en.eq(host.imem_we), wr.addr.eq(host.imem_addr), wr.data.eq(host.imem_data),
+                     checker.we.eq(host.imem_we), checker.addr.eq(host.imem_addr), checker.word.eq(host.imem_data),
+                     err_wr.en.eq(checker.err_we), err_wr.addr.eq(checker.err_addr), err_wr.data.eq(checker.err)]
+        return checker, rd, err_rd
 
     def _halt(self, m, *also):
         """End the program from CHECK (a HALT or a fault, once everything has drained): ``also``'s statements, the
