@@ -899,23 +899,7 @@ class SeqHazardSpec(Elaboratable):
         for lane in lane_units:
             with m.If(start[lane]):
                 m.d.sync += flying[lane].eq(seq.host.pc)
-        for w in h.words:
-            f = {k: w[lsb:lsb + width] for k, (lsb, width) in _ISA_FIELDS.items()}
-            if self._matrix:
-                m.d.comb += Assume((f["op"] != Op.MM) | ((f["K"] < 8) & (f["lda"] < 8) & (f["ldb"] < 8) &
-                                                         (f["ldc"] < 8)))
-            else:
-                m.d.comb += Assume(f["op"] != Op.MM)
-        ranges = [_spec_ranges(m, w, cfg, f"w{i}") for i, w in enumerate(h.words)]
-        clash = {}
-        for i in range(n):
-            for j in range(n):
-                out = 0
-                for xlo, xhi, xr, xw in ranges[i]:
-                    for ylo, yhi, yr, yw in ranges[j]:
-                        out = out | (((xw & (yr | yw)) | (xr & yw)) & (xlo <= yhi) & (ylo <= xhi))
-                clash[i, j] = Signal(name=f"clash_{i}_{j}")
-                m.d.comb += clash[i, j].eq(out)
+        clash = self._clashes(m, h)
 
         def conflict(other):
             out = Signal(name=f"conflict_{other}")
@@ -940,6 +924,30 @@ class SeqHazardSpec(Elaboratable):
         if self._claim == "lanes-never-overlap":
             m.d.comb += Assert(~(busy["dma"] & (busy["matrix"] | busy["vector"])))
         return m
+
+    def _clashes(self, m, h):
+        """The words the solver may choose (no MM, or MM with small strides and K), and for every pair of
+        instruction addresses whether their words' ranges clash (one writes what the other reads or writes), from
+        the spec's own ranges: ``{(i, j): Signal}``."""
+        cfg, n = self._config, self._config.imem_words
+        for w in h.words:
+            f = {k: w[lsb:lsb + width] for k, (lsb, width) in _ISA_FIELDS.items()}
+            if self._matrix:
+                m.d.comb += Assume((f["op"] != Op.MM) | ((f["K"] < 8) & (f["lda"] < 8) & (f["ldb"] < 8) &
+                                                         (f["ldc"] < 8)))
+            else:
+                m.d.comb += Assume(f["op"] != Op.MM)
+        ranges = [_spec_ranges(m, w, cfg, f"w{i}") for i, w in enumerate(h.words)]
+        clash = {}
+        for i in range(n):
+            for j in range(n):
+                out = 0
+                for xlo, xhi, xr, xw in ranges[i]:
+                    for ylo, yhi, yr, yw in ranges[j]:
+                        out = out | (((xw & (yr | yw)) | (xr & yw)) & (xlo <= yhi) & (ylo <= xhi))
+                clash[i, j] = Signal(name=f"clash_{i}_{j}")
+                m.d.comb += clash[i, j].eq(out)
+        return clash
 
 
 class ChipErrorSpec(Elaboratable):
