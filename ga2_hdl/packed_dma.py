@@ -81,14 +81,15 @@ class PackedDMA(LanePorts, wiring.Component):
 
         # the signals the sections share (each section adds its own for the ones after it)
         s = SimpleNamespace(w=w, spw=spw, lane_bits=lane_bits, beat_bits=beat_bits)
-        self._issue_and_beats(m, s)
+        self._issue(m, s)
+        self._beats(m, s)
         if self._config.ld_overlap:
             self._overlapped_loads(m, s)
         return m
 
-    def _issue_and_beats(self, m, s):
-        """The issue side (an LD's requests, an ST's reads) and, without overlapped loads, the write side: the
-        fields registered while idle, the beats' lanes, each beat moved the cycle it can be."""
+    def _issue(self, m, s):
+        """The issue side: the fields registered while idle (``start`` drives only ``busy``), the beats' lanes, an
+        LD's requests or an ST's reads, a beat each cycle."""
         # Registered from the sequencer's instruction register while idle, as in the chapter's DMA, so the
         # start pulse drives only `busy`. The external address splits into its beat and the byte lane of its
         # first element; the scratchpad address of lane 0 of the first beat is the range's start less that lane.
@@ -133,40 +134,46 @@ class PackedDMA(LanePorts, wiring.Component):
                          issue_more.eq(issue_left != 1), issue_first.eq(0)]
         # The lanes of an ST beat whose words are on sp_rd.data now (read dma_read_latency cycles ago).
         st_lanes = delayed(m, Mux(issuing & ~is_ld, issue_lanes, 0), dma_read_latency(self._config), "st_lanes")
+        s.__dict__.update(lanes=lanes, overlap=overlap, active=active, last_lane=last_lane, n_beats=n_beats,
+                          lane0=lane0, is_ld=is_ld, issuing=issuing, issue_lanes=issue_lanes, st_lanes=st_lanes,
+                          ld=ld, first_lane=first_lane, issue_sp=issue_sp, issue_beat=issue_beat,
+                          issue_left=issue_left, write_sp=write_sp, write_beat=write_beat, write_left=write_left,
+                          write_first=write_first)
 
+    def _beats(self, m, s):
+        """Each beat moved the cycle it can be: an LD's bytes into the scratchpad as they arrive (here only
+        without overlapped loads), an ST's words out as a beat; without overlapped loads, done with the last."""
         writing, write_lanes = Signal(), Signal(s.w)
-        with m.If(is_ld):
+        with m.If(s.is_ld):
             m.d.comb += [
-                self.ext.re.eq(issuing),
-                self.ext.addr.eq(issue_beat),
+                self.ext.re.eq(s.issuing),
+                self.ext.addr.eq(s.issue_beat),
             ]
-            if not overlap:
+            if not s.overlap:
                 m.d.comb += [
                     writing.eq(self.ctl.busy & self.ext.rvalid),
-                    write_lanes.eq(Mux(writing, lanes(write_first, write_left == 1), 0)),
+                    write_lanes.eq(Mux(writing, s.lanes(s.write_first, s.write_left == 1), 0)),
                 ]
-                self._write_beats(m, write_lanes, write_sp)
+                self._write_beats(m, write_lanes, s.write_sp)
         with m.Else():
             m.d.comb += [
-                writing.eq(st_lanes.any()),
+                writing.eq(s.st_lanes.any()),
                 self.ext.we.eq(writing),
-                self.ext.wstrb.eq(st_lanes),
-                self.ext.addr.eq(write_beat),
+                self.ext.wstrb.eq(s.st_lanes),
+                self.ext.addr.eq(s.write_beat),
                 self.ext.wdata.eq(Cat(*(port.data[:8] for port in self.sp_rd))),
             ]
             for j, port in enumerate(self.sp_rd):
-                m.d.comb += [port.en.eq(issuing & issue_lanes[j]), port.addr.eq(issue_sp + j)]
+                m.d.comb += [port.en.eq(s.issuing & s.issue_lanes[j]), port.addr.eq(s.issue_sp + j)]
         with m.If(writing):
-            m.d.sync += [write_sp.eq(write_sp + s.w), write_beat.eq(write_beat + 1), write_left.eq(write_left - 1),
-                         write_first.eq(0)]
+            m.d.sync += [s.write_sp.eq(s.write_sp + s.w), s.write_beat.eq(s.write_beat + 1), s.write_left.eq(s.write_left - 1),
+                         s.write_first.eq(0)]
 
-        if not overlap:
-            m.d.comb += self.ctl.done.eq(writing & (write_left == 1))
+        if not s.overlap:
+            m.d.comb += self.ctl.done.eq(writing & (s.write_left == 1))
             with m.If(self.ctl.done):
                 m.d.sync += self.ctl.busy.eq(0)
-        s.__dict__.update(lanes=lanes, active=active, last_lane=last_lane, n_beats=n_beats, lane0=lane0,
-                          is_ld=is_ld, issuing=issuing, ld=ld, first_lane=first_lane, issue_left=issue_left,
-                          write_left=write_left, writing=writing)
+        s.__dict__.update(writing=writing)
 
     def _overlapped_loads(self, m, s):
         """With ``ld_overlap``: the LDs' write side, apart from the issue side, with room for one more LD."""
