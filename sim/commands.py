@@ -15,6 +15,7 @@ from . import cache as caches
 from .backends import backend_names, get_backend
 from .compare import compare_results, format_program
 from .random_programs import cycle_limit_for, fuzz_job
+from .jobs import BATCH_WORDS, batch_for
 
 __all__ = ["register", "bench_sim", "fuzz", "cache_report"]
 
@@ -107,11 +108,13 @@ def _bench_sim(args):
 
 # -- ga2 fuzz ----------------------------------------------------------------------------------------------
 
-def fuzz(config, count, seed, sim_name="verilator", batch=200, progress=True, out=sys.stdout, fault_rate=0.3,
+def fuzz(config, count, seed, sim_name="verilator", batch=None, progress=True, out=sys.stdout, fault_rate=0.3,
          start=0):
     """Differential fuzzing; returns (programs run, seconds, first failure or None). Case i uses the seed
-    ``seed * 1_000_003 + i`` (i from ``start``), so one failing case can be replayed alone."""
+    ``seed * 1_000_003 + i`` (i from ``start``), so one failing case can be replayed alone. ``batch`` programs
+    go to one simulator process (default ``sim.jobs.batch_for(config)``: 200, fewer on large memories)."""
     from tqdm import tqdm
+    batch = batch_for(config) if batch is None else batch
     if not (isinstance(count, int) and count >= 1 and isinstance(batch, int) and batch >= 1):
         raise ValueError(f"fuzz: count and batch must be at least 1, not {count!r} and {batch!r}")
     sim = get_backend(sim_name).open(config)
@@ -242,8 +245,9 @@ def register(sub):
                    help="simulator (default %(default)s)")
     p.add_argument("--start", type=START, default=0, metavar="I", help=f"first case index, {START.describe()} "
                    "(replays case I with --count 1; default %(default)s)")
-    p.add_argument("--batch", type=BATCH, default=200, metavar="N",
-                   help=f"programs per simulator process, {BATCH.describe()} (default %(default)s)")
+    p.add_argument("--batch", type=BATCH, metavar="N",
+                   help=f"programs per simulator process, {BATCH.describe()} (default 200, fewer on a chip whose "
+                        f"memories hold more than {BATCH_WORDS // 200:,} words)")
     p.add_argument("--fault-rate", type=FAULT_RATE, default=0.3, metavar="F",
                    help=f"fraction of programs that end in a faulting instruction, {FAULT_RATE.describe()} "
                         f"(default %(default)s)")

@@ -29,7 +29,7 @@ from ga2_sw.timing import debug_read_latency
 
 from .cache import cache_root, discard, file_lock, missing_references, tool_identity
 from .jobs import (DEFAULT_CYCLE_LIMIT, Job, Session, SimulatorError, SimulatorMissing, as_job, check_job, parse_results,
-                   write_jobs)
+                   SECONDS_PER_WORD, harness_timeout, write_jobs)
 from .verilog import verilog_for
 
 __all__ = ["IcarusSim", "icarus_available"]
@@ -146,7 +146,8 @@ class IcarusSim(Session):
             check_job(j, self.config)
         text = write_jobs(jobs, self.config)
         if timeout is None:
-            timeout = 300 + sum(j.cycle_limit for j in jobs) / 1e3
+            timeout = harness_timeout(jobs, self.config, start_seconds=300, cycles_per_second=1e3,
+                                      seconds_per_word=10 * SECONDS_PER_WORD)
         with tempfile.TemporaryDirectory(prefix="ga2-icarus-") as d:
             jf, rf = Path(d) / "jobs.txt", Path(d) / "results.txt"
             jf.write_text(text)

@@ -22,13 +22,33 @@ from ga2_sw.packing import held_image
 
 __all__ = ["Session", "DEFAULT_CYCLE_LIMIT", "HangError", "SimulatorError", "SimulatorMissing", "Job", "as_job", "check_job", "hang_message",
            "write_header", "write_job", "write_jobs", "parse_result_block", "make_result", "parse_results",
-           "FORMAT_VERSION"]
+           "FORMAT_VERSION", "SECONDS_PER_WORD", "BATCH_WORDS", "harness_timeout", "batch_for"]
 
 # The cycle limit of every simulator when the caller gives none: far above any program of this project
 # (a decode step is 2-10 k cycles), and a hung pysim run still ends in minutes.
 DEFAULT_CYCLE_LIMIT = 5_000_000
 
 FORMAT_VERSION = 2
+
+# A harness process loads, clears and prints both memories whole for every job: on the llm chip (4 M external
+# and 64 K scratchpad words) that is about 1.5 s a job, 0.35 us a word, whatever the program. Its time limit
+# allows each job ten times that a word beside its cycle limit, so a loaded machine is not taken for a stuck
+# harness; and a batch holds at most BATCH_WORDS words of memory, so that its printed results stay a few hundred
+# megabytes at most.
+SECONDS_PER_WORD = 4e-6
+BATCH_WORDS = 20_000_000
+
+
+def harness_timeout(jobs, config, *, start_seconds, cycles_per_second, seconds_per_word=SECONDS_PER_WORD):
+    """Seconds a harness process may take for ``jobs`` before it counts as stuck: ``start_seconds``, each
+    job's cycle limit at ``cycles_per_second``, and its two memories at ``seconds_per_word`` a word."""
+    words = len(jobs) * (config.ext_words + config.sp_words)
+    return start_seconds + sum(j.cycle_limit for j in jobs) / cycles_per_second + words * seconds_per_word
+
+
+def batch_for(config, most=200):
+    """Jobs to give one harness process on ``config``: ``most``, fewer where the memories are large."""
+    return max(1, min(most, BATCH_WORDS // (config.ext_words + config.sp_words)))
 
 
 class Session:

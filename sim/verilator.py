@@ -42,8 +42,8 @@ from ga2_sw import dram
 from ga2_sw.timing import debug_read_latency
 
 from .cache import cache_root, file_lock, prune, tool_identity
-from .jobs import (DEFAULT_CYCLE_LIMIT, Job, Session, SimulatorError, SimulatorMissing, as_job, check_job, make_result,
-                   parse_result_block, parse_results, write_header, write_job, write_jobs)
+from .jobs import (DEFAULT_CYCLE_LIMIT, Job, Session, SimulatorError, SimulatorMissing, as_job, check_job, harness_timeout,
+                   make_result, parse_result_block, parse_results, write_header, write_job, write_jobs)
 from .verilog import verilog_for
 
 __all__ = ["VerilatorSim", "find_verilator", "verilator_available", "compiler_identity", "lint", "yosys_read_check",
@@ -533,7 +533,7 @@ class VerilatorSim(Session):
                 raise ValueError(f"axi_pause must be in 0 .. 0.999, not {axi_pause!r}")
             cmd += ["--axi-pause", str(round(1000 * axi_pause)), "--axi-seed", str(int(axi_seed))]
         if timeout is None:
-            timeout = 120 + sum(j.cycle_limit for j in jobs) / 2e5
+            timeout = harness_timeout(jobs, self.config, start_seconds=120, cycles_per_second=2e5)
         try:
             r = subprocess.run(cmd, input=text, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -73,6 +73,23 @@ def test_one_default_cycle_limit():
     assert as_job(([], None, None, 9), cycle_limit=7).cycle_limit == 9
 
 
+def test_a_harness_s_time_and_batch_follow_the_memories():
+    """A harness loads, clears and prints both memories whole for every job, so its time limit grows with them
+    and a batch holds at most BATCH_WORDS words: the llm chip's 4 M external words are 4 jobs a batch, each
+    allowed ten times the 1.5 s measured for one (not the 0.6 s a job of a fixed two-minute limit)."""
+    from ga2_sw.chips import chip
+    from sim.jobs import BATCH_WORDS, batch_for, harness_timeout
+    small, llm = chip("chapter").config, chip("llm").config
+    words = llm.ext_words + llm.sp_words
+    assert batch_for(small) == 200 and batch_for(llm) == BATCH_WORDS // words == 4
+    assert batch_for(llm.replace(ext_words=1 << 26, sp_words=1 << 16)) == 1
+    jobs = [Job([], cycle_limit=10_000)] * 4
+    slow = harness_timeout(jobs, llm, start_seconds=0, cycles_per_second=1e9)
+    assert 4 * 1.5 * 10 <= slow <= 4 * 1.5 * 20
+    quick = harness_timeout(jobs, small, start_seconds=120, cycles_per_second=1e4)
+    assert quick == pytest.approx(120 + 4 * (1 + (small.ext_words + small.sp_words) * 4e-6))
+
+
 @pytest.mark.parametrize("name", ["model", "pysim"])
 def test_backend_runs_like_the_machine(name):
     ref = Machine(SMALL).run(PROGRAM, EXT)
