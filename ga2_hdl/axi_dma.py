@@ -18,6 +18,7 @@ from .burst_plan import (BEATS_WIDTH, beat_count, first_to_page, page_beats, pla
 from .packed_dma import LanePorts
 from .ports import (SpReadSignature, SpWriteSignature, UnitSignature, WORD, check_config, ext_address,
                     ext_signature, sp_addr_width)
+from . import word_stores
 from .valid_chain import delayed
 
 __all__ = ["AxiDMA", "ST_QUEUE_DEPTH"]
@@ -104,10 +105,12 @@ class AxiDMA(LanePorts, wiring.Component):
         instr, ld = self.ctl.instr, self.ctl.instr.op == Op.LD
         ext_addr = Mux(ld, ext_address(instr, Op.LD), ext_address(instr, Op.ST))
         sp_addr = Mux(ld, instr.dst, instr.src)
+        length = word_stores.ext_length(instr, s.cfg)       # elements: len, or WORD_BYTES a word (ST's wd)
         first_lane = ext_addr[:s.lane_bits] if s.lane_bits else Const(0, 1)
-        lane0 = (sp_addr - first_lane)[:s.spw]
+        lane0 = word_stores.first_word(sp_addr, first_lane, word_stores.wide(instr, s.cfg), s.cfg)[:s.spw]
 
         is_ld = Signal()
+        is_wide = Signal()
         lo, hi = Signal(max(1, s.lane_bits)), Signal(max(1, s.lane_bits))
         req_beat = Signal(s.beat_width)                                             # AR (LD) or AW (ST)
         data_sp, data_left, data_first = Signal(s.spw), Signal(BEATS_WIDTH), Signal()   # R beats (LD) or reads (ST)
@@ -117,12 +120,14 @@ class AxiDMA(LanePorts, wiring.Component):
         if precomputed(s.cfg):            # the checker's (burst_plan.py)
             n_beats, first_burst, last_beat = self.plan.beats, self.plan.first_burst, self.plan.last_beat
         else:
+            assert not s.cfg.st_words, "a packed port is a decoupled chip's, whose checker plans the bursts"
             n_beats = beat_count(ext_addr, instr.len - 1, s.cfg)          # ga2_sw.packing.beats
             first_burst = shortest(n_beats, first_to_page(first_beat, s.cfg))
             last_beat = (ext_addr + instr.len - 1)[s.lane_bits:s.lane_bits + s.beat_width]
         with m.If(~self.ctl.busy):
             m.d.sync += [
-                is_ld.eq(ld), lo.eq(first_lane), hi.eq((ext_addr + instr.len - 1)[:s.lane_bits] if s.lane_bits else 0),
+                is_ld.eq(ld), lo.eq(first_lane), hi.eq((ext_addr + length - 1)[:s.lane_bits] if s.lane_bits else 0),
+                *([is_wide.eq(word_stores.wide(instr, s.cfg))] if s.cfg.st_words else []),
                 req_beat.eq(ext_addr[s.lane_bits:s.lane_bits + s.beat_width]),
                 data_sp.eq(lane0), data_left.eq(n_beats), data_first.eq(1), data_more.eq(instr.len != 0),
                 w_left.eq(n_beats),
@@ -168,7 +173,7 @@ class AxiDMA(LanePorts, wiring.Component):
             # (the last lane is never below lo, nor lane 0 above hi: no comparison that is always true)
             return Cat(*((~first | (lo <= j) if j < s.lanes - 1 else 1) & (~last | (j <= hi) if j else 1)
                          for j in range(s.lanes)))
-        s.__dict__.update(plan=plan, lane_mask=lane_mask, is_ld=is_ld, req_beat=req_beat, data_more=data_more,
+        s.__dict__.update(plan=plan, lane_mask=lane_mask, is_ld=is_ld, is_wide=is_wide, req_beat=req_beat, data_more=data_more,
                           first_beat=first_beat, page=page, ld=ld, data_sp=data_sp, data_left=data_left,
                           data_first=data_first, w_left=w_left, w_finished=w_finished, n_beats=n_beats,
                           last_beat=last_beat)
@@ -241,9 +246,10 @@ class AxiDMA(LanePorts, wiring.Component):
         arriving = delayed(m, reading, latency, "st_arriving")
         arriving_mask = delayed(m, Mux(reading, s.data_mask, 0), latency, "st_arriving_mask")
         m.d.sync += in_flight.eq(in_flight + reading - arriving)
+        enables = word_stores.read_enables(s.data_mask, s.is_wide, s.cfg) if s.lane_bits else [s.data_mask[0]]
         for j, port in enumerate(self.sp_rd):
-            m.d.comb += [port.en.eq(reading & s.data_mask[j]), port.addr.eq(s.data_sp + j)]
-        words = Cat(*(port.data[:8] for port in self.sp_rd)) if s.lane_bits else self.sp_rd[0].data
+            m.d.comb += [port.en.eq(reading & enables[j]), port.addr.eq(s.data_sp + j)]
+        words = word_stores.beat_data(self.sp_rd, s.is_wide, s.cfg) if s.lane_bits else self.sp_rd[0].data
         read_words = Signal(len(words))
         m.d["comb" if at_banks else "sync"] += read_words.eq(words)
         if s.lane_bits:
@@ -279,7 +285,8 @@ class AxiDMA(LanePorts, wiring.Component):
                          w_full.eq(~s.ext.wlast & (w_count == AXI_MAX_BURST - 2))]
 
         with m.If(s.receiving | reading):
-            m.d.sync += [s.data_sp.eq(s.data_sp + s.lanes), s.data_left.eq(s.data_left - 1), s.data_first.eq(0),
+            m.d.sync += [s.data_sp.eq(s.data_sp + word_stores.words_per_beat(s.is_wide, s.cfg)),
+                         s.data_left.eq(s.data_left - 1), s.data_first.eq(0),
                          s.data_more.eq(s.data_left != 1)]
         s.__dict__.update(sending=sending, latency=latency, w_final=w_final)
 

@@ -6,9 +6,11 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ga2_sw.packing import WORD_BYTES
 from ga2_sw.isa import INSTR_BITS, LEN_LIMITED, MAX_SHIFTS, Op, enabled, unit_ops, units_of, used_bits
 
 from .check_payloads import RESET_LESS, operands_layout, pipeline_reg, word_layout
+from . import word_stores
 from .ports import InstrLayout, ext_address, optional_field
 from .valid_chain import ValidChain
 
@@ -71,6 +73,9 @@ class CheckOperands(wiring.Component):
                         (op != Op.HALT) & ((w.len == 0) |
                                            Cat(*(op == o for o in LEN_LIMITED)).any() & (w.len > s.cfg.sm_max_len) |
                                            Cat(*((op == o) & (w.s > limit) for o, limit in MAX_SHIFTS.items())).any()))
+        if s.cfg.st_words:      # an ST of whole words stores aligned words (ga2_sw.isa.check)
+            assert WORD_BYTES == 4
+            bad_shape = bad_shape | (op == Op.ST) & word_stores.wide(w, s.cfg) & (w.dst[:2] != 0)
         s.__dict__.update(stray=stray, bad_shape=bad_shape, w=w, op=op, is_mm=is_mm)
 
     def _stage_two(self, m, s):
@@ -98,7 +103,8 @@ class CheckOperands(wiring.Component):
         with m.Elif(s.op == Op.LD):
             m.d.sync += load(a, s.w.dst, ln1) + [s.operands.ext_base.eq(ext_address(s.w, Op.LD)), s.operands.ext_tail.eq(ln1)]
         with m.Elif(s.op == Op.ST):
-            m.d.sync += load(a, s.w.src, ln1) + [s.operands.ext_base.eq(ext_address(s.w, Op.ST)), s.operands.ext_tail.eq(ln1)]
+            ext_tail = word_stores.ext_length(s.w, s.cfg) - 1 if s.cfg.st_words else ln1
+            m.d.sync += load(a, s.w.src, ln1) + [s.operands.ext_base.eq(ext_address(s.w, Op.ST)), s.operands.ext_tail.eq(ext_tail)]
         with m.Elif(s.op.matches(Op.RQ, Op.SM)):
             m.d.sync += load(a, s.w.src, ln1) + load(b, s.w.dst, ln1)
         online = ()

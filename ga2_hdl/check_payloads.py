@@ -11,6 +11,7 @@ from ga2_sw.isa import EXT_ADDR_BITS, INSTR_BITS, units_of
 
 from .burst_plan import plan_layout, precomputed
 from .ports import imem_addr_width
+from .word_stores import tail_width
 
 __all__ = ["RESET_LESS", "RANGES", "RANGE_WIDTH", "EXT_RANGE_WIDTH", "pipeline_reg", "tag_layout", "word_layout",
            "operands_layout", "ends_layout", "row_b_flags"]
@@ -55,7 +56,7 @@ def operands_layout(config):
     # MM's rb (row_b chips): B's range ends A's product (M-1)*lda further on; sa: A's range leaves it out
     # (ga2_sw.isa.footprints).
     return data.StructLayout({"tag": tag_layout(config), **{r: rng for r in RANGES},
-                              "ext_base": EXT_ADDR_BITS, "ext_tail": signed(18), "is_rq": 1,
+                              "ext_base": EXT_ADDR_BITS, "ext_tail": signed(tail_width(config)), "is_rq": 1,
                               "dst_ahead": signed(17), "src_ahead": signed(17), **row_b_flags(config)})
 
 

@@ -12,6 +12,7 @@ from ga2_sw.timing import dma_read_latency
 
 from .ports import (SpReadSignature, SpWriteSignature, UnitSignature, WORD, check_config, ext_address,
                     ext_signature, sp_addr_width)
+from . import word_stores
 from .valid_chain import delayed
 
 __all__ = ["PackedDMA", "LanePorts"]
@@ -93,19 +94,21 @@ class PackedDMA(LanePorts, wiring.Component):
         # Registered from the sequencer's instruction register while idle, as in the chapter's DMA, so the
         # start pulse drives only `busy`. The external address splits into its beat and the byte lane of its
         # first element; the scratchpad address of lane 0 of the first beat is the range's start less that lane.
-        instr, ld = self.ctl.instr, self.ctl.instr.op == Op.LD
-        overlap = self._config.ld_overlap
+        instr, ld, cfg = self.ctl.instr, self.ctl.instr.op == Op.LD, self._config
+        overlap = cfg.ld_overlap
         # The issue side's register: the unit's busy bit, or with ld_overlap a register of its own (an LD's
         # requests, or a whole ST), busy being it or an older LD still writing.
         active = Signal(name="active") if overlap else self.ctl.busy
         ext_addr = Mux(ld, ext_address(instr, Op.LD), ext_address(instr, Op.ST))
         sp_addr = Mux(ld, instr.dst, instr.src)
+        length = word_stores.ext_length(instr, cfg)         # bytes: len, or WORD_BYTES a word (ST's wd)
         first_lane, beat = ext_addr[:s.lane_bits], ext_addr[s.lane_bits:s.lane_bits + s.beat_bits]
-        last_lane = (ext_addr + instr.len - 1)[:s.lane_bits]
-        n_beats = (Cat(first_lane, Const(0, 1)) + instr.len + s.w - 1) >> s.lane_bits      # ga2_sw.packing.beats
-        lane0 = (sp_addr - first_lane)[:s.spw]
-
+        last_lane = (ext_addr + length - 1)[:s.lane_bits]
+        n_beats = (Cat(first_lane, Const(0, 1)) + length + s.w - 1) >> s.lane_bits      # ga2_sw.packing.beats
         is_ld = Signal()
+        is_wide = Signal()
+        lane0 = word_stores.first_word(sp_addr, first_lane, word_stores.wide(instr, cfg), cfg)[:s.spw]
+
         lo, hi = Signal(s.lane_bits), Signal(s.lane_bits)       # the first beat's first lane, the last beat's last
         issue_sp, issue_beat = Signal(s.spw), Signal(s.beat_bits)
         issue_left, issue_more, issue_first = Signal(17), Signal(), Signal()
@@ -114,6 +117,7 @@ class PackedDMA(LanePorts, wiring.Component):
         with m.If(~active):
             m.d.sync += [
                 is_ld.eq(ld), lo.eq(first_lane), hi.eq(last_lane),
+                *([is_wide.eq(word_stores.wide(instr, cfg))] if cfg.st_words else []),
                 issue_sp.eq(lane0), issue_beat.eq(beat), issue_left.eq(n_beats),
                 issue_more.eq(instr.len != 0), issue_first.eq(1),
                 write_sp.eq(lane0), write_beat.eq(beat), write_left.eq(n_beats), write_first.eq(1),
@@ -130,13 +134,14 @@ class PackedDMA(LanePorts, wiring.Component):
         issuing = active & issue_more
         issue_lanes = lanes(issue_first, issue_left == 1)
         with m.If(issuing):
-            m.d.sync += [issue_sp.eq(issue_sp + s.w), issue_beat.eq(issue_beat + 1), issue_left.eq(issue_left - 1),
+            m.d.sync += [issue_sp.eq(issue_sp + word_stores.words_per_beat(is_wide, cfg)), issue_beat.eq(issue_beat + 1),
+                         issue_left.eq(issue_left - 1),
                          issue_more.eq(issue_left != 1), issue_first.eq(0)]
         # The lanes of an ST beat whose words are on sp_rd.data now (read dma_read_latency cycles ago).
         st_lanes = delayed(m, Mux(issuing & ~is_ld, issue_lanes, 0), dma_read_latency(self._config), "st_lanes")
         s.__dict__.update(lanes=lanes, overlap=overlap, active=active, last_lane=last_lane, n_beats=n_beats,
                           lane0=lane0, is_ld=is_ld, issuing=issuing, issue_lanes=issue_lanes, st_lanes=st_lanes,
-                          ld=ld, first_lane=first_lane, issue_sp=issue_sp, issue_beat=issue_beat,
+                          ld=ld, is_wide=is_wide, first_lane=first_lane, issue_sp=issue_sp, issue_beat=issue_beat,
                           issue_left=issue_left, write_sp=write_sp, write_beat=write_beat, write_left=write_left,
                           write_first=write_first)
 
@@ -161,10 +166,11 @@ class PackedDMA(LanePorts, wiring.Component):
                 self.ext.we.eq(writing),
                 self.ext.wstrb.eq(s.st_lanes),
                 self.ext.addr.eq(s.write_beat),
-                self.ext.wdata.eq(Cat(*(port.data[:8] for port in self.sp_rd))),
+                self.ext.wdata.eq(word_stores.beat_data(self.sp_rd, s.is_wide, self._config)),
             ]
+            enables = word_stores.read_enables(s.issue_lanes, s.is_wide, self._config)
             for j, port in enumerate(self.sp_rd):
-                m.d.comb += [port.en.eq(s.issuing & s.issue_lanes[j]), port.addr.eq(s.issue_sp + j)]
+                m.d.comb += [port.en.eq(s.issuing & enables[j]), port.addr.eq(s.issue_sp + j)]
         with m.If(writing):
             m.d.sync += [s.write_sp.eq(s.write_sp + s.w), s.write_beat.eq(s.write_beat + 1), s.write_left.eq(s.write_left - 1),
                          s.write_first.eq(0)]

@@ -13,6 +13,7 @@ import re
 from . import isa
 from .isa import Op, Err, Instr
 from .numerics import MAX_SHIFT
+from .packing import WORD_BYTES
 from .options import atomic_write
 
 __all__ = ["AsmError", "parse", "format_program", "format_instr", "to_words", "save_image", "load_image",
@@ -120,6 +121,8 @@ def _config_problem(i, config):
             return f"field 'len' must be in range 1..{hi}, not 0"
         if i.s > isa.MAX_SHIFTS.get(i.op, MAX_SHIFT):
             return f"field 's' must be in range 0..{isa.MAX_SHIFTS[i.op]}, not {i.s}"
+        if i.wd and i.dst % WORD_BYTES:
+            return (f"field 'dst' must be a multiple of {WORD_BYTES} in an ST of whole words (wd=1), not {i.dst}")
         if i.op in isa.LEN_LIMITED:
             return f"field 'len' must be in range 1..{config.sm_max_len} (sm_max_len), not {i.len}"
     if err == Err.OVERLAP:

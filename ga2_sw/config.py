@@ -6,7 +6,7 @@ import json
 
 from .dram import MEMORIES
 
-__all__ = ["Config", "DEFAULT", "Mode", "MODES", "MEMORIES", "BUS_BYTES", "WORKLOAD_FIELDS", "memory_words",
+__all__ = ["Config", "DEFAULT", "Mode", "MODES", "MEMORIES", "BUS_BYTES", "WORKLOAD_FIELDS", "FEATURE_FIELDS", "memory_words",
            "sized_memories"]
 
 
@@ -29,6 +29,11 @@ BUS_BYTES = (1, 4, 8, 16)
 # testbench around it (what answers the AXI4 port, its write latency, the clock its timing and the reports use).
 # Every other field is hardware: ``Config.hardware()`` alone determines the Verilog.
 WORKLOAD_FIELDS = ("d_model", "d", "max_ctx", "memory", "clock_mhz", "ext_write_latency")
+
+# Hardware fields that switch on a feature added after chips were measured without it: while off they are left
+# out of ``Config.hardware()`` (so of the Verilog's header and every cache key), and a chip without the feature
+# keeps its Verilog and its recorded datasheet byte for byte.
+FEATURE_FIELDS = ("st_words",)
 
 # (minimum, maximum) of every integer field; the maxima follow from the instruction encoding (16-bit
 # scratchpad addresses and lengths, 8-bit M and N, 12-bit strides) or from what the RTL is built and tested
@@ -55,6 +60,7 @@ _RANGES = {
     "rq_lanes":    (1, 16),
     "sm_lanes":    (1, 2),
     "ld_overlap":  (0, 1),
+    "st_words":    (0, 1),
     "ext_write_latency": (1, 64),
     "clock_mhz":   (1, 1000),
 }
@@ -90,6 +96,8 @@ _HELP = {
                 "SM busy 2 ceil(len/2) + len + overhead; docs/ARCHITECTURE.md)",
     "ld_overlap": "1: an LD may start while the LD before it is still writing, from the cycle after that LD's "
                   "last request (the DMA holds two; decoupled mode, bare packed port; docs/ARCHITECTURE.md)",
+    "st_words": "1: ST takes the wd flag, storing whole 32-bit words (four bytes each) through the packed "
+                "port, so int32 results leave the chip (bus_bytes > 1; docs/ISA.md)",
     "axi": "1: the external port is an AXI4 manager (bursts, valid/ready on every channel; docs/ARCHITECTURE.md)",
     "ext_write_latency": "with axi = 1: cycles from a write burst's last beat to its answer on B",
     "clock_mhz": "the chip's clock in MHz, as the external memory's timing sees it (with a DRAM memory)",
@@ -127,6 +135,7 @@ class Config:
     rq_lanes: int = 1
     sm_lanes: int = 1
     ld_overlap: int = 0
+    st_words: int = 0
     ext_write_latency: int = 1
     clock_mhz: int = 100
     memory: str = "ideal"
@@ -205,6 +214,9 @@ class Config:
             if self.bus_bytes == 1 or self.axi:
                 raise ValueError(f"Config field 'ld_overlap' needs the bare packed port (bus_bytes > 1, axi = 0; "
                                  f"here bus_bytes = {self.bus_bytes}, axi = {self.axi}), not {self.ld_overlap!r}")
+        if self.st_words and self.bus_bytes == 1:
+            raise ValueError(f"Config field 'st_words' needs the packed port (bus_bytes > 1, where ST stores a "
+                             f"word's low byte; at bus_bytes 1 it stores whole words already), not {self.st_words!r}")
         if self.memory != "ideal" and not self.axi:
             raise ValueError(f"Config field 'memory' must be ideal on the bare port (a DRAM answers the AXI4 port: "
                              f"axi = 1), not {self.memory!r}")
@@ -240,9 +252,11 @@ class Config:
         return {**asdict(self), "mode": self.mode.value}
 
     def hardware(self):
-        """The fields that reach the RTL, as ``to_dict`` gives them: all but ``WORKLOAD_FIELDS``. Two
-        configurations with the same hardware have the same Verilog."""
-        return {k: v for k, v in self.to_dict().items() if k not in WORKLOAD_FIELDS}
+        """The fields that reach the RTL, as ``to_dict`` gives them: all but ``WORKLOAD_FIELDS``, and a
+        ``FEATURE_FIELDS`` switch only where it is on. Two configurations with the same hardware have the same
+        Verilog."""
+        return {k: v for k, v in self.to_dict().items()
+                if k not in WORKLOAD_FIELDS and not (k in FEATURE_FIELDS and not v)}
 
     def to_json(self):
         return json.dumps(self.to_dict(), sort_keys=True)

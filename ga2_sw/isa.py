@@ -5,12 +5,12 @@ from enum import IntEnum
 
 from .banking import mm_extra_cycles, rq_beats, rq_write_skew
 from .numerics import MAX_SHIFT, NRM_MAX_SHIFT
-from .packing import beats
+from .packing import WORD_BYTES, beats
 from .timing import (STREAM_MM_OVERHEAD, mm_write_cycles, nrm_busy, rq_latency, rsa_busy, sm_overhead,
                      sm_pass_cycles, smc_busy, st_latency)
 
 __all__ = ["rows_moved", "Op", "Err", "Instr", "FIELDS", "SLOTS", "OPS", "OpSpec", "UNITS", "LANES", "unit_ops", "unit_lane", "encode",
-           "decode", "check", "WIDE", "ONLINE_OPS", "enabled", "units_of", "smc", "rsa", "nrm", "EXT_ADDR_BITS", "field_slots", "rq_overlaps_partly", "footprints", "OPTIONAL_FIELDS", "unbuilt_fields", "used_bits", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS",
+           "decode", "check", "WIDE", "ONLINE_OPS", "enabled", "units_of", "smc", "rsa", "nrm", "EXT_ADDR_BITS", "ext_length", "field_slots", "rq_overlaps_partly", "footprints", "OPTIONAL_FIELDS", "unbuilt_fields", "used_bits", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS",
            "EncodingError"]
 
 INSTR_BITS = 128
@@ -45,6 +45,7 @@ SLOTS = {
     "tb":  (4, 1, False),
     "rb":  (5, 1, False),       # MM: row i of A takes a B of its own, i*lda words past B (Config.row_b chips only)
     "sa":  (6, 1, False),       # MM: every row takes A's row 0, so lda steps only rb's Bs (Config.row_b chips only)
+    "wd":  (4, 1, False),       # ST: store whole words, WORD_BYTES bytes each (Config.st_words chips only)
     "dst": (8, 16, False),
     "src": (24, 16, False),
     "len": (40, 16, False),
@@ -69,7 +70,7 @@ EXT_ADDR_BITS = 32
 # Assembly fields of each opcode, in assembly order, and the slot each one is encoded in.
 FIELDS = {
     Op.LD:   (("dst", "dst"), ("src", "src"), ("len", "len")),
-    Op.ST:   (("src", "src"), ("dst", "dst"), ("len", "len")),
+    Op.ST:   (("src", "src"), ("dst", "dst"), ("len", "len"), ("wd", "wd")),
     Op.MM:   (("dst", "dst"), ("A", "src"), ("B", "len"), ("M", "M"), ("K", "K"), ("N", "N"),
               ("tb", "tb"), ("lda", "lda"), ("ldb", "ldb"), ("ldc", "ldc"), ("rb", "rb"), ("sa", "sa")),
     Op.RQ:   (("dst", "dst"), ("src", "src"), ("len", "len"), ("m", "m"), ("s", "s")),
@@ -80,9 +81,9 @@ FIELDS = {
     Op.NRM:  (("dst", "dst"), ("src", "src"), ("len", "len"), ("m", "m"), ("s", "s"), ("st", "st")),
 }
 
-# Fields that only chips built with an option take (MM's rb and sa: Config.row_b); elsewhere a set one is
-# ILLEGAL, as a stray bit is.
-OPTIONAL_FIELDS = {"rb": "row_b", "sa": "row_b"}
+# Fields that only chips built with an option take (MM's rb and sa: Config.row_b; ST's wd: Config.st_words);
+# elsewhere a set one is ILLEGAL, as a stray bit is.
+OPTIONAL_FIELDS = {"rb": "row_b", "sa": "row_b", "wd": "st_words"}
 
 
 def unbuilt_fields(instr, config):
@@ -127,7 +128,7 @@ OPS = {
     Op.LD:   OpSpec("dma", "dma", "dma", sp=(("dst", "w"),), ext=(("src", "r"),),
                     busy=lambda i, config: beats(i.src, i.len, config) + config.ext_latency),
     Op.ST:   OpSpec("dma", "dma", "dma", sp=(("src", "r"),), ext=(("dst", "w"),),
-                    busy=lambda i, config: beats(i.dst, i.len, config) + st_latency(config)),
+                    busy=lambda i, config: beats(i.dst, ext_length(i), config) + st_latency(config)),
     Op.MM:   OpSpec("mm", "matrix", "mm", sp=(("A", "r"), ("B", "r"), ("dst", "w")), busy=_mm_busy),
     Op.RQ:   OpSpec("rq", "vector", "vec", sp=(("src", "r"), ("dst", "w")),
                     busy=lambda i, config: rq_beats(i, config) + rq_latency(config)
@@ -225,6 +226,7 @@ class Instr:
     ld: int = 0
     a: int = 0
     sa: int = 0
+    wd: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "op", Op(self.op))
@@ -259,8 +261,13 @@ def ld(dst, src, len):
     return Instr(Op.LD, dst=dst, src=src, len=len)
 
 
-def st(src, dst, len):
-    return Instr(Op.ST, src=src, dst=dst, len=len)
+def st(src, dst, len, wd=0):
+    return Instr(Op.ST, src=src, dst=dst, len=len, wd=wd)
+
+
+def ext_length(instr):
+    """The external elements an LD or ST moves: ``len``, or WORD_BYTES bytes a word for an ST with ``wd``."""
+    return instr.len * WORD_BYTES if instr.wd else instr.len
 
 
 def rows_moved(op, sp, sp_stride, ext, ext_stride, rows, length):
@@ -347,7 +354,7 @@ def footprints(instr):
     if i.op == Op.LD:
         return [(i.dst, i.dst + i.len - 1)], [(i.src, i.src + i.len - 1)]
     if i.op == Op.ST:
-        return [(i.src, i.src + i.len - 1)], [(i.dst, i.dst + i.len - 1)]
+        return [(i.src, i.src + i.len - 1)], [(i.dst, i.dst + ext_length(i) - 1)]
     if i.op == Op.MM:       # with rb, B's range spans every row's B: from row 0's first word to row M-1's last;
         a_hi = i.A + (i.M - 1) * i.lda * (1 - i.sa) + i.K - 1       # with sa, A's is row 0 alone
         b_hi = i.B + ((i.N - 1) * i.ldb + i.K - 1 if i.tb else (i.K - 1) * i.ldb + i.N - 1) + \
@@ -396,6 +403,8 @@ def check(instr, config):
             return Err.SHAPE
         if i.op in LEN_LIMITED and i.len > config.sm_max_len:
             return Err.SHAPE
+        if i.wd and i.dst % WORD_BYTES:
+            return Err.SHAPE
     if rq_overlaps_partly(i):
         return Err.OVERLAP
     sp, ext = footprints(i)
@@ -425,6 +434,8 @@ def explain(instr, config):
             return "len must be at least 1"
         if i.s > MAX_SHIFTS.get(i.op, MAX_SHIFT):
             return f"s={i.s} is outside 0..{MAX_SHIFTS[i.op]}"
+        if i.wd and i.dst % WORD_BYTES:
+            return f"dst={i.dst} is not a multiple of {WORD_BYTES} (an ST of whole words, wd=1, stores aligned words)"
         return f"len={i.len} is outside 1..{config.sm_max_len} (sm_max_len)"
     if err == Err.ILLEGAL and enabled(i.op, config):
         field = unbuilt_fields(i, config)[0]

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from .cycles import Counters, run_program
 from .isa import Op, Err
-from .packing import held_image, load_element, store_element
+from .packing import WORD_BYTES, held_image, load_element, store_element, word_bytes
 from .numerics import nrm_word, rsa_word, s8, s32, smc_words, u32, requant, softmax_q16
 
 __all__ = ["Machine", "Result", "run"]
@@ -52,6 +52,8 @@ class Machine:
 def _execute(i, sp, ext, config):
     if i.op == Op.LD:       # packed, each byte sign-extended; ST keeps each word's low byte (ga2_sw.packing)
         sp[i.dst:i.dst + i.len] = [load_element(e, config) for e in ext[i.src:i.src + i.len]]
+    elif i.op == Op.ST and i.wd:        # whole words, WORD_BYTES bytes each, least significant first
+        ext[i.dst:i.dst + i.len * WORD_BYTES] = [b for w in sp[i.src:i.src + i.len] for b in word_bytes(w)]
     elif i.op == Op.ST:
         ext[i.dst:i.dst + i.len] = [store_element(w, config) for w in sp[i.src:i.src + i.len]]
     elif i.op == Op.MM:

@@ -6,12 +6,23 @@ and the port moves one per cycle. With W = ``bus_bytes`` > 1 it holds bytes: ele
 a beat is the W bytes of one aligned group, beat ``a // W``, byte lane ``a % W``. An LD or ST of ``len``
 elements at external address ``x`` moves every beat its elements touch, so any address and length are legal
 and the first and last beats may be partial (the DMA enables only the lanes inside the range: ST writes with
-byte strobes). LD sign-extends each byte into a scratchpad word; ST stores each word's low byte."""
+byte strobes). LD sign-extends each byte into a scratchpad word; ST stores each word's low byte, or, with its
+``wd`` flag on a chip built with ``st_words``, the whole word as WORD_BYTES bytes, least significant first, at
+a WORD_BYTES-aligned address."""
 
 from .numerics import s8, u32
 
-__all__ = ["packed", "beats", "element_bytes", "beat_bytes", "beat_of", "byte_address", "bursts", "AXI_MAX_BURST",
+__all__ = ["WORD_BYTES", "word_bytes", "packed", "beats", "element_bytes", "beat_bytes", "beat_of", "byte_address", "bursts", "AXI_MAX_BURST",
            "AXI_PAGE_BYTES", "lane_of", "load_element", "store_element", "held_image"]
+
+
+# The bytes of a scratchpad word, as ST with ``wd`` stores it (little-endian).
+WORD_BYTES = 4
+
+
+def word_bytes(word):
+    """The WORD_BYTES bytes of a 32-bit ``word``, least significant first: what ST with ``wd`` stores."""
+    return [(word >> (8 * b)) & 0xFF for b in range(WORD_BYTES)]
 
 
 def packed(config):

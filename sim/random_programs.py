@@ -13,6 +13,7 @@ from ga2_sw.config import Config
 from ga2_sw.cycles import cycle_counts
 from ga2_sw.isa import FIELDS, INSTR_BITS, OPS, SLOTS, Err, Instr, Op, enabled, encode, field_range, used_bits
 from ga2_sw.numerics import MAX_SHIFT, NRM_MAX_SHIFT
+from ga2_sw.packing import WORD_BYTES
 
 __all__ = ["random_valid_instr", "random_fault", "random_program", "random_words", "fuzz_job", "cycle_limit_for",
            "FAULT_KINDS", "FAULT_ERRORS", "FUZZ_CONFIG"]
@@ -108,6 +109,9 @@ def random_valid_instr(draw, config):
     sp, ext = config.sp_words, config.ext_words
     op = _pick(draw, _valid_ops(config))
     spec = OPS[op]
+    if op == Op.ST and config.st_words and draw(0, 1):      # whole words: WORD_BYTES bytes each, aligned
+        n = _length(draw, min(sp, ext // WORD_BYTES, 96))
+        return isa.st(draw(0, sp - n), WORD_BYTES * draw(0, ext // WORD_BYTES - n), n, wd=1)
     if spec.ext:                                 # a transfer: one scratchpad and one external range
         n = _length(draw, min(sp, ext, 96))
         spa, exa = draw(0, sp - n), draw(0, ext - n)
@@ -207,6 +211,8 @@ def _halt_stray(draw, config):
 
 
 def _shape_fault(draw, config):
+    if config.st_words and not draw(0, 8):       # an ST of whole words at an unaligned address
+        return isa.st(draw(0, 100), WORD_BYTES * draw(0, 100) + draw(1, WORD_BYTES - 1), draw(1, 8), wd=1), Err.SHAPE
     variant = draw(0, 8 if config.online_unit else 7)
     if variant == 0:
         return Instr(_pick(draw, tuple(o for o in LEN_OPS if enabled(o, config))), dst=draw(0, 100),
@@ -286,6 +292,10 @@ def _sp_range_fault(draw, config):
 
 
 def _ext_range_fault(draw, config):
+    if config.st_words and not draw(0, 2):       # an ST of whole words whose last bytes run past the end
+        n, words = draw(1, 64), config.ext_words // WORD_BYTES
+        dst = WORD_BYTES * draw(words - n + 1, words + 3)        # (words + 3 < 2^30: the address fits)
+        return isa.st(draw(0, config.sp_words - n), dst, n, wd=1), Err.EXT_RANGE
     n = draw(1, 64)
     spa = draw(0, config.sp_words - n)
     exa = draw(config.ext_words - n + 1, _hi(Op.LD, "src"))

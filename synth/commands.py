@@ -21,9 +21,23 @@ def catalogue_rows(records, current):
         record = records.get(chip.name)
         sheet = None
         if record is not None:
-            sheet = {**record["datasheet"], "current": current.get(chip.name, False)}
+            changed = configuration_changes(record["config"], chip.config)
+            sheet = {**record["datasheet"], "current": current.get(chip.name, False) and not changed,
+                     "configuration_changes": changed}
         rows.append({**chip.to_dict(), "datasheet": sheet})
     return rows
+
+
+def configuration_changes(recorded, config):
+    """``{field: [recorded value, the catalogue's]}`` of the fields in which a record's configuration (fields
+    added since at their defaults) differs from the catalogue's chip: a datasheet of an earlier chip."""
+    from ga2_sw.config import Config
+    then, now = Config.from_dict(recorded).to_dict(), config.to_dict()
+    return {k: [then[k], now[k]] for k in now if then[k] != now[k]}
+
+
+def _changes(sheet):
+    return ", ".join(f"{k}={a} then, {b} now" for k, (a, b) in sheet["configuration_changes"].items())
 
 
 def _mhz(sheet):
@@ -49,7 +63,7 @@ def _summary(rows, current=True):
             body.append([r["name"], r["device"]] + ["-"] * 4 + ["not measured", "-", "-", "-"] + ["-"] * current)
             continue
         step = s["decode_programs"].index(next(n for n in s["decode_programs"] if n.startswith("B=4 (")))
-        body.append([r["name"], r["device"], f"{s['lut4']:,}", f"{s['ff']:,}", s["dsp"], s["bram"], _mhz(s),
+        body.append([r["name"] + (" (earlier configuration)" if s.get("configuration_changes") else ""), r["device"], f"{s['lut4']:,}", f"{s['ff']:,}", s["dsp"], s["bram"], _mhz(s),
                      f"{s['decode_cycles'][step]:,}", f"{s['decode_x_bound'][step]:.3f}",
                      f"{s['tokens_per_s']:,.0f}" if s["tokens_per_s"] is not None else "-"]
                     + ["yes" if s["current"] else "NO: measure again"] * current)
@@ -103,6 +117,9 @@ def chips_markdown(rows):
             out += ["", f"No datasheet recorded yet: `python -m synth datasheet --chip {r['name']}`."]
             continue
         out += ["", f"Measured by `{s['command']}` on the Verilog of sha256 `{s['verilog_sha256'][:16]}...`.", ""]
+        if s.get("configuration_changes"):
+            out += [f"**Measured on an earlier configuration of this chip** ({_changes(s)}): the figures below are "
+                    f"that chip's until `python -m synth datasheet --chip {r['name']}` measures this one.", ""]
         out.append(f"* {r['device']} (flattened `synth_ecp5`): LUT4 {s['lut4']:,} and CCU2C {s['ccu2c']:,} "
                    f"({s['lut_sites']:,} LUT sites), FF {s['ff']:,}, multipliers {s['dsp']}, block RAMs {s['bram']}.")
         if s.get("does_not_fit"):

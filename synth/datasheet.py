@@ -112,11 +112,13 @@ def check_records(records, cache_dir=None):
     catalogue's chip of that name (False also for a chip the catalogue no longer has or has changed)."""
     from ga2_hdl.generate import body_sha256
     from ga2_sw.chips import CATALOGUE
+    from ga2_sw.config import Config
     from .yosys import _verilog
     out = {}
     for name, record in records.items():
         chip = CATALOGUE.get(name)
-        if chip is None or chip.config.to_dict() != record["config"]:
+        # (a record holds the fields there were when it was made: a field added since is at its default)
+        if chip is None or chip.config != Config.from_dict(record["config"]):
             out[name] = False
             continue
         path, _ = _verilog(chip.config, cache_dir)

@@ -1,7 +1,8 @@
 """Packed external memory (``Config.bus_bytes`` > 1, ga2_sw/packing.py, docs/ISA.md "Packed external memory"):
 the reference machine against a numpy reading of the rules, the beat count against counting beats, the chip on
 pysim, Verilator and Icarus against the machine (memories and all six counters) at 4, 8 and 16 bytes per beat,
-and the decode steps' outputs through a packed port against the integer reference."""
+and the decode steps' outputs through a packed port against the integer reference. ST of whole words (``wd``,
+``Config.st_words``) the same way, on the bare port and on AXI4."""
 
 import random
 
@@ -21,6 +22,8 @@ from sim.random_programs import FUZZ_CONFIG
 # The fuzz chip (sim.random_programs.FUZZ_CONFIG) decoupled, with twice as many banks as a beat has bytes (at
 # least the default 8): the builds are shared with the differential tests' packed chips.
 PACKED = {w: FUZZ_CONFIG.replace(mode="decoupled", bus_bytes=w, sp_banks=max(8, 2 * w)) for w in (4, 8, 16)}
+# Chips whose ST also stores whole words: the bare 4-byte port and a 16-byte AXI4 port (the llm chip's).
+WORDS = {"bare4": PACKED[4].replace(st_words=1), "axi16": PACKED[16].replace(st_words=1, axi=1)}
 
 
 def numpy_dma(program, ext, sp):
@@ -31,6 +34,8 @@ def numpy_dma(program, ext, sp):
     for i in program:
         if i.op == Op.LD:
             sp[i.dst:i.dst + i.len] = ext[i.src:i.src + i.len].view(np.int8).astype(np.int32).view(np.uint32)
+        elif i.op == Op.ST and i.wd:        # each word's four bytes, little-endian: numpy's own byte view
+            ext[i.dst:i.dst + 4 * i.len] = sp[i.src:i.src + i.len].astype("<u4").view(np.uint8)
         elif i.op == Op.ST:
             ext[i.dst:i.dst + i.len] = (sp[i.src:i.src + i.len] & 0xFF).astype(np.uint8)
     return [int(x) for x in ext], [int(x) for x in sp]
@@ -44,6 +49,11 @@ def random_dma_program(rng, config, n=12):
                              rng.randint(1, 40)))
         ext_addr = rng.choice((0, rng.randint(0, config.ext_words - length), config.ext_words - length))
         sp_addr = rng.choice((0, rng.randint(0, config.sp_words - length), config.sp_words - length))
+        if config.st_words and rng.random() < 0.4:      # whole words: an aligned range of 4 bytes a word
+            length = min(length, config.ext_words // 4)
+            ext_addr = 4 * rng.choice((0, rng.randint(0, config.ext_words // 4 - length), config.ext_words // 4 - length))
+            prog.append(st(sp_addr, ext_addr, length, wd=1))
+            continue
         prog.append(ld(sp_addr, ext_addr, length) if rng.random() < 0.5 else st(sp_addr, ext_addr, length))
     return prog + [halt()]
 
@@ -83,6 +93,45 @@ def test_machine_against_numpy(w):
         assert r.counters.dma == busy + sum(config.ext_latency if i.op == Op.LD else 2 for i in program[:-1])
 
 
+@pytest.mark.parametrize("name", list(WORDS))
+def test_whole_word_stores_against_numpy(name):
+    config, rng = WORDS[name], random.Random(len(name))
+    wide = 0
+    for _ in range(40):
+        program = random_dma_program(rng, config)
+        wide += sum(i.op == Op.ST and i.wd for i in program)
+        ext = [rng.randrange(1 << 32) for _ in range(config.ext_words)]
+        sp = [rng.randrange(1 << 32) for _ in range(config.sp_words)]
+        r = run(program, config, ext, sp)
+        assert r.ok and (r.ext, r.sp) == numpy_dma(program, ext, sp), format_program(program)
+        # an ST of whole words moves the beats of its 4 len bytes (counted by hand: the groups they touch)
+        w = config.bus_bytes
+        moved = [len({a // w for a in range(i.dst, i.dst + 4 * i.len)}) for i in program if i.op == Op.ST and i.wd]
+        assert [cycle_counts([i, halt()], config)[0].dma for i in program if i.op == Op.ST and i.wd] == \
+            [n + (3 if config.axi else 2) for n in moved]
+    assert wide > 100
+
+
+def test_whole_word_stores_are_checked():
+    """wd is a stray bit where the chip has no st_words (ILLEGAL), needs an aligned address (SHAPE) and its
+    4 len bytes inside external memory (EXT_RANGE), on the machine and the chip alike."""
+    from ga2_sw.isa import Err, check, encode
+    config = WORDS["bare4"]
+    last = config.ext_words - 4
+    cases = [(st(0, 8, 4, wd=1), PACKED[4], Err.ILLEGAL), (st(0, 6, 4, wd=1), config, Err.SHAPE),
+             (st(0, last, 1, wd=1), config, Err.NONE), (st(0, last, 2, wd=1), config, Err.EXT_RANGE),
+             (st(0, last - 4, 2, wd=1), config, Err.NONE)]
+    for instr, cfg, err in cases:
+        assert check(instr, cfg) == err, instr
+        assert run([instr, halt()], cfg).error == (err if err != Err.NONE else Err.NONE)
+    for backend in ("verilator", "pysim"):
+        if not get_backend(backend).available():
+            continue
+        for instr, cfg, err in cases[:2] + cases[3:4]:
+            got = get_backend(backend).run(cfg, [encode(instr), encode(halt())])
+            assert got.error == err, (backend, instr)
+
+
 def _differential(backend, config, jobs):
     results = get_backend(backend).run_many(config, jobs)
     for (program, ext, sp), got in zip(jobs, results):
@@ -111,6 +160,17 @@ def test_verilator_and_icarus_equal_the_machine(w):
 
 def test_pysim_equals_the_machine():
     _differential("pysim", PACKED[4], _jobs(PACKED[4], 2, seed=7))
+
+
+@pytest.mark.parametrize("name", list(WORDS))
+def test_whole_word_stores_on_every_simulator(name):
+    """STs of whole words among byte LDs and STs: pysim on two programs, Verilator and Icarus (whose testbench
+    has no AXI4 subordinate) on thirty."""
+    config = WORDS[name]
+    _differential("pysim", config, _jobs(config, 2, seed=11))
+    for backend in ("verilator",) + (() if config.axi else ("icarus",)):
+        if get_backend(backend).available():
+            _differential(backend, config, _jobs(config, 30, seed=12))
 
 
 @pytest.mark.skipif(not get_backend("verilator").available(), reason="Verilator not installed")

@@ -18,7 +18,7 @@ from amaranth.lib.wiring import In, Out
 
 import sim.verilog as sv
 from ga2_hdl.generate import generate_verilog
-from ga2_sw.config import WORKLOAD_FIELDS, Config
+from ga2_sw.config import FEATURE_FIELDS, WORKLOAD_FIELDS, Config
 from sim.testing import verilog_ports
 
 CONFIG = Config(rows=2, cols=2, sp_words=256, ext_words=256, imem_words=32)
@@ -36,8 +36,12 @@ def test_header_names_the_configuration_and_hashes_the_body(text):
     *lines, body = text.split("\n", 5)                      # five comment lines, then Amaranth's output
     assert all(line.startswith("// ") for line in lines)
     assert lines[0].startswith("// GA-2 accelerator, top module `ga2`")
-    # the hardware fields, each as to_dict gives it: the workload fields reach no RTL
-    hardware = {k: v for k, v in CONFIG.to_dict().items() if k not in WORKLOAD_FIELDS}
+    # the hardware fields, each as to_dict gives it: the workload fields reach no RTL, and a feature switch that
+    # is off is left out (the chip has no such hardware, and its Verilog is what it was before the switch existed)
+    hardware = {k: v for k, v in CONFIG.to_dict().items()
+                if k not in WORKLOAD_FIELDS and not (k in FEATURE_FIELDS and v == 0)}
+    assert "st_words" in FEATURE_FIELDS and "st_words" not in hardware
+    assert CONFIG.replace(mode="decoupled", bus_bytes=4, st_words=1).hardware()["st_words"] == 1
     assert lines[1] == "// Configuration: " + ", ".join(f"{k}={v}" for k, v in hardware.items())
     sha = re.fullmatch(r"// Body sha256: ([0-9a-f]{64})", lines[4]).group(1)
     assert sha == hashlib.sha256(body.encode()).hexdigest()

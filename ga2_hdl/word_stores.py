@@ -1,0 +1,69 @@
+"""ST of whole words (``Config.st_words``, ST's ``wd`` flag; docs/ISA.md): what the checker and the two packed
+DMAs (``PackedDMA``, ``AxiDMA``) need of it, written once.
+
+With ``wd`` an ST stores each scratchpad word as WORD_BYTES bytes, least significant first, from a
+WORD_BYTES-aligned external address: its range is ``WORD_BYTES * len`` bytes, and a beat of W byte lanes carries
+``W / WORD_BYTES`` words, lane group ``q`` (lanes ``WORD_BYTES * q`` ..) word ``q`` of the beat. Word ``q`` is read
+through the lane-``q`` port, as lane ``q``'s byte is without ``wd``: consecutive words, distinct banks. On a chip
+built without ``st_words`` every function here gives the plain ST's signals, and its Verilog is the one it had
+before the flag existed."""
+
+from amaranth.hdl import Cat, Const, Mux
+
+from ga2_sw.packing import WORD_BYTES
+
+from .ports import optional_field
+
+__all__ = ["wide", "ext_length", "tail_width", "first_word", "words_per_beat", "read_enables", "beat_data"]
+
+
+def wide(instr, config):
+    """ST's ``wd`` flag in ``instr`` (a view of InstrLayout); a constant 0 on a chip without ``st_words``. (An LD
+    never has it: the bit is a stray one of LD's, which the checker faults as ILLEGAL.)"""
+    return optional_field(instr, "wd") if config.st_words else Const(0, 1)
+
+
+def ext_length(instr, config):
+    """The external elements (bytes) an LD or ST moves: ``len``, or WORD_BYTES a word with ``wd``
+    (``ga2_sw.isa.ext_length``)."""
+    if not config.st_words:
+        return instr.len
+    return Mux(wide(instr, config), Cat(Const(0, 2), instr.len), instr.len)
+
+
+def tail_width(config):
+    """Bits of the checker's signed external tail (``ext_length - 1``; -1 for a zero ``len``)."""
+    assert WORD_BYTES == 4, "two more bits hold WORD_BYTES * len"
+    return 18 + (1 if config.st_words else 0)
+
+
+def first_word(sp_addr, first_lane, is_wide, config):
+    """The scratchpad word of lane 0 of the first beat: the range's start less its lanes before that lane (with
+    ``wd``, less the words before it: ``first_lane / WORD_BYTES``, the address being aligned)."""
+    if not config.st_words:
+        return sp_addr - first_lane
+    return sp_addr - Mux(is_wide, first_lane >> 2, first_lane)
+
+
+def words_per_beat(is_wide, config):
+    """Scratchpad words a beat takes: W, or W / WORD_BYTES with ``wd``."""
+    w = config.bus_bytes
+    return Mux(is_wide, w // WORD_BYTES, w) if config.st_words else w
+
+
+def read_enables(lanes, is_wide, config):
+    """Each lane port's read enable of an ST beat whose byte lanes in range are ``lanes``: lane ``j``'s own, or
+    with ``wd`` word ``j``'s (its first byte lane's) for the first W / WORD_BYTES ports, the others idle."""
+    w = config.bus_bytes
+    if not config.st_words:
+        return [lanes[j] for j in range(w)]
+    return [Mux(is_wide, lanes[WORD_BYTES * j] if j < w // WORD_BYTES else 0, lanes[j]) for j in range(w)]
+
+
+def beat_data(ports, is_wide, config):
+    """An ST beat's W bytes from the lane ports' words: each lane's low byte, or with ``wd`` the first
+    W / WORD_BYTES words whole."""
+    bytes_ = Cat(*(port.data[:8] for port in ports))
+    if not config.st_words:
+        return bytes_
+    return Mux(is_wide, Cat(*(port.data for port in ports[:config.bus_bytes // WORD_BYTES])), bytes_)
