@@ -177,7 +177,7 @@ def _real_projection(model, ga2, block):
 @pytest.fixture(scope="module")
 def ga2_one_digit(model, ga2):
     from ga2_sw.llm.ga2_path import Ga2Model
-    return Ga2Model(model, ga2.cal, digits=1)
+    return Ga2Model(model, ga2.cal, digits=1, int32_sums=False)
 
 
 @pytest.mark.parametrize("block", [0, 17, 29])

@@ -441,8 +441,9 @@ def _add_eval(llm):
                    help="read each attention output once, at its coarse int8 scale (default: a second NRM reads "
                         "it at an eighth of that scale too, docs/LLM.md)")
     e.add_argument("--input-digits", type=int, choices=(1, 2), default=2,
-                   help="the projections' input: 2 int8 digits of a 15-bit integer, all three projections' sums "
-                        "to the host (default), or 1: int8, v requantised on the chip (docs/LLM.md)")
+                   help="every product's input: 2 int8 digit rows of a 15-bit integer (default), or 1: int8; "
+                        "either way the int32 sums go to the host, as the llm chip stores them (docs/LLM.md; "
+                        "ga2 llm throughput --input-digits takes the same choice)")
     e.add_argument("--key-digits", type=int, choices=KEY_DIGITS, default=1,
                    help="the key cache: 1 int8 digit (default) or 2, wide keys of 15 bits (docs/LONG_CONTEXT.md)")
     e.add_argument("--json", metavar="FILE", type=json_option(),

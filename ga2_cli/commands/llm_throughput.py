@@ -9,6 +9,7 @@ from ga2_sw.options import Int, IntList
 __all__ = ["add_throughput"]
 
 BATCHES = IntList(1, 16)
+DEFAULT_BATCHES = (1, 2, 4, 8)
 CONTEXTS = IntList(1, 4096)
 
 
@@ -19,15 +20,26 @@ def _config(args):
 
 def _check(args):
     """Every batch's step fits the chip at the longest context (its programs' memories and instructions)."""
-    from ga2_sw.llm.whole_step import Host, step_phases
+    from ga2_sw.llm.whole_step import Host, step_numerics, step_phases
     config = _config(args)
     if not config.online_unit:
         raise ValueError(f"--chip {args.chip}: the step's attention needs the online unit (--online-unit 1)")
-    for B in args.batches:
+    try:
+        args.digits, _ = step_numerics(config, args.input_digits)
+    except ValueError as exc:
+        raise ValueError(f"--input-digits {args.input_digits}: {exc}") from None
+    given, args.batches, args.left_out = args.batches_asked is not None, [], []
+    for B in args.batches_asked if given else DEFAULT_BATCHES:
         try:
-            step_phases(config, [max(args.contexts)] * B)
+            step_phases(config, [max(args.contexts)] * B, digits=args.digits)
+            args.batches.append(B)
         except ValueError as exc:
-            raise ValueError(f"--batches {B} at --contexts {max(args.contexts)}: {exc}") from None
+            if given:
+                raise ValueError(f"--batches {B} at --contexts {max(args.contexts)}: {exc}") from None
+            args.left_out.append((B, str(exc)))         # the default batches are those that fit
+    if not args.batches:
+        raise ValueError(f"--chip {args.chip}: no batch of {', '.join(map(str, DEFAULT_BATCHES))} fits: "
+                         f"{args.left_out[0][1]}")
     args.host = Host(sync_cycles=args.sync_cycles)
 
 
@@ -37,18 +49,20 @@ def _run(args):
     config = _config(args)
     name = name_of(config)
     fmax = measured_fmax(name) if name else None
-    bar = progress_bar(sum(phase_count(config, B, L) for B in args.batches for L in args.contexts),
-                       args.no_progress, "program")
+    bar = progress_bar(sum(phase_count(config, B, L, digits=args.digits) for B in args.batches
+                           for L in args.contexts), args.no_progress, "program")
     rows = throughput_rows(config, args.batches, args.contexts, fmax, host=args.host,
-                           progress=lambda: bar.update(1))
+                           progress=lambda: bar.update(1), digits=args.digits)
     bar.close()
+    for B, why in args.left_out:
+        print(f"(B = {B} left out: {why})")
     clock = fmax or config.clock_mhz
     chip = name or f"{args.chip} (changed)"
     at = f"{fmax:g} MHz, its measured Fmax" if fmax else f"{config.clock_mhz} MHz (no measured Fmax: not placed)"
     print(f"SmolLM2-135M's decode step on the {chip} chip ({config.rows} x {config.cols}, {config.bus_bytes}-byte "
           f"port, {config.memory} at {memory_bytes_per_cycle(config):g} bytes a cycle): every product of 30 blocks "
-          f"and the LM head, weights streamed once a step; host round trips {args.host.sync_cycles} cycles each "
-          f"plus their bytes and programs; tokens/s at {at}")
+          f"and the LM head, weights streamed once a step, {_numerics(args.digits, config)}; host round trips "
+          f"{args.host.sync_cycles} cycles each plus their bytes and programs; tokens/s at {at}")
     print(table(["batch", "context", "cycles", "chip", "host", "tokens/s", "DRAM bound", "compute bound",
                  "bound / cycles"],
                 [[r["batch"], f"{r['context']:,}", f"{r['cycles']:,}", f"{r['chip_cycles']:,}",
@@ -58,8 +72,16 @@ def _run(args):
     out = {"chip": name, "config": config.to_dict(), "fmax_mhz": fmax, "clock_mhz": clock,
            "memory": config.memory, "memory_bytes_per_cycle": memory_bytes_per_cycle(config),
            "host": {"sync_cycles": args.host.sync_cycles, "load_bytes_per_cycle": args.host.load_bytes_per_cycle},
-           "rows": rows}
+           "input_digits": args.digits, "int32_sums": bool(config.st_words), "rows": rows,
+           "left_out": [{"batch": B, "why": why} for B, why in args.left_out]}
     return emit(args, out, lambda path: plot_throughput(path, rows, chip, clock))
+
+
+def _numerics(digits, config):
+    """The products' numerics in words: what their inputs are and what leaves the chip."""
+    given = "a 15-bit input as two int8 digit rows a token" if digits == 2 else "an int8 input row a token"
+    out = "their int32 sums stored whole" if config.st_words else "their sums requantised to int8 on the chip"
+    return f"{given}, {out}"
 
 
 def plot_throughput(path, rows, chip, clock_mhz):
@@ -94,10 +116,14 @@ def add_throughput(llm):
     from ga2_sw.cli import add_config_arguments
     p = llm.add_parser("throughput", help="SmolLM2-135M's whole decode step on a chip: cycles, tokens/s and the "
                                           "DRAM and compute bounds, per batch and context")
-    p.add_argument("--batches", metavar="B,B", type=BATCHES, default=[1, 2, 4, 8],
-                   help="sequences a step, each 1..16 (default 1,2,4,8)")
+    p.add_argument("--batches", metavar="B,B", type=BATCHES, dest="batches_asked",
+                   help="sequences a step, each 1..16 (default: those of 1,2,4,8 whose step fits the chip)")
     p.add_argument("--contexts", metavar="L,L", type=CONTEXTS, default=[64, 1024],
                    help="tokens of context of every sequence, each 1..4096 (default 64,1024)")
+    p.add_argument("--input-digits", type=int, choices=(1, 2), default=None,
+                   help="int8 rows a token's input takes in every product: 2, the 15-bit input ga2 llm eval "
+                        "measures (default on a chip that stores int32 sums, st_words = 1), or 1, an int8 input "
+                        "(half the array's rows; the default elsewhere)")
     p.add_argument("--sync-cycles", type=Int(0, 1_000_000), default=500,
                    help="cycles a host round trip takes besides its bytes and program, 0..1000000 (default "
                         "%(default)s: 5 us at 100 MHz)")

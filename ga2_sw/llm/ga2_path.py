@@ -31,7 +31,8 @@ from .float_model import FloatModel
 from .scores import PROMPTS
 
 __all__ = ["WEIGHT_SCALES", "KEY_SCALES", "LINEARS", "SMOOTHING", "FINE_RATIO", "INPUT_RADIX", "Calibration",
-           "calibrate", "Ga2Model", "ChipLinear", "read_outputs", "input_digits", "fifteen_bit", "smoothing_factors"]
+           "calibrate", "Ga2Model", "ChipLinear", "read_outputs", "input_digits", "fifteen_bit", "smoothing_factors",
+           "quantised_input", "combined"]
 
 WEIGHT_SCALES = ("per-row", "per-head", "per-tensor")
 # Where the products of FloatModel.linear run (the output projection, the SwiGLU's three, the LM head): "chip",
@@ -86,8 +87,9 @@ def smoothing_factors(x_peak, w, alpha):
 class ChipLinear:
     """A weight matrix whose product runs on the chip's numerics: the weights scaled by the smoothing factors
     of their columns and quantised to int8 with a scale per row; the input divided by the same factors and
-    quantised to 15 bits (``fifteen_bit``), two int8 digit rows; the MM's int32 sums of both rows, combined by
-    the host (high x INPUT_RADIX + low, exact) and scaled back to float by the row's scale and the input's.
+    quantised to 15 bits (``fifteen_bit``), two int8 digit rows (``digits`` = 1: to int8, one row); the MM's
+    int32 sums of the rows (stored whole by the chip: ST's wd, ``whole_step.linear_program``), combined by the
+    host (high x INPUT_RADIX + low, exact) and scaled back to float by the row's scale and the input's.
 
     The int8 weights are held as float32 and multiplied ``K_CHUNK`` columns at a time: every partial sum of
     int8 x int8 products over at most 1,024 columns is an integer below 2^24, so float32 holds it exactly
@@ -95,7 +97,8 @@ class ChipLinear:
 
     K_CHUNK = 1024                      # 1,024 x 127 x 127 < 2^24
 
-    def __init__(self, w, x_peak, smoothing=SMOOTHING):
+    def __init__(self, w, x_peak, smoothing=SMOOTHING, digits=2):
+        self.digits = digits
         w = np.asarray(w, dtype=np.float64)
         self.smooth = smoothing_factors(x_peak, w, smoothing)
         ws = w * self.smooth
@@ -116,9 +119,23 @@ class ChipLinear:
         return out.T
 
     def __call__(self, x):
-        digits, x_scale = fifteen_bit(np.asarray(x, dtype=np.float64) / self.smooth)
-        high, low = self.sums(digits)
-        return ((high * INPUT_RADIX + low) * self.scale * x_scale).astype(np.float32)
+        rows, x_scale = quantised_input(np.asarray(x, dtype=np.float64) / self.smooth, self.digits)
+        return (combined(self.sums(rows)) * self.scale * x_scale).astype(np.float32)
+
+
+def quantised_input(h, digits):
+    """A product's input ``h`` (divided by the smoothing factors) quantised at its own scale, as the host writes
+    it for the chip: with two digits to integers up to INPUT_LIMIT (``fifteen_bit``) as their digit rows, with
+    one to int8 (max |h| / 127). (rows (digits, n), the scale of the integer they stand for)."""
+    if digits == 1:
+        x_scale = float(_scale(np.abs(h).max()))
+        return V.quantize(h, x_scale)[None, :], x_scale
+    return fifteen_bit(h)
+
+
+def combined(sums):
+    """The integers the digit rows' sums stand for: high x INPUT_RADIX + low (exact), or one row's sums."""
+    return sums[0] * INPUT_RADIX + sums[1] if len(sums) == 2 else sums[0]
 
 
 def read_outputs(coarse8, fine8, coarse_scale, fine_scale):
@@ -206,15 +223,16 @@ class Ga2Model(FloatModel):
     not take the int8 range from the rest. ``key_scales``: the key cache's int8 scale per key/value head, or per
     channel with each channel's scale folded into the queries (then q.k is still one int8 dot product times one
     scale per head). ``fine_output``: read each attention output twice on the chip (a coarse and a fine NRM,
-    ``read_outputs``) rather than once at the coarse scale. ``digits``: 2 gives the projections a 15-bit input as
-    two int8 digit rows and sends all three projections' int32 sums to the host; 1 gives them the int8 input and
-    requantises v on the chip (RQ). ``key_digits``: 2 holds the key cache as wide keys (15 bits as two int8
+    ``read_outputs``) rather than once at the coarse scale. ``digits``: 2 gives every product a 15-bit input as
+    two int8 digit rows, 1 the int8 input. ``int32_sums``: the chip stores the products' int32 sums (a chip built
+    with ``st_words``), so v's go to the host as q's and k's do; without them (one digit only) v is requantised
+    on the chip (RQ, one scale a head). ``key_digits``: 2 holds the key cache as wide keys (15 bits as two int8
     digits, docs/LONG_CONTEXT.md) at 1/128 of the int8 scale, so the same calibrated peak. ``linears``: "chip"
     puts every other matrix product (the output projection, gate, up, down, the LM head) on the chip's numerics
     (``ChipLinear``, its smoothing factors from the calibrated input peaks), "float" leaves them to the host."""
 
     def __init__(self, model, calibration, weight_scales="per-row", key_scales="per-head", chunk=CHUNK,
-                 smoothing=SMOOTHING, fine_output=True, digits=2, key_digits=1, linears="chip"):
+                 smoothing=SMOOTHING, fine_output=True, digits=2, key_digits=1, linears="chip", int32_sums=True):
         super().__init__(model)
         if weight_scales not in WEIGHT_SCALES:
             raise ValueError(f"weight_scales must be one of {', '.join(WEIGHT_SCALES)}, not {weight_scales!r}")
@@ -223,6 +241,9 @@ class Ga2Model(FloatModel):
         self.cal, self.weight_scales, self.key_scales, self.chunk = calibration, weight_scales, key_scales, chunk
         if digits not in (1, 2):
             raise ValueError(f"digits must be 1 or 2, not {digits!r}")
+        if digits == 2 and not int32_sums:
+            raise ValueError("two input digits need the int32 sums on the host (int32_sums=True)")
+        self.int32_sums = int32_sums
         if key_digits not in KEY_DIGITS:
             raise ValueError(f"key_digits must be 1 or 2, not {key_digits!r}")
         self.smoothing, self.fine_output, self.digits, self.key_digits = smoothing, fine_output, digits, key_digits
@@ -238,7 +259,7 @@ class Ga2Model(FloatModel):
             for n in "qkv":
                 w = (ws[n] * self.smooth[b]).reshape(-1, c.head_dim, c.d_model)     # (heads, rows, cols)
                 peak = np.abs(w).max(axis=2)                                       # (heads, rows)
-                if weight_scales == "per-head" or (weight_scales == "per-row" and n == "v" and digits == 1):
+                if weight_scales == "per-head" or (weight_scales == "per-row" and n == "v" and not int32_sums):
                     peak = np.broadcast_to(peak.max(axis=1, keepdims=True), peak.shape)
                 elif weight_scales == "per-tensor":
                     peak = np.full_like(peak, peak.max())
@@ -249,7 +270,7 @@ class Ga2Model(FloatModel):
             raise ValueError(f"linears must be one of {', '.join(LINEARS)}, not {linears!r}")
         self.linears = linears
         names = [f"blk.{b}.{n}.weight" for b in range(c.blocks) for n in self.BLOCK_LINEARS] + [self.HEAD]
-        self.chip_linears = {n: ChipLinear(self.w[n], calibration.inputs[n], smoothing) for n in names} \
+        self.chip_linears = {n: ChipLinear(self.w[n], calibration.inputs[n], smoothing, digits) for n in names} \
             if linears == "chip" else {}
         self.at_limit = {"v_proj": 0, "k_cache": 0, "out": 0}
         self.group = c.heads // c.kv_heads
@@ -284,19 +305,14 @@ class Ga2Model(FloatModel):
     def _sums(self, b, n, x8):
         """The projection of the input its digit rows stand for: (heads, head_dim) integers (the host combines
         the digits' int32 sums exactly; one digit's are the chip's sums)."""
-        sums = self.digit_sums(b, n, x8)
-        return sums[0] * INPUT_RADIX + sums[1] if self.digits == 2 else sums[0]
+        return combined(self.digit_sums(b, n, x8))
 
     def quantised_input(self, b, h):
         """The host's step before the chip's: block ``b``'s normalised input ``h`` divided by the smoothing
         factors, quantised at its own scale (the host has just computed h): with two digits, to integers up
         to INPUT_LIMIT (max |h| / INPUT_LIMIT) written as their digit rows, else to int8 (max |h| / 127).
         (rows (digits, d_model), the scale of the integer they stand for)."""
-        h = h / self.smooth[b]
-        if self.digits == 1:
-            x_scale = float(_scale(np.abs(h).max()))
-            return V.quantize(h, x_scale)[None, :], x_scale
-        return fifteen_bit(h)
+        return quantised_input(h / self.smooth[b], self.digits)
 
     def value_requant(self, b, x_scale):
         """The (m, s) of each key/value head's RQ, which writes the value cache's int8 at its calibrated scale."""
@@ -304,9 +320,9 @@ class Ga2Model(FloatModel):
                 for ws, vs in zip(self.w_scale[b, "v"], self.cal.v_proj[b])]
 
     def values(self, b, x8, x_scale):
-        """The int8 values (kv_heads, head_dim) of block ``b`` for the input rows ``x8``: with one digit MM + RQ on
-        the chip, with two the host quantises the combined sums at the value cache's scale."""
-        if self.digits == 2:
+        """The int8 values (kv_heads, head_dim) of block ``b`` for the input rows ``x8``: the host quantises the
+        (combined) int32 sums at the value cache's scale, or without ``int32_sums`` MM + RQ on the chip."""
+        if self.int32_sums:
             v = self._sums(b, "v", x8) * self.w_scale[b, "v"] * x_scale
             return V.quantize(v, self.cal.v_proj[b][:, None])
         m, s = (np.array(v, dtype=np.int64)[:, None] for v in zip(*self.value_requant(b, x_scale)))
@@ -315,7 +331,7 @@ class Ga2Model(FloatModel):
     def attention_block(self, b, h, pos, cache, attend):
         c, cal = self.c, self.cal
         x8, x_scale = self.quantised_input(b, h)
-        # q and k (and v with two digits): the int32 sums to the host, which undoes the scales (and applies RoPE)
+        # q and k (and v with int32_sums): the int32 sums to the host, which undoes the scales (and applies RoPE)
         q = self._rope(self._sums(b, "q", x8) * self.w_scale[b, "q"] * x_scale, pos)
         k = self._rope(self._sums(b, "k", x8) * self.w_scale[b, "k"] * x_scale, pos)
         v8 = self.values(b, x8, x_scale)
@@ -326,7 +342,7 @@ class Ga2Model(FloatModel):
         q = q * self.k_scale[b][shared]
         q_scale = _scale(np.abs(q).max(axis=1))                      # per head and token
         q8 = V.quantize(q, q_scale[:, None])
-        low = -127 if self.digits == 2 else -128                      # quantize's limit, requant's
+        low = -127 if self.int32_sums else -128                       # quantize's limit, requant's
         self.at_limit["v_proj"] += int(np.sum((v8 == 127) | (v8 == low)))
         self.at_limit["k_cache"] += int(np.sum(np.abs(k8) == self.k_limit))
         keys, vals = cache

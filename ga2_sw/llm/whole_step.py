@@ -35,14 +35,15 @@ from ..banking import operand_start, operand_stride
 from ..cycles import cycle_counts
 from ..dram import GRADES, peak_bytes_per_cycle
 from ..isa import INSTR_BITS, EncodingError, footprints, halt, mm, rows_moved, rq, st
+from ..packing import WORD_BYTES
 from ..online_program import Group, GroupedLayout, grouped_program
 from ..schedule import reorder
 from .step_cycles import SMOLLM2
 
 __all__ = ["Product", "head_product", "MODEL", "Host", "Phase", "linear_program", "linear_pieces",
            "attention_pieces", "step_phases", "step_cost", "bounds", "PRODUCT_MN", "memory_bytes_per_cycle",
-           "throughput_rows", "phase_count", "block_products", "linear_image", "linear_outputs",
-           "attention_layout", "StepTimer"]
+           "throughput_rows", "phase_count", "block_products", "linear_image", "linear_outputs", "output_base",
+           "attention_layout", "StepTimer", "step_numerics"]
 
 # SmolLM2-135M (docs/LLM.md): its attention's shape (``step_cycles.SMOLLM2``), the MLP's width and the
 # vocabulary of the tied LM head.
@@ -101,21 +102,26 @@ def memory_bytes_per_cycle(config):
     return config.bus_bytes
 
 
-def linear_program(config, batch, product, mn=PRODUCT_MN, first=0, count=None):
+def linear_program(config, batch, product, mn=PRODUCT_MN, first=0, count=None, digits=1, sums=False):
     """``W x`` of ``batch`` tokens for rows ``first .. first + count`` of ``product``'s weights (all of them by
-    default): the program, which reads the weights' rows from external address 0 on (row-major, ``cols`` bytes a
-    row), the tokens' int8 inputs after them (``batch`` rows of ``cols``), and stores the int8 outputs after those,
-    tile by tile: the tile of weight rows ``r0 .. r0 + n`` (``n`` at most the array's columns) from ``r0 batch``
-    on, token ``b``'s ``n`` outputs at ``r0 batch + b n``."""
+    default), each token's input ``digits`` int8 rows (2: the 15-bit input's high and low digits,
+    ``ga2_path.input_digits``; the rows of a token next to each other). The program reads the weights' rows from
+    external address 0 on (row-major, ``cols`` bytes a row) and the inputs' ``batch x digits`` rows after them,
+    and stores each tile's results after those (``output_base``), tile by tile: with ``sums`` (a chip built with
+    ``st_words``) the int32 sums whole (ST ``wd``, four bytes each), else requantised to int8 (RQ with ``mn``).
+    The tile of weight rows ``r0 .. r0 + n`` (``n`` at most the array's columns) holds input row ``a``'s ``n``
+    results at result ``r0 A + a n`` (``A = batch x digits``)."""
+    if sums and not config.st_words:
+        raise ValueError("int32 sums leave the chip only through an ST of whole words (a chip built with st_words)")
     R, C = config.rows, config.cols
     count = product.rows - first if count is None else count
-    K = product.cols
+    K, A = product.cols, batch * digits
     lx = operand_stride(K, config)
     X = 0
-    W = operand_start(X + batch * lx, "B", config)
+    W = operand_start(X + A * lx, "B", config)
     OUT = W + 2 * C * lx                     # a ring of three tiles' outputs
     ex_w, ex_x = 0, count * K
-    ex_out = ex_x + batch * K
+    ex_out, size = output_base(count, K, A, config, sums), WORD_BYTES if sums else 1
     starts = range(0, count, C)
 
     def width(k):
@@ -125,47 +131,59 @@ def linear_program(config, batch, product, mn=PRODUCT_MN, first=0, count=None):
         return rows_moved("LD", W + (k % 2) * C * lx, lx, ex_w + starts[k] * K, K, width(k), K)
 
     def slot(k):
-        return OUT + (k % 3) * batch * C
+        return OUT + (k % 3) * A * C
 
-    def drain(k):                            # tile k's sums to int8, then out
-        n = batch * width(k)
-        return [rq(dst=slot(k), src=slot(k), len=n, m=mn[0], s=mn[1]),
-                st(src=slot(k), dst=ex_out + starts[k] * batch, len=n)]
-    program = [*rows_moved("LD", X, lx, ex_x, K, batch, K), *load(0)]
+    def drain(k):                            # tile k's results out: the sums whole, or requantised to int8
+        n, at = A * width(k), ex_out + starts[k] * A * size
+        if sums:
+            return [st(src=slot(k), dst=at, len=n, wd=1)]
+        return [rq(dst=slot(k), src=slot(k), len=n, m=mn[0], s=mn[1]), st(src=slot(k), dst=at, len=n)]
+    program = [*rows_moved("LD", X, lx, ex_x, K, A, K), *load(0)]
     behind = []
     for k in range(len(starts)):
         # the next tile's first row before this tile's MMs (they issue once this tile's last row is in), the
-        # rest after them, then the tile before's requantisation and store, which wait for its MMs' writes
+        # rest after them, then the tile before's results out, which wait for its MMs' writes
         ahead = load(k + 1) if k + 1 < len(starts) else []
         program += ahead[:1]
-        program += [mm(dst=slot(k) + b0 * width(k), A=X + b0 * lx, B=W + (k % 2) * C * lx, M=min(R, batch - b0),
-                       K=K, N=width(k), tb=1, lda=lx, ldb=lx, ldc=width(k)) for b0 in range(0, batch, R)]
+        program += [mm(dst=slot(k) + a0 * width(k), A=X + a0 * lx, B=W + (k % 2) * C * lx, M=min(R, A - a0),
+                       K=K, N=width(k), tb=1, lda=lx, ldb=lx, ldc=width(k)) for a0 in range(0, A, R)]
         program += ahead[1:]
         program += behind
         behind = drain(k)
     return program + behind + [halt()]
 
 
+def output_base(rows, cols, input_rows, config, sums=False):
+    """Where ``linear_program`` stores its results: right after the weights and the inputs; its int32 ``sums``
+    from the next beat (an ST of whole words starts word-aligned)."""
+    w = max(config.bus_bytes, WORD_BYTES) if sums else 1
+    return -(-(rows * cols + input_rows * cols) // w) * w
+
 
 def linear_image(W, X):
-    """The external memory ``linear_program`` reads for int8 weights ``W`` (rows x cols) and inputs ``X`` (batch x
-    cols): the weights row by row from 0, the inputs after them; a list of int8 values (a packed port holds
-    bytes), to be padded to the chip's memory by whoever runs it."""
+    """The external memory ``linear_program`` reads for int8 weights ``W`` (rows x cols) and input rows ``X``
+    (batch x digits rows of cols): the weights row by row from 0, the inputs after them; a list of int8 values
+    (a packed port holds bytes), to be padded to the chip's memory by whoever runs it."""
     import numpy as np
     return [int(v) & 0xFF for v in np.concatenate([np.asarray(W).reshape(-1), np.asarray(X).reshape(-1)])]
 
 
-def linear_outputs(ext, config, batch, rows, cols):
-    """The int8 outputs ``linear_program`` stored for ``rows`` weight rows of ``cols``: a (batch, rows) array."""
+def linear_outputs(ext, config, input_rows, rows, cols, sums=False):
+    """The results ``linear_program`` stored for ``rows`` weight rows of ``cols`` and ``input_rows`` input rows:
+    an (input_rows, rows) int64 array of the int32 sums (``sums``) or the int8 outputs."""
     import numpy as np
-    base, C = rows * cols + batch * cols, config.cols
-    out = np.zeros((batch, rows), dtype=np.int64)
+    base, C = output_base(rows, cols, input_rows, config, sums), config.cols
+    size = WORD_BYTES if sums else 1
+    data = np.asarray(ext[base:base + input_rows * rows * size], dtype=np.int64) & 0xFF
+    values = (data.reshape(-1, WORD_BYTES) << (8 * np.arange(WORD_BYTES))).sum(axis=1) if sums else data
+    bits = 8 * size
+    values = values - ((values >> (bits - 1)) << bits)          # two's complement
+    out = np.zeros((input_rows, rows), dtype=np.int64)
     for r0 in range(0, rows, C):
         n = min(C, rows - r0)
-        for b in range(batch):
-            at = base + r0 * batch + b * n
-            out[b, r0:r0 + n] = [(v & 0xFF) - 256 * ((v & 0xFF) > 127) for v in ext[at:at + n]]
+        out[:, r0:r0 + n] = values[r0 * input_rows:(r0 + n) * input_rows].reshape(input_rows, n)
     return out
+
 
 def _fits(config, build):
     """Whether the program ``build()`` makes fits the chip; a program whose addresses do not even encode (past
@@ -180,15 +198,16 @@ def _fits(config, build):
 
 
 @lru_cache(maxsize=256)
-def linear_pieces(config, batch, product, mn=PRODUCT_MN):
+def linear_pieces(config, batch, product, mn=PRODUCT_MN, digits=1):
     """``product`` as programs that each fit the chip (instruction memory, scratchpad, external window): the
     weights' rows split into runs of whole tiles, as few as fit. ``[(first row, rows, program)]``; ValueError
-    when not even one tile fits."""
+    when not even one tile fits. A chip built with ``st_words`` stores the int32 sums (``step_numerics``)."""
+    sums = bool(config.st_words)
     tiles = -(-product.rows // config.cols)
     per = tiles
     while per:
         rows = min(product.rows, per * config.cols)
-        if _fits(config, lambda: linear_program(config, batch, product, mn, 0, rows)):
+        if _fits(config, lambda: linear_program(config, batch, product, mn, 0, rows, digits, sums)):
             break
         per = per * 3 // 4 if per > 4 else per - 1
     if not per:
@@ -196,8 +215,23 @@ def linear_pieces(config, batch, product, mn=PRODUCT_MN):
                          f"the chip's memories (sp_words {config.sp_words}, ext_words {config.ext_words})")
     step = per * config.cols
     return [(r0, min(step, product.rows - r0), linear_program(config, batch, product, mn, r0,
-                                                              min(step, product.rows - r0)))
+                                                              min(step, product.rows - r0), digits, sums))
             for r0 in range(0, product.rows, step)]
+
+
+def step_numerics(config, digits=None):
+    """``(digits, sums)`` of the products of a step on ``config``: a chip built with ``st_words`` stores each
+    product's int32 sums and takes the 15-bit input in two digit rows a token (the numerics ``ga2 llm eval``
+    measures: ``ga2_path.ChipLinear``) unless ``digits`` = 1 (an int8 input); elsewhere one int8 input row and int8
+    outputs (RQ on the chip). ValueError for two digits on a chip that cannot store their sums."""
+    if digits is None:
+        digits = 2 if config.st_words else 1
+    if digits not in (1, 2):
+        raise ValueError(f"input digits must be 1 or 2, not {digits!r}")
+    if digits == 2 and not config.st_words:
+        raise ValueError("two input digits need their int32 sums stored whole: a chip built with st_words = 1 "
+                         "(the llm chip)")
+    return digits, bool(config.st_words)
 
 
 def attention_layout(config, contexts, model=MODEL):
@@ -259,19 +293,21 @@ class Phase:
     layout: object = None   # the attention's GroupedLayout (its external memory image)
 
 
-def step_phases(config, contexts, model=MODEL):
+def step_phases(config, contexts, model=MODEL, digits=None):
     """The phases of one decode step of ``len(contexts)`` sequences, sequence ``n`` at ``contexts[n]`` tokens of
-    context."""
+    context, the products' inputs in ``digits`` rows a token (``step_numerics``)."""
     B = len(contexts)
+    digits, sums = step_numerics(config, digits)
+    out_bytes = digits * (WORD_BYTES if sums else 1)        # a result's bytes out: its sums, or its int8
     blocks, d, heads, kv_heads = model["blocks"], model["d"], model["heads"], model["kv_heads"]
     phases = []
     # every product's programs before the attention's (those take seconds to build): a batch whose products do
     # not fit is refused at once
-    pieces = {p: linear_pieces(config, B, p) for p in (*block_products(model), head_product(model))}
+    pieces = {p: linear_pieces(config, B, p, digits=digits) for p in (*block_products(model), head_product(model))}
     for product in block_products(model):
         for _, n, program in pieces[product]:
-            phases.append(Phase(product.name, tuple(program), B * product.cols, B * n, blocks, n * product.cols, 0,
-                                B * n * product.cols))
+            phases.append(Phase(product.name, tuple(program), B * digits * product.cols, B * n * out_bytes, blocks,
+                                n * product.cols, 0, B * n * product.cols))
         if product.name == "qkv":
             for layout, program in attention_pieces(config, contexts, model):
                 ctx = [g.length for g in layout.groups[::kv_heads]]
@@ -282,7 +318,8 @@ def step_phases(config, contexts, model=MODEL):
                                     sum(2 * heads * L * d for L in ctx), layout))
     head = head_product(model)
     for _, n, program in pieces[head]:
-        phases.append(Phase("head", tuple(program), B * head.cols, B * n, 1, n * head.cols, 0, B * n * head.cols))
+        phases.append(Phase("head", tuple(program), B * digits * head.cols, B * n * out_bytes, 1, n * head.cols, 0,
+                            B * n * head.cols))
     return phases
 
 
@@ -294,12 +331,12 @@ def _program_cycles(program, config):
     return counters
 
 
-def step_cost(config, contexts, model=MODEL, host=Host(), progress=None):
+def step_cost(config, contexts, model=MODEL, host=Host(), progress=None, digits=None):
     """``{"cycles", "chip", "host", "phases": {name: {"cycles", "chip", "host", "programs"}}, "weights", "kv",
     "macs", "bytes"}`` of one decode step: each phase's program on the cycle model plus its round trip, times
     its repeats."""
     out = {"cycles": 0, "chip": 0, "host": 0, "weights": 0, "kv": 0, "macs": 0, "bytes": 0, "phases": {}}
-    for phase in step_phases(config, contexts, model):
+    for phase in step_phases(config, contexts, model, digits):
         chip = _program_cycles(phase.program, config).cycles
         trip = host.cycles(config, phase.program, phase.bytes_in, phase.bytes_out)
         row = out["phases"].setdefault(phase.name, {"cycles": 0, "chip": 0, "host": 0, "programs": 0})
@@ -325,7 +362,7 @@ def bounds(config, cost):
 
 
 
-def throughput_rows(config, batches, contexts, fmax_mhz=None, model=MODEL, host=Host(), progress=None):
+def throughput_rows(config, batches, contexts, fmax_mhz=None, model=MODEL, host=Host(), progress=None, digits=None):
     """Rows ``{"batch", "context", "cycles", "chip_cycles", "host_cycles", "tokens_per_s", "dram_bound_cycles",
     "compute_bound_cycles", "fraction_of_bound", "bound", "phases"}`` of a step of every batch at every context
     (all sequences at that context), tokens/s at ``fmax_mhz`` (``config.clock_mhz`` when None)."""
@@ -333,7 +370,7 @@ def throughput_rows(config, batches, contexts, fmax_mhz=None, model=MODEL, host=
     rows = []
     for B in batches:
         for L in contexts:
-            cost = step_cost(config, [L] * B, model, host, progress)
+            cost = step_cost(config, [L] * B, model, host, progress, digits)
             dram, compute = bounds(config, cost)
             rows.append({"batch": B, "context": L, "cycles": cost["cycles"], "chip_cycles": cost["chip"],
                          "host_cycles": cost["host"], "tokens_per_s": round(B * clock * 1e6 / cost["cycles"], 3),
@@ -345,9 +382,9 @@ def throughput_rows(config, batches, contexts, fmax_mhz=None, model=MODEL, host=
     return rows
 
 
-def phase_count(config, batch, context, model=MODEL):
+def phase_count(config, batch, context, model=MODEL, digits=None):
     """Programs in one step (for a progress bar)."""
-    return len(step_phases(config, [context] * batch, model))
+    return len(step_phases(config, [context] * batch, model, digits))
 
 
 class StepTimer:
@@ -358,11 +395,11 @@ class StepTimer:
     ``attention`` add up to ``cycles``, ``host`` is the round trips' share), the elements the step moves, and
     the weights and KV-cache bytes it must read at least."""
 
-    def __init__(self, config, model=MODEL, host=Host()):
-        self.config, self.model, self.host = config, model, host
+    def __init__(self, config, model=MODEL, host=Host(), digits=None):
+        self.config, self.model, self.host, self.digits = config, model, host, digits
 
     def step(self, contexts):
-        cost = step_cost(self.config, contexts, self.model, self.host)
+        cost = step_cost(self.config, contexts, self.model, self.host, digits=self.digits)
         attention = cost["phases"]["attention"]["cycles"]
         return {"cycles": cost["cycles"], "products": cost["cycles"] - attention, "attention": attention,
                 "host": cost["host"], "words": cost["bytes"], "weights": cost["weights"], "kv": cost["kv"]}
