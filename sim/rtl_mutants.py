@@ -703,10 +703,10 @@ RTL_MUTANTS = (
        file="ga2_hdl/word_stores.py"),
     _m("words: the packed DMA counts an ST of words as len bytes", "packed_dma",
        "length = word_stores.ext_length(instr, cfg)", "length = instr.len"),
-    _m("words: the checker takes an ST of words as len bytes", "axi_dma",
+    _m("words: the checker takes an ST of words as len bytes", "packed_dma",
        "ext_tail = word_stores.ext_length(s.w, s.cfg) - 1 if s.cfg.st_words else ln1", "ext_tail = ln1",
        file="ga2_hdl/check_operands.py"),
-    _m("words: the checker lets an unaligned ST of words through", "axi_dma",
+    _m("words: the checker lets an unaligned ST of words through", "packed_dma",
        "bad_shape = bad_shape | (op == Op.ST) & word_stores.wide(w, s.cfg) & (w.dst[:2] != 0)", "pass",
        file="ga2_hdl/check_operands.py"),
     # -- the AXI4 DMA (axi = 1: bursts, valid/ready, the write fence) ------------------------------------------
