@@ -31,7 +31,7 @@ def test_encode_decode_round_trip(instr):
 def test_field_ranges_follow_the_bit_layout():
     # widths from the table in docs/ISA.md
     widths = {"dst": 16, "src": 16, "len": 16, "A": 16, "B": 16, "K": 16, "M": 8, "N": 8, "tb": 1, "rb": 1, "sa": 1,
-              "lda": 12, "ldb": 12, "ldc": 12, "s": 6, "st": 16, "a": 16, "ld": 12}
+              "wd": 1, "lda": 12, "ldb": 12, "ldc": 12, "s": 6, "st": 16, "a": 16, "ld": 12}
     external = {(Op.LD, "src"), (Op.ST, "dst")}          # 32-bit external addresses
     for op in Op:
         for name, _ in isa.FIELDS[op]:
@@ -39,6 +39,18 @@ def test_field_ranges_follow_the_bit_layout():
             if (op, name) in external:
                 expected = (0, (1 << 32) - 1)
             assert isa.field_range(op, name) == expected, (op, name)
+
+
+def test_st_s_whole_word_flag_is_bit_4_on_chips_built_with_it():
+    # docs/ISA.md: [4] wd (ST), chips built with st_words = 1 only, elsewhere a stray bit (ILLEGAL)
+    from ga2_sw.config import Config
+    word = isa.encode(isa.st(src=1, dst=8, len=2, wd=1))
+    assert word == isa.encode(isa.st(src=1, dst=8, len=2)) | 1 << 4
+    assert isa.decode(word) == (isa.st(src=1, dst=8, len=2, wd=1), Err.NONE)
+    packed = Config(mode="decoupled", bus_bytes=4)
+    assert isa.used_bits(Op.ST, packed.replace(st_words=1)) >> 4 & 1 and not isa.used_bits(Op.ST, packed) >> 4 & 1
+    assert isa.check(isa.st(src=1, dst=8, len=2, wd=1), packed) == Err.ILLEGAL
+    assert isa.USED_BITS[Op.LD] >> 4 & 1 == 0                  # never LD's
 
 
 def test_external_addresses_split_across_their_slot_and_xhi():
