@@ -505,6 +505,28 @@ def test_every_other_product_on_the_machine_equals_the_path(model, ga2, name):
     assert len(set(expected)) > 4
 
 
+@pytest.mark.parametrize("name", ["blk.3.attn_output.weight", "blk.3.ffn_down.weight", "token_embd.weight"])
+def test_the_step_s_product_program_gives_the_path_s_sums(model, ga2, name):
+    """The whole step's own program (``whole_step.linear_program`` on the llm chip: two digit rows, the int32 sums
+    stored whole by ST wd) on 32 rows of a real matrix and a real token's input: the reference machine's sums are
+    ``ChipLinear``'s, and the host's combination of them its product."""
+    from ga2_sw.chips import config_of
+    from ga2_sw.llm.ga2_path import combined, fifteen_bit
+    from ga2_sw.llm.whole_step import Product, linear_image, linear_outputs, linear_program
+    llm = config_of("llm")
+    lin = ga2.chip_linears[name]
+    digits, x_scale = fifteen_bit(_linear_inputs(model, ga2)[name] / lin.smooth)
+    rows = np.sort(np.random.default_rng(3).choice(lin.shape[0], 32, replace=False))
+    w8 = lin.w8[rows].astype(np.int64)
+    program = linear_program(llm, 1, Product(name, 32, lin.shape[1]), digits=2, sums=True)
+    r = run(program, llm, linear_image(w8, digits))
+    assert r.ok, r.error
+    sums = linear_outputs(r.ext, llm, 2, 32, lin.shape[1], sums=True)
+    assert np.array_equal(sums, lin.sums(digits)[:, rows])
+    full = lin(_linear_inputs(model, ga2)[name])
+    assert np.array_equal((combined(sums) * lin.scale[rows] * x_scale).astype(np.float32), full[rows])
+
+
 def test_every_weight_a_token_reads_is_on_the_chip(model, ga2):
     from ga2_sw.llm.ga2_path import Ga2Model
     assert ga2.weights_on_chip_fraction == 1.0
