@@ -134,9 +134,9 @@ class ExtSignature(wiring.Signature):
 
 def ext_signature(config):
     """The external-memory port of ``config``'s chip: the bare port of ``ExtSignature`` (a beat of ``bus_bytes``
-    at a beat address), or with ``axi`` an AXI4 manager (``ga2_hdl.axi``) of byte addresses."""
+    at a beat address), or with ``axi`` an AXI4 manager (``ga2_hdl.dma.axi``) of byte addresses."""
     if config.axi:
-        from .axi import AxiSignature
+        from .dma.axi import AxiSignature
         return AxiSignature(ext_byte_addr_width(config), 8 * beat_bytes(config))
     return ExtSignature(ext_beat_addr_width(config), config.bus_bytes)
 

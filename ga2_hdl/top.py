@@ -9,20 +9,20 @@ from ga2_sw.isa import UNITS, unit_lane, units_of
 from ga2_sw.timing import (SP_WRITE_DELAY, compute_read_latency, debug_read_latency, dma_data_at_banks,
                            dma_read_latency, vector_read_latency)
 
-from .axi_dma import AxiDMA
-from .banked_scratchpad import BankedScratchpad
-from .burst_plan import precomputed
-from .dma import DMA
-from .matrix_unit import MatrixUnit
-from .online_unit import OnlineUnit
-from .overlapped_requantiser import OverlappedRequantiser
-from .packed_dma import PackedDMA
+from .control.sequencer import Sequencer
+from .dma.axi_dma import AxiDMA
+from .dma.burst_plan import precomputed
+from .dma.dma import DMA
+from .dma.packed_dma import PackedDMA
+from .matrix.matrix_unit import MatrixUnit
+from .memory.banked_scratchpad import BankedScratchpad
+from .memory.scratchpad import Scratchpad
 from .ports import DebugSignature, HostSignature, SpReadSignature, ext_signature, sp_addr_width
-from .requantiser import Requantiser
-from .scratchpad import Scratchpad
-from .sequencer import Sequencer
-from .softmax import Softmax
 from .valid_chain import delayed
+from .vector.online_unit import OnlineUnit
+from .vector.overlapped_requantiser import OverlappedRequantiser
+from .vector.requantiser import Requantiser
+from .vector.softmax import Softmax
 
 __all__ = ["GA2", "UNIT_CLASSES", "unit_class"]
 

@@ -9,7 +9,7 @@ go to consecutive banks (a DMA burst of up to ``Nb - 1`` words never meets itsel
 on different banks instead of all on one.
 
 Within one instruction two kinds of bank conflict cost cycles, both static, computed from the instruction alone,
-by the cycle model here and by the RTL (``ga2_hdl.stream_feeder``, ``ga2_hdl.requantiser``); where an MM runs
+by the cycle model here and by the RTL (``ga2_hdl.matrix.stream_feeder``, ``ga2_hdl.vector.requantiser``); where an MM runs
 beside an RQ or SM, the cycles it gives way to them are ``cycles.mm_schedule``'s:
 
 * the matrix unit reads each k-slice's ``M + N`` operands in rounds, one operand per bank per round

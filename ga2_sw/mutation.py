@@ -51,7 +51,7 @@ NOT_JUDGED = (BROKEN, BAD_ANCHOR)
 @dataclass(frozen=True)
 class Mutant:
     label: str
-    file: str                   # relative to the oracle's tree: "decode.py" in ga2_sw, "ga2_hdl/pe.py" in the repo
+    file: str                   # relative to the oracle's tree: "decode.py" in ga2_sw, "ga2_hdl/matrix/pe.py" in the repo
     old: str                    # must occur exactly once in the file
     new: str
     why_survives: str = ""      # for a mutant expected to survive: why (equivalent, or a hole of the oracle)

@@ -132,7 +132,7 @@ def sm_overhead(config):
     return SM_OVERHEAD + vector_read_latency(config) - 1
 
 
-# The online unit (ga2_hdl/online_unit.py: SMC, RSA, NRM) reads everything an instruction reads, then writes, one
+# The online unit (ga2_hdl/vector/online_unit.py: SMC, RSA, NRM) reads everything an instruction reads, then writes, one
 # scratchpad access per cycle: no read and write of one cycle can meet on a bank. Its pipelines' depths, from a
 # read's data to the value it makes (each unit stage registered; the word register in front of the shared
 # 32 x 18 multiplier, its two partial products and their sum, then the instruction's own stages):

@@ -40,12 +40,12 @@ from ga2_sw.config import Config
 from ga2_sw.cycles import RQ_DEPTH
 from ga2_sw.isa import Op
 
-from ga2_hdl.dma import DMA
-from ga2_hdl.pe import ProcessingElement
-from ga2_hdl.requant_pipeline import (rounding_term, saturate, half_shift, round_half_flags, round_half_saturate,
+from ga2_hdl.dma.dma import DMA
+from ga2_hdl.matrix.pe import ProcessingElement
+from ga2_hdl.vector.requant_pipeline import (rounding_term, saturate, half_shift, round_half_flags, round_half_saturate,
                                       saturation_thresholds)
-from ga2_hdl.requantiser import Requantiser
-from ga2_hdl.sequencer import Sequencer
+from ga2_hdl.vector.requantiser import Requantiser
+from ga2_hdl.control.sequencer import Sequencer
 from ga2_sw.isa import units_of
 
 # The units of the chips the harnesses build (none is built with the online unit, Config.online_unit = 0).

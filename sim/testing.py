@@ -12,9 +12,9 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import connect
 from amaranth.sim import Simulator
 
-from ga2_hdl.banked_scratchpad import BankedScratchpad
+from ga2_hdl.memory.banked_scratchpad import BankedScratchpad
 from ga2_hdl.ports import COUNTERS
-from ga2_hdl.scratchpad import Scratchpad
+from ga2_hdl.memory.scratchpad import Scratchpad
 from ga2_sw.asm import to_words
 from ga2_sw.cycles import Counters
 from ga2_sw.isa import Err

@@ -1,4 +1,4 @@
-"""The AXI4 port (``Config.axi = 1``, ga2_hdl/axi_dma.py; docs/ARCHITECTURE.md "The AXI4 port").
+"""The AXI4 port (``Config.axi = 1``, ga2_hdl/dma/axi_dma.py; docs/ARCHITECTURE.md "The AXI4 port").
 
 Three subordinates: the project's ideal one in pysim (sim/axi_mem.py) and in the Verilator harness, with which
 the counters must equal the cycle model exactly; the same with random pauses on every channel, with which the

@@ -1,4 +1,4 @@
-"""The decoupled chip's banked scratchpad (ga2_sw/banking.py, ga2_hdl/banked_scratchpad.py): the RTL's bank map
+"""The decoupled chip's banked scratchpad (ga2_sw/banking.py, ga2_hdl/memory/banked_scratchpad.py): the RTL's bank map
 and requantiser skew equal the model's, the model's costs equal an independent cycle-by-cycle arbitration, the
 skew never lets a read and a write meet on a bank, and the scratchpad routes and flags accesses as documented."""
 
@@ -12,8 +12,8 @@ from ga2_sw import isa
 from ga2_sw.banking import (RQ_MAX_SKEW, RQ_READ_TO_WRITE, bank_of, mm_extra_cycles, row_of, rq_write_skew,
                             slice_addresses)
 from ga2_sw.config import Config
-from ga2_hdl.banked_scratchpad import BankedScratchpad, bank_index
-from ga2_hdl.requantiser import write_skew
+from ga2_hdl.memory.banked_scratchpad import BankedScratchpad, bank_index
+from ga2_hdl.vector.requantiser import write_skew
 from sim.testing import arbitrated_rounds
 
 DECOUPLED = Config(mode="decoupled")

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from ga2_hdl.divider import Divider
+from ga2_hdl.vector.divider import Divider
 from ga2_sw.timing import DIVIDER_LATENCY
 from sim.testing import assert_build_refused, run_bench, unit_verilog, verilog_ports
 

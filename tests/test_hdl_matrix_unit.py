@@ -13,7 +13,7 @@ from ga2_sw import isa
 from ga2_sw.banking import bank_of, mm_extra_cycles
 from ga2_sw.config import Config
 from ga2_sw.timing import STREAM_MM_OVERHEAD
-from ga2_hdl.matrix_unit import MatrixUnit
+from ga2_hdl.matrix.matrix_unit import MatrixUnit
 from sim.testing import arbitrated_rounds, UnitBench, run_bench, start_and_wait, unit_verilog, verilog_ports
 
 STAGED = dict(mode="inorder", sp_words=512)

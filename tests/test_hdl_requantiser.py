@@ -4,9 +4,8 @@ to its source."""
 import random
 
 import pytest
-
-from ga2_hdl import requant_pipeline
-from ga2_hdl.requantiser import Requantiser
+from ga2_hdl.vector import requant_pipeline
+from ga2_hdl.vector.requantiser import Requantiser
 from sim.testing import assert_build_refused, UnitBench, run_bench, start_and_wait, unit_verilog, verilog_ports
 from ga2_sw.config import Config
 from ga2_sw.isa import encode, halt, rq

@@ -5,10 +5,9 @@ import random
 
 import pytest
 from amaranth.back import verilog
-
-from ga2_hdl import checker
-from ga2_hdl.checker import InstrChecker
-from ga2_hdl.scoreboard import Scoreboard
+from ga2_hdl.control import checker
+from ga2_hdl.control.checker import InstrChecker
+from ga2_hdl.control.scoreboard import Scoreboard
 from sim.testing import assert_build_refused, run_bench, unit_verilog, verilog_ports
 from ga2_sw.config import Config
 from ga2_sw.cycles import accesses, conflict, lane_of

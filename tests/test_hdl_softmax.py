@@ -4,9 +4,9 @@ X = 2*ceil(len/2) + len + 25) and overlap."""
 import random
 
 import pytest
-
-from ga2_hdl import softmax, softmax_back
-from ga2_hdl.softmax import Softmax
+from ga2_hdl.vector import softmax
+from ga2_hdl.vector import softmax_back
+from ga2_hdl.vector.softmax import Softmax
 from sim.testing import assert_build_refused, UnitBench, run_bench, start_and_wait, unit_verilog, verilog_ports
 from ga2_sw.config import Config
 from ga2_sw.isa import encode, sm

@@ -4,8 +4,8 @@
 import numpy as np
 import pytest
 
-from ga2_hdl.pe import ProcessingElement
-from ga2_hdl.systolic import SystolicArray
+from ga2_hdl.matrix.pe import ProcessingElement
+from ga2_hdl.matrix.systolic import SystolicArray
 from sim.testing import run_bench
 
 
@@ -213,7 +213,7 @@ def test_tiled_array_runs_tiles_back_to_back(rows, cols):
     ``out`` holds numpy's product of its tile exactly from cycle ``t_last + r + c + 2`` (``t_last``: the cycle of
     the tile's last slice) until the same cycle of the next tile, whatever the other cells and the bubbles
     carry (the bubbles present garbage operands, which must count as zero)."""
-    from ga2_hdl.tiled_array import TiledSystolicArray
+    from ga2_hdl.matrix.tiled_array import TiledSystolicArray
     rng = np.random.default_rng(rows * 10 + cols)
     dut = TiledSystolicArray(rows, cols)
     tiles, cycle, schedule = [], 0, {}          # schedule: cycle -> (a, b, first, last)

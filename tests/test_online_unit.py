@@ -1,4 +1,4 @@
-"""The long-context instructions SMC, RSA and NRM (docs/ISA.md; the online unit, ga2_hdl/online_unit.py).
+"""The long-context instructions SMC, RSA and NRM (docs/ISA.md; the online unit, ga2_hdl/vector/online_unit.py).
 
 The reference machine's words are held to a plain-Python rendering of docs/ISA.md's formulas written here
 (exact rationals for every rounding, its own exp table); the chunk-loop program (ga2_sw.online_program) to

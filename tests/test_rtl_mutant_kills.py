@@ -6,7 +6,7 @@ the reference (numpy, the reference machine), not the mutant itself. All pysim, 
 import numpy as np
 import pytest
 
-from ga2_hdl.systolic import SystolicArray
+from ga2_hdl.matrix.systolic import SystolicArray
 from sim.testing import run_bench
 from ga2_sw.config import Config
 from ga2_sw.isa import Err, ld, st, mm, rq, sm, halt

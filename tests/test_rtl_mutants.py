@@ -30,10 +30,10 @@ def test_enough_mutants_across_the_units():
 
 
 def test_a_bad_anchor_is_reported_not_applied():
-    bad = RtlMutant("no such text", "ga2_hdl/pe.py", "this text is not in pe.py", "x", unit="pe")
+    bad = RtlMutant("no such text", "ga2_hdl/matrix/pe.py", "this text is not in pe.py", "x", unit="pe")
     with pytest.raises(ValueError, match="occurs 0 times"):
         mutate(bad)
-    twice = RtlMutant("twice", "ga2_hdl/pe.py", "self.b_o", "self.a_o", unit="pe")
+    twice = RtlMutant("twice", "ga2_hdl/matrix/pe.py", "self.b_o", "self.a_o", unit="pe")
     assert check_anchors([twice])[0][1].startswith("bad anchor")
     assert run_mutant(bad).status == "bad anchor"
 

@@ -275,7 +275,7 @@ def test_a_scratchpad_bank_is_true_dual_port_block_ram(tmp_path):
     """The banked scratchpad maps onto ECP5 block RAM: each 32-bit bank is two DP16KD (true dual port, 18 bits a
     port), none of it flip-flops; a port's read and write on one address merge into one block-RAM port."""
     from amaranth.back import verilog
-    from ga2_hdl.banked_scratchpad import BankedScratchpad
+    from ga2_hdl.memory.banked_scratchpad import BankedScratchpad
     from synth.yosys import run_yosys
     config = Config(mode="decoupled", sp_words=256, sp_banks=4)
     sp = BankedScratchpad(config, reads={"dma": 1, "compute": 2}, writes={"dma": 1, "compute": 1}, port_a=("dma",))

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from ga2_hdl.checker import CHECK_LATENCY
+from ga2_hdl.control.checker import CHECK_LATENCY
 from ga2_sw import isa
 from ga2_sw.check import check_batching, ragged_lengths
 from ga2_sw.config import Config
@@ -70,7 +70,7 @@ def test_decode_table_program_matches_reference(table_programs, table_expected, 
     assert ref.ok
     assert_same(ref, got, table_programs[index].name)
     # The start cycle, the counted ones, and the cycles a start is held while the instruction checker
-    # finishes the last write (ga2_hdl/checker.py, CHECK_LATENCY).
+    # finishes the last write (ga2_hdl/control/checker.py, CHECK_LATENCY).
     assert ref.counters.cycles + 1 <= got.sim_cycles <= ref.counters.cycles + 1 + CHECK_LATENCY
     assert got.seconds > 0 and got.ext_oob == 0 and got.sp_port_mismatch == 0
 

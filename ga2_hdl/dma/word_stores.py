@@ -12,7 +12,7 @@ from amaranth.hdl import Cat, Const, Mux
 
 from ga2_sw.packing import WORD_BYTES
 
-from .ports import optional_field
+from ..ports import optional_field
 
 __all__ = ["wide", "ext_length", "tail_width", "first_word", "words_per_beat", "read_enables", "beat_data"]
 

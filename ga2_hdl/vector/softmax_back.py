@@ -12,7 +12,7 @@ from ga2_sw.timing import DIVIDER_LATENCY
 
 from .divider import Divider
 from .softmax_front import EXP_WIDTH, exp_layout
-from .valid_chain import ValidChain
+from ..valid_chain import ValidChain
 
 __all__ = ["SoftmaxBack", "rounded_numerator"]
 

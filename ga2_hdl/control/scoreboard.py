@@ -7,8 +7,8 @@ from amaranth.lib.wiring import In, Out
 
 from ga2_sw.isa import LANES, OPS, enabled
 
-from .ports import access_layout
-from .scratchpad import or_all
+from ..ports import access_layout
+from ..memory.scratchpad import or_all
 
 __all__ = ["Scoreboard"]
 

@@ -9,7 +9,7 @@ from ga2_sw.banking import bank_bits, bank_of, row_of
 from ga2_sw.timing import (AXI_ST_DATA_DELAY, BANKED_DATA_DELAY, BANKED_READ_DELAY, BANKED_SELECT_DELAY,
                            PORT_B_ANNOUNCE, SP_WRITE_DELAY)
 
-from .ports import check_config, WORD
+from ..ports import check_config, WORD
 from .scratchpad import PortGroups, and_or, or_all
 
 __all__ = ["BankedScratchpad", "bank_index"]
@@ -25,7 +25,7 @@ def bank_index(addr, config):
 
 class BankedScratchpad(PortGroups):
     """``config.sp_words`` words in ``config.sp_banks`` banks (``ga2_sw.banking``: word ``a`` is row ``a >> b`` of
-    bank ``(a + (a >> b)) mod sp_banks``), with the named port groups of :class:`~ga2_hdl.scratchpad.Scratchpad`.
+    bank ``(a + (a >> b)) mod sp_banks``), with the named port groups of :class:`~ga2_hdl.memory.scratchpad.Scratchpad`.
 
     Each bank is one memory with two ports, each able to read or write a word per cycle: port A serves the
     groups named in ``port_a`` (the DMA lane), port B all others (the matrix and vector lanes). Each requester's

@@ -8,7 +8,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .feeder import FeederSignature, b_strides
-from .ports import SpReadSignature, check_config, sp_addr_width
+from ..ports import SpReadSignature, check_config, sp_addr_width
 
 __all__ = ["StagedFeeder"]
 
@@ -30,7 +30,7 @@ class StagedFeeder(wiring.Component):
     * cycles ``K*(M+N) + 3 .. (K+1)*(M+N)``: ``M + N - 2`` flush steps; ``done`` in cycle ``(K+1)*(M+N)``.
 
     PE(M-1, N-1) needs ``M + N - 1`` flush steps (``K + M + N - 1`` steps in all, see
-    :class:`~ga2_hdl.systolic.SystolicArray`): the last one falls in the first write cycle, ``(K+1)*(M+N) + 1``,
+    :class:`~ga2_hdl.matrix.systolic.SystolicArray`): the last one falls in the first write cycle, ``(K+1)*(M+N) + 1``,
     which writes PE(0,0). PE(0,0) finished ``M + N - 2`` steps earlier, except for ``M = N = 1``, where the
     first write cycle is also PE(0,0)'s last accumulate: ``pe00_late``.
 

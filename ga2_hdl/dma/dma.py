@@ -8,8 +8,8 @@ from amaranth.lib.wiring import Out
 from ga2_sw.isa import Op
 from ga2_sw.timing import dma_read_latency
 
-from .ports import ExtSignature, Unit, ext_addr_width, ext_address, sp_addr_width
-from .valid_chain import delayed
+from ..ports import ExtSignature, Unit, ext_addr_width, ext_address, sp_addr_width
+from ..valid_chain import delayed
 
 __all__ = ["DMA"]
 

@@ -7,11 +7,11 @@ from amaranth.lib.wiring import In, Out
 
 from ga2_sw.timing import MM_DRAIN_CYCLES
 
-from .banked_scratchpad import bank_index
+from ..memory.banked_scratchpad import bank_index
 from .feeder import MatrixFields
-from .ports import SpWriteSignature, check_config, sp_addr_width
-from .scratchpad import or_all
-from .valid_chain import delayed
+from ..ports import SpWriteSignature, check_config, sp_addr_width
+from ..memory.scratchpad import or_all
+from ..valid_chain import delayed
 
 __all__ = ["ResultWriter"]
 

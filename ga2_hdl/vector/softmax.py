@@ -5,7 +5,7 @@ from amaranth.lib.wiring import Out, connect, flipped
 
 from ga2_sw.timing import sm_overhead
 
-from .ports import SpReadSignature, Unit, sp_addr_width
+from ..ports import SpReadSignature, Unit, sp_addr_width
 from .softmax_back import SoftmaxBack
 from .softmax_front import SoftmaxFront
 

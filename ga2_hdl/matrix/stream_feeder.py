@@ -10,11 +10,11 @@ from amaranth.lib.wiring import In, Out
 from ga2_sw.timing import (BANKED_DATA_DELAY, BANKED_READ_DELAY, BANKED_SELECT_DELAY, MM_DRAIN_CYCLES,
                            MM_PLAN_CYCLES, STREAM_MM_OVERHEAD, compute_read_latency)
 
-from .banked_scratchpad import bank_index
+from ..memory.banked_scratchpad import bank_index
 from .feeder import FeederSignature
-from .ports import SpReadSignature, check_config, optional_field, sp_addr_width
-from .scratchpad import or_all
-from .valid_chain import delayed
+from ..ports import SpReadSignature, check_config, optional_field, sp_addr_width
+from ..memory.scratchpad import or_all
+from ..valid_chain import delayed
 
 __all__ = ["StreamFeeder"]
 
@@ -63,7 +63,7 @@ class StreamFeeder(wiring.Component):
       after its read request (the banked scratchpad registers compute-lane requests and the banks' data); the
       array takes slice ``k`` from the hold registers ``STEP_DELAY`` cycles after the slice's last read
       request (``step``, with ``last`` on slice ``K - 1``), and runs on with bubbles
-      in the other cycles (:class:`~ga2_hdl.tiled_array.TiledSystolicArray`). Hold registers of rows ``>= M``
+      in the other cycles (:class:`~ga2_hdl.matrix.tiled_array.TiledSystolicArray`). Hold registers of rows ``>= M``
       and columns ``>= N`` keep whatever they held: they meet only in cells outside the ``M`` x ``N`` result.
     * PE(0,0) has its result ``DRAIN_CYCLES`` after ``L``; the result writer writes from cycle ``L +
       DRAIN_CYCLES + 1`` on (``ga2_sw.cycles.mm_schedule``).

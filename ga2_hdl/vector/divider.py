@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from ga2_sw.timing import DIVIDER_LATENCY
 
-from .valid_chain import ValidChain
+from ..valid_chain import ValidChain
 
 __all__ = ["Divider", "divide_step"]
 

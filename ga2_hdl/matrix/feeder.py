@@ -5,7 +5,7 @@ from amaranth.hdl import Mux, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .ports import InstrLayout
+from ..ports import InstrLayout
 
 __all__ = ["MatrixFields", "latch_fields", "b_strides", "FeederSignature"]
 
@@ -65,7 +65,7 @@ class FeederSignature(wiring.Signature):
         each cell, row-major (``TiledSystolicArray``).
     step : In(1)
         Step the array (in order); decoupled, the array runs every cycle and ``step`` says that ``a`` and ``b``
-        are a slice (:class:`~ga2_hdl.tiled_array.TiledSystolicArray`'s ``valid``).
+        are a slice (:class:`~ga2_hdl.matrix.tiled_array.TiledSystolicArray`'s ``valid``).
     last : In(1)
         Decoupled: with ``step``, the slice is the tile's last.
     done : In(1)

@@ -9,9 +9,9 @@ from amaranth.lib import data
 
 from ga2_sw.isa import EXT_ADDR_BITS, INSTR_BITS, units_of
 
-from .burst_plan import plan_layout, precomputed
-from .ports import imem_addr_width
-from .word_stores import tail_width
+from ..dma.burst_plan import plan_layout, precomputed
+from ..ports import imem_addr_width
+from ..dma.word_stores import tail_width
 
 __all__ = ["RESET_LESS", "RANGES", "RANGE_WIDTH", "EXT_RANGE_WIDTH", "pipeline_reg", "tag_layout", "word_layout",
            "operands_layout", "ends_layout", "row_b_flags"]

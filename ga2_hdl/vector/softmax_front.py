@@ -10,8 +10,8 @@ from amaranth.utils import bits_for
 from ga2_sw.numerics import EXP_TABLE
 from ga2_sw.timing import vector_read_latency
 
-from .ports import SpReadSignature, sp_addr_width
-from .valid_chain import ValidChain
+from ..ports import SpReadSignature, sp_addr_width
+from ..valid_chain import ValidChain
 
 __all__ = ["SoftmaxFront", "ExpLayout", "EXP_WIDTH", "exp_index", "exp_layout"]
 

@@ -4,7 +4,7 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from .feeder import MatrixFields, latch_fields
-from .ports import SpWriteSignature, Unit, check_config, sp_addr_width
+from ..ports import SpWriteSignature, Unit, check_config, sp_addr_width
 from .result_writer import ResultWriter
 from .staged_feeder import StagedFeeder
 from .stream_feeder import StreamFeeder, read_ports_of
@@ -25,16 +25,16 @@ class MatrixUnit(Unit):
     (``M``, ``N``, ``K`` >= 1, ``M <= rows``, ``N <= cols``) and addresses.
 
     The operands come through the feeder of the configuration's mode, and the ``M*N`` results are written one
-    per cycle in row-major order by the :class:`~ga2_hdl.result_writer.ResultWriter`. All of an MM's reads
+    per cycle in row-major order by the :class:`~ga2_hdl.matrix.result_writer.ResultWriter`. All of an MM's reads
     happen before its first write, so a destination that overlaps the operands gets the product of their old
     values.
 
-    * In order, :class:`~ga2_hdl.staged_feeder.StagedFeeder` on a :class:`~ga2_hdl.systolic.SystolicArray`:
+    * In order, :class:`~ga2_hdl.matrix.staged_feeder.StagedFeeder` on a :class:`~ga2_hdl.matrix.systolic.SystolicArray`:
       one operand word per cycle through ``sp_rd``. With ``start`` in cycle 0 the array is cleared in cycle 1,
       fed until the feeder's ``done`` in cycle ``F = (K + 1) * (M + N)``, and the results are written in cycles
       ``F + 1 .. X`` while the array keeps stepping; ``busy`` for the ``X = F + M*N`` cycles after ``start``,
       and a new ``start`` is accepted in cycle ``X + 1``.
-    * Decoupled, :class:`~ga2_hdl.stream_feeder.StreamFeeder` on a :class:`~ga2_hdl.tiled_array.TiledSystolicArray`:
+    * Decoupled, :class:`~ga2_hdl.matrix.stream_feeder.StreamFeeder` on a :class:`~ga2_hdl.matrix.tiled_array.TiledSystolicArray`:
       one k-slice per cycle through ``a_rd`` and ``b_rd``. ``busy`` until the last slice's last read (cycle
       ``L``, ``done``), and a new ``start`` is accepted from cycle ``L + 1`` on: the array takes the next tile's
       slices right behind this one's, and the result writer writes this one's results (``draining``, cycles

@@ -10,7 +10,7 @@ from amaranth.utils import exact_log2
 
 from ga2_sw.packing import AXI_MAX_BURST, AXI_PAGE_BYTES, beat_bytes
 
-from .ports import ext_beat_addr_width
+from ..ports import ext_beat_addr_width
 
 __all__ = ["BEATS_WIDTH", "precomputed", "plan_layout", "lane_bits", "page_beats", "beat_count", "first_to_page",
            "shortest"]

@@ -11,8 +11,8 @@ from ga2_sw.timing import CHECK_LATENCY
 from .check_operands import CheckOperands
 from .check_payloads import RANGES
 from .check_ranges import CheckRanges
-from .burst_plan import plan_layout, precomputed
-from .ports import access_layout, imem_addr_width, sp_addr_width
+from ..dma.burst_plan import plan_layout, precomputed
+from ..ports import access_layout, imem_addr_width, sp_addr_width
 
 __all__ = ["InstrChecker", "CHECK_LATENCY"]
 

@@ -13,9 +13,9 @@ from ga2_sw.numerics import (ALPHA_BITS, DIGIT_BITS, EXP64_TABLE, EXP_DISTANCES,
 from ga2_sw.timing import (NRM_DEPTH, RSA_DEPTH, SMC_SCORE_DEPTH, nrm_busy, rsa_busy, smc_phases,
                            vector_read_latency)
 
-from .ports import WORD, Unit
+from ..ports import WORD, Unit
 from .requant_pipeline import half_shift, round_half_saturate
-from .valid_chain import delayed
+from ..valid_chain import delayed
 
 __all__ = ["OnlineUnit"]
 

@@ -7,8 +7,8 @@ from amaranth.lib.wiring import In, Out
 
 from ga2_sw.timing import RQ_DEPTH
 
-from .ports import WORD
-from .valid_chain import ValidChain
+from ..ports import WORD
+from ..valid_chain import ValidChain
 
 __all__ = ["RequantPipeline", "PRODUCT_WIDTH", "SHIFT_WIDTH", "rounding_term", "round_shift", "saturate",
            "half_shift", "round_half_saturate", "round_half_flags", "saturation_thresholds"]

@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In
 
 from ga2_sw.timing import SP_WRITE_DELAY
 
-from .ports import SpReadSignature, SpWriteSignature, sp_addr_width, WORD
+from ..ports import SpReadSignature, SpWriteSignature, sp_addr_width, WORD
 
 __all__ = ["Scratchpad", "PortGroups", "and_or", "or_all", "check_groups"]
 

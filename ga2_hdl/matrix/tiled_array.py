@@ -16,7 +16,7 @@ class TiledSystolicArray(wiring.Component):
     In a cycle with ``valid`` the caller presents one unskewed k-slice of a tile: ``A[r][k]`` on every ``a[r]``
     and ``Bop(k, c)`` on every ``b[c]``, with ``last`` on its last slice ``K - 1``. In other cycles the array runs on with a bubble (``a`` taken
     as zero, no marks), so slices need not come in consecutive cycles, and the next tile's slices may follow
-    the last one's at once. As in :class:`~ga2_hdl.systolic.SystolicArray`, row ``r``'s operands pass ``r``
+    the last one's at once. As in :class:`~ga2_hdl.matrix.systolic.SystolicArray`, row ``r``'s operands pass ``r``
     skew registers and column ``c``'s ``c``, so slice ``k`` presented in cycle ``t`` meets in PE(r, c) in cycle
     ``t + r + c``; the mark travels with row ``r``'s operands. PE(r, c)'s result (wrapping int32) is in
     ``out[r * cols + c]`` from cycle ``t_last + r + c + 2`` (``t_last``: the cycle its tile's last slice was

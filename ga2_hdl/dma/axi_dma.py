@@ -16,10 +16,10 @@ from .axi import BURST_INCR
 from .burst_plan import (BEATS_WIDTH, beat_count, first_to_page, page_beats, plan_layout, precomputed,
                          shortest)
 from .packed_dma import LanePorts
-from .ports import (SpReadSignature, SpWriteSignature, UnitSignature, WORD, check_config, ext_address,
+from ..ports import (SpReadSignature, SpWriteSignature, UnitSignature, WORD, check_config, ext_address,
                     ext_signature, sp_addr_width)
 from . import word_stores
-from .valid_chain import delayed
+from ..valid_chain import delayed
 
 __all__ = ["AxiDMA", "ST_QUEUE_DEPTH"]
 

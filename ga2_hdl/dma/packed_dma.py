@@ -10,10 +10,10 @@ from amaranth.utils import exact_log2
 from ga2_sw.isa import Op
 from ga2_sw.timing import dma_read_latency
 
-from .ports import (SpReadSignature, SpWriteSignature, UnitSignature, WORD, check_config, ext_address,
+from ..ports import (SpReadSignature, SpWriteSignature, UnitSignature, WORD, check_config, ext_address,
                     ext_signature, sp_addr_width)
 from . import word_stores
-from .valid_chain import delayed
+from ..valid_chain import delayed
 
 __all__ = ["PackedDMA", "LanePorts"]
 
@@ -68,7 +68,7 @@ class PackedDMA(LanePorts, wiring.Component):
     def __init__(self, config):
         self._config = check_config(config)
         if config.bus_bytes < 2:
-            raise ValueError("PackedDMA needs bus_bytes > 1; the chapter's port is ga2_hdl.dma.DMA")
+            raise ValueError("PackedDMA needs bus_bytes > 1; the chapter's port is ga2_hdl.dma.dma.DMA")
         aw, w = sp_addr_width(config), config.bus_bytes
         super().__init__({"ctl": In(UnitSignature()), "sp_rd": Out(SpReadSignature(aw)).array(w),
                           "sp_wr": Out(SpWriteSignature(aw)).array(w), "ext": Out(ext_signature(config)),

@@ -10,9 +10,9 @@ from ga2_sw.packing import WORD_BYTES
 from ga2_sw.isa import INSTR_BITS, LEN_LIMITED, MAX_SHIFTS, Op, enabled, unit_ops, units_of, used_bits
 
 from .check_payloads import RESET_LESS, operands_layout, pipeline_reg, word_layout
-from . import word_stores
-from .ports import InstrLayout, ext_address, optional_field
-from .valid_chain import ValidChain
+from ..dma import word_stores
+from ..ports import InstrLayout, ext_address, optional_field
+from ..valid_chain import ValidChain
 
 __all__ = ["CheckOperands"]
 

@@ -7,9 +7,9 @@ from amaranth.lib.wiring import In, Out
 
 from ga2_sw.isa import LANES, OPS, Op, Err, INSTR_BITS, unit_lane, unit_ops, units_of
 
-from .burst_plan import plan_layout, precomputed
+from ..dma.burst_plan import plan_layout, precomputed
 from .checker import InstrChecker
-from .ports import COUNTERS, ERR_WIDTH, InstrLayout, HostSignature, UnitSignature, access_layout
+from ..ports import COUNTERS, ERR_WIDTH, InstrLayout, HostSignature, UnitSignature, access_layout
 from .scoreboard import Scoreboard
 
 __all__ = ["Sequencer", "issue_layout"]
@@ -19,7 +19,7 @@ def issue_layout(config):
     """What the decoupled sequencer keeps of each instruction word beside it, computed by the checker at load
     time: the ``ranges`` the scoreboard compares (``access_layout``) and the ``units`` the word may start (one
     bit per ``ga2_sw.isa.units_of(config)``; none when it faults or halts); on an AXI4 chip, the ``dma`` plan of
-    an LD or ST (``ga2_hdl.burst_plan``)."""
+    an LD or ST (``ga2_hdl.dma.burst_plan``)."""
     plan = {"dma": plan_layout(config)} if precomputed(config) else {}
     return data.StructLayout({"ranges": access_layout(config), "units": unsigned(len(units_of(config))), **plan})
 

@@ -10,9 +10,9 @@ from amaranth.hdl import Array, Module, Mux, Signal, signed
 from ga2_sw.banking import RQ_MAX_SKEW, RQ_READ_TO_WRITE, bank_bits
 from ga2_sw.timing import vector_read_latency
 
-from .ports import Unit
+from ..ports import Unit
 from .requant_pipeline import SHIFT_WIDTH, RequantPipeline
-from .valid_chain import delayed
+from ..valid_chain import delayed
 
 __all__ = ["Requantiser", "skew_taps", "window_may_collide", "write_skew"]
 

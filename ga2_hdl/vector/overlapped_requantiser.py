@@ -10,10 +10,10 @@ from amaranth.utils import exact_log2
 from ga2_sw.banking import RQ_FOLLOW_MAX_WAIT, RQ_MAX_SKEW, RQ_READ_TO_WRITE, rq_follow_decision
 from ga2_sw.timing import BANKED_READ_DELAY, SP_WRITE_DELAY, rq_latency, vector_read_latency
 
-from .ports import SpReadSignature, SpWriteSignature, Unit, sp_addr_width
+from ..ports import SpReadSignature, SpWriteSignature, Unit, sp_addr_width
 from .requant_pipeline import SHIFT_WIDTH, RequantPipeline
 from .requantiser import skew_taps, window_may_collide, write_skew
-from .valid_chain import delayed
+from ..valid_chain import delayed
 
 __all__ = ["OverlappedRequantiser", "follow_wait"]
 
@@ -31,7 +31,7 @@ def follow_wait(src, track, config):
 
 
 class OverlappedRequantiser(Unit):
-    """Executes RQ as :class:`ga2_hdl.requantiser.Requantiser` does, element for element and cycle for cycle when
+    """Executes RQ as :class:`ga2_hdl.vector.requantiser.Requantiser` does, element for element and cycle for cycle when
     it starts on an idle unit; but it takes the next RQ from the cycle after its last read, while its words are
     still in the pipeline (docs/ARCHITECTURE.md, "Overlapped requantisations").
 

@@ -4,11 +4,11 @@ from amaranth.hdl import Module, Mux, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .burst_plan import (BEATS_WIDTH, beat_count, first_to_page, lane_bits, page_beats, precomputed,
+from ..dma.burst_plan import (BEATS_WIDTH, beat_count, first_to_page, lane_bits, page_beats, precomputed,
                          shortest)
 from .check_payloads import (EXT_RANGE_WIDTH, RANGE_WIDTH, RANGES, RESET_LESS, ends_layout, operands_layout, pipeline_reg,
                              row_b_flags, tag_layout)
-from .valid_chain import ValidChain
+from ..valid_chain import ValidChain
 
 __all__ = ["CheckRanges"]
 
