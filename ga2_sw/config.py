@@ -165,17 +165,7 @@ class Config:
         if self.bus_bytes not in BUS_BYTES:
             raise ValueError(f"Config field 'bus_bytes' must be one of {', '.join(map(str, BUS_BYTES))}, "
                              f"not {self.bus_bytes!r}")
-        if self.bus_bytes > 1:
-            # A beat's elements are written to (read from) the scratchpad in one cycle, each through its own
-            # port-A requester: only the banked scratchpad has the ports, and consecutive addresses take
-            # distinct banks only while a beat spans fewer than sp_banks of them (ga2_sw.banking).
-            self._needs_banks("bus_bytes", 1, "packed beats")
-            if self.bus_bytes >= self.sp_banks:
-                raise ValueError(f"Config field 'bus_bytes' must be less than sp_banks ({self.sp_banks}), "
-                                 f"not {self.bus_bytes!r}")
-            if self.ext_words % self.bus_bytes:
-                raise ValueError(f"Config field 'ext_words' must be a multiple of bus_bytes ({self.bus_bytes}), "
-                                 f"not {self.ext_words!r}")
+        self._check_packed_port()
         if self.row_writes:
             # A row's words are written in one cycle through one port-B requester each: only the banked
             # scratchpad has the ports, and N <= cols consecutive words take distinct banks while cols < sp_banks.
@@ -214,9 +204,6 @@ class Config:
             if self.bus_bytes == 1 or self.axi:
                 raise ValueError(f"Config field 'ld_overlap' needs the bare packed port (bus_bytes > 1, axi = 0; "
                                  f"here bus_bytes = {self.bus_bytes}, axi = {self.axi}), not {self.ld_overlap!r}")
-        if self.st_words and self.bus_bytes == 1:
-            raise ValueError(f"Config field 'st_words' needs the packed port (bus_bytes > 1, where ST stores a "
-                             f"word's low byte; at bus_bytes 1 it stores whole words already), not {self.st_words!r}")
         if self.memory != "ideal" and not self.axi:
             raise ValueError(f"Config field 'memory' must be ideal on the bare port (a DRAM answers the AXI4 port: "
                              f"axi = 1), not {self.memory!r}")
@@ -224,6 +211,23 @@ class Config:
             # (with the online unit, attention streams the context in chunks of at most sm_max_len)
             raise ValueError(f"Config field 'sm_max_len' must be at least max_ctx ({self.max_ctx}) so attention "
                              f"over a full context fits the softmax unit, not {self.sm_max_len!r}")
+
+    def _check_packed_port(self):
+        """The packed port's rules (``bus_bytes`` > 1) and ST's whole words, which only it has."""
+        if self.bus_bytes > 1:
+            # A beat's elements are written to (read from) the scratchpad in one cycle, each through its own
+            # port-A requester: only the banked scratchpad has the ports, and consecutive addresses take
+            # distinct banks only while a beat spans fewer than sp_banks of them (ga2_sw.banking).
+            self._needs_banks("bus_bytes", 1, "packed beats")
+            if self.bus_bytes >= self.sp_banks:
+                raise ValueError(f"Config field 'bus_bytes' must be less than sp_banks ({self.sp_banks}), "
+                                 f"not {self.bus_bytes!r}")
+            if self.ext_words % self.bus_bytes:
+                raise ValueError(f"Config field 'ext_words' must be a multiple of bus_bytes ({self.bus_bytes}), "
+                                 f"not {self.ext_words!r}")
+        elif self.st_words:
+            raise ValueError(f"Config field 'st_words' needs the packed port (bus_bytes > 1, where ST stores a "
+                             f"word's low byte; at bus_bytes 1 it stores whole words already), not {self.st_words!r}")
 
     def _needs_banks(self, field, off, what):
         """``field`` asks for ports only the decoupled chip's banked scratchpad has: ``off`` in inorder mode."""
