@@ -707,7 +707,7 @@ RTL_MUTANTS = (
        "return Mux(is_wide, w // WORD_BYTES, w) if config.st_words else w", "return w",
        file="ga2_hdl/dma/word_stores.py"),
     _m("words: the first word counts the lanes before it as words", "packed_dma",
-       "return sp_addr - Mux(is_wide, first_lane >> 2, first_lane)", "return sp_addr - first_lane",
+       "return sp_addr - Mux(is_wide, first_lane >> WORD_BITS, first_lane)", "return sp_addr - first_lane",
        file="ga2_hdl/dma/word_stores.py"),
     _m("words: the packed DMA counts an ST of words as len bytes", "packed_dma",
        "length = word_stores.ext_length(instr, cfg)", "length = instr.len"),
@@ -715,7 +715,7 @@ RTL_MUTANTS = (
        "ext_tail = word_stores.ext_length(s.w, s.cfg) - 1 if s.cfg.st_words else ln1", "ext_tail = ln1",
        file="ga2_hdl/control/check_operands.py"),
     _m("words: the checker lets an unaligned ST of words through", "packed_dma",
-       "bad_shape = bad_shape | (op == Op.ST) & word_stores.wide(w, s.cfg) & (w.dst[:2] != 0)", "pass",
+       "bad_shape = bad_shape | word_stores.misaligned(op == Op.ST, w, s.cfg)", "pass",
        file="ga2_hdl/control/check_operands.py"),
     # -- the AXI4 DMA (axi = 1: bursts, valid/ready, the write fence) ------------------------------------------
     _m("axi: an LD reads around unanswered writes (no fence)", "axi_dma",

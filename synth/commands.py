@@ -6,7 +6,7 @@ import sys
 
 from ga2_sw.options import InputFile, OutputFile, atomic_write
 
-from .datasheet import RECORD, SEEDS, check_records, load_records
+from .datasheet import RECORD, SEEDS, check_records, configuration_changes, load_records
 
 __all__ = ["register", "catalogue_rows", "chips_markdown", "summary_markdown", "readme_with_table", "README_BEGIN",
            "README_END"]
@@ -26,14 +26,6 @@ def catalogue_rows(records, current):
                      "configuration_changes": changed}
         rows.append({**chip.to_dict(), "datasheet": sheet})
     return rows
-
-
-def configuration_changes(recorded, config):
-    """``{field: [recorded value, the catalogue's]}`` of the fields in which a record's configuration (fields
-    added since at their defaults) differs from the catalogue's chip: a datasheet of an earlier chip."""
-    from ga2_sw.config import Config
-    then, now = Config.from_dict(recorded).to_dict(), config.to_dict()
-    return {k: [then[k], now[k]] for k in now if then[k] != now[k]}
 
 
 def _changes(sheet):

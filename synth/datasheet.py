@@ -107,18 +107,25 @@ def store_record(record, path=RECORD):
         f.write(text)
 
 
+def configuration_changes(recorded, config):
+    """``{field: [recorded value, the catalogue's]}`` of the fields in which a record's configuration differs from
+    the catalogue's chip ``config``: a datasheet of an earlier chip. (A record holds the fields there were when it
+    was made: a field added since is at its default.)"""
+    from ga2_sw.config import Config
+    then, now = Config.from_dict(recorded).to_dict(), config.to_dict()
+    return {k: [then[k], now[k]] for k in now if then[k] != now[k]}
+
+
 def check_records(records, cache_dir=None):
     """``{name: True/False}``: whether each record's Verilog body is the one today's RTL generates for the
     catalogue's chip of that name (False also for a chip the catalogue no longer has or has changed)."""
     from ga2_hdl.generate import body_sha256
     from ga2_sw.chips import CATALOGUE
-    from ga2_sw.config import Config
     from .yosys import _verilog
     out = {}
     for name, record in records.items():
         chip = CATALOGUE.get(name)
-        # (a record holds the fields there were when it was made: a field added since is at its default)
-        if chip is None or chip.config != Config.from_dict(record["config"]):
+        if chip is None or configuration_changes(record["config"], chip.config):
             out[name] = False
             continue
         path, _ = _verilog(chip.config, cache_dir)

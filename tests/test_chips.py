@@ -145,7 +145,8 @@ def test_tokens_per_s_is_the_largest_batch_over_its_step():
 
 
 def test_docs_chips_md_and_the_readme_s_table_are_made_from_the_records():
-    from synth.commands import catalogue_rows, chips_markdown, configuration_changes, readme_with_table
+    from synth.commands import catalogue_rows, chips_markdown, readme_with_table
+    from synth.datasheet import configuration_changes
     from synth.datasheet import load_records
     records = load_records()
     rows = catalogue_rows(records, {})

@@ -6,7 +6,6 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ga2_sw.packing import WORD_BYTES
 from ga2_sw.isa import INSTR_BITS, LEN_LIMITED, MAX_SHIFTS, Op, enabled, unit_ops, units_of, used_bits
 
 from .check_payloads import RESET_LESS, operands_layout, pipeline_reg, word_layout
@@ -74,8 +73,7 @@ class CheckOperands(wiring.Component):
                                            Cat(*(op == o for o in LEN_LIMITED)).any() & (w.len > s.cfg.sm_max_len) |
                                            Cat(*((op == o) & (w.s > limit) for o, limit in MAX_SHIFTS.items())).any()))
         if s.cfg.st_words:      # an ST of whole words stores aligned words (ga2_sw.isa.check)
-            assert WORD_BYTES == 4
-            bad_shape = bad_shape | (op == Op.ST) & word_stores.wide(w, s.cfg) & (w.dst[:2] != 0)
+            bad_shape = bad_shape | word_stores.misaligned(op == Op.ST, w, s.cfg)
         s.__dict__.update(stray=stray, bad_shape=bad_shape, w=w, op=op, is_mm=is_mm)
 
     def _stage_two(self, m, s):

@@ -136,36 +136,6 @@ class AxiDMA(LanePorts, wiring.Component):
         with m.If(self.ctl.start):
             m.d.sync += self.ctl.busy.eq(1)
 
-        page = page_beats(s.cfg)
-
-        def plan(name):
-            """AR's or AW's bursts held in registers a burst ahead, so no handshake waits on the burst arithmetic
-            (computed from the handshake, the burst lengths, WLAST and the end of an ST were 18 ns paths on a 25F):
-            ``length`` of the current burst, the beats ``left`` from it on, ``more`` (some left) and ``advance()``,
-            the statements that move to the next burst. Loaded while idle from the instruction, as the rest."""
-            length = Signal(range(AXI_MAX_BURST + 1), name=f"{name}_len")
-            left = Signal(BEATS_WIDTH, name=f"{name}_left")
-            to_page, more = Signal(range(page + 1), name=f"{name}_to_page"), Signal(name=f"{name}_more")
-            with m.If(~self.ctl.busy):
-                m.d.sync += [length.eq(first_burst), left.eq(n_beats),
-                             to_page.eq(first_to_page(first_beat, s.cfg)), more.eq(instr.len != 0)]
-            # The next burst: min(next_left, next_to_page, 256) (burst_plan.shortest), with every comparison
-            # taken from the registers or from the subtractions' bits, beside the subtractions rather than after
-            # them (compared after them, as shortest() does, the advance was a 17 ns path on a 25F): both lose
-            # `length`, so next_left < next_to_page is left < to_page, unless this burst ends at its page's end
-            # and the next has a whole page ahead (then next_left < page, its high bits); >= 256 is a bit test.
-            next_left, ends_page = left - length, to_page == length
-            next_to_page = Mux(ends_page, page, (to_page - length)[:len(to_page)])
-            left_first = Mux(ends_page, next_left[exact_log2(page):] == 0, left < to_page)
-            at_most = Mux(left_first, next_left[exact_log2(AXI_MAX_BURST):] != 0,
-                          next_to_page[exact_log2(AXI_MAX_BURST):] != 0)
-            next_length = Mux(at_most, AXI_MAX_BURST, Mux(left_first, next_left, next_to_page))
-
-            def advance():
-                return [length.eq(next_length), left.eq(next_left), to_page.eq(next_to_page),
-                        more.eq(next_left != 0)]
-            return length, left, more, advance
-
         def lane_mask(first, last):
             """The elements of a beat inside the range: from ``lo`` on the first beat, to ``hi`` on the last."""
             if not s.lane_bits:
@@ -173,10 +143,39 @@ class AxiDMA(LanePorts, wiring.Component):
             # (the last lane is never below lo, nor lane 0 above hi: no comparison that is always true)
             return Cat(*((~first | (lo <= j) if j < s.lanes - 1 else 1) & (~last | (j <= hi) if j else 1)
                          for j in range(s.lanes)))
-        s.__dict__.update(plan=plan, lane_mask=lane_mask, is_ld=is_ld, is_wide=is_wide, req_beat=req_beat, data_more=data_more,
-                          first_beat=first_beat, page=page, ld=ld, data_sp=data_sp, data_left=data_left,
-                          data_first=data_first, w_left=w_left, w_finished=w_finished, n_beats=n_beats,
-                          last_beat=last_beat)
+        s.__dict__.update(lane_mask=lane_mask, is_ld=is_ld, is_wide=is_wide, req_beat=req_beat, data_more=data_more,
+                          first_beat=first_beat, page=page_beats(s.cfg), ld=ld, data_sp=data_sp,
+                          data_left=data_left, data_first=data_first, w_left=w_left, w_finished=w_finished,
+                          n_beats=n_beats, first_burst=first_burst, last_beat=last_beat)
+
+    def _burst_plan(self, m, s, name):
+        """AR's or AW's bursts held in registers a burst ahead, so no handshake waits on the burst arithmetic
+        (computed from the handshake, the burst lengths, WLAST and the end of an ST were 18 ns paths on a 25F):
+        ``length`` of the current burst, the beats ``left`` from it on, ``more`` (some left) and ``advance()``,
+        the statements that move to the next burst. Loaded while idle from the instruction, as the rest."""
+        page = s.page
+        length = Signal(range(AXI_MAX_BURST + 1), name=f"{name}_len")
+        left = Signal(BEATS_WIDTH, name=f"{name}_left")
+        to_page, more = Signal(range(page + 1), name=f"{name}_to_page"), Signal(name=f"{name}_more")
+        with m.If(~self.ctl.busy):
+            m.d.sync += [length.eq(s.first_burst), left.eq(s.n_beats),
+                         to_page.eq(first_to_page(s.first_beat, s.cfg)), more.eq(self.ctl.instr.len != 0)]
+        # The next burst: min(next_left, next_to_page, 256) (burst_plan.shortest), with every comparison
+        # taken from the registers or from the subtractions' bits, beside the subtractions rather than after
+        # them (compared after them, as shortest() does, the advance was a 17 ns path on a 25F): both lose
+        # `length`, so next_left < next_to_page is left < to_page, unless this burst ends at its page's end
+        # and the next has a whole page ahead (then next_left < page, its high bits); >= 256 is a bit test.
+        next_left, ends_page = left - length, to_page == length
+        next_to_page = Mux(ends_page, page, (to_page - length)[:len(to_page)])
+        left_first = Mux(ends_page, next_left[exact_log2(page):] == 0, left < to_page)
+        at_most = Mux(left_first, next_left[exact_log2(AXI_MAX_BURST):] != 0,
+                      next_to_page[exact_log2(AXI_MAX_BURST):] != 0)
+        next_length = Mux(at_most, AXI_MAX_BURST, Mux(left_first, next_left, next_to_page))
+
+        def advance():
+            return [length.eq(next_length), left.eq(next_left), to_page.eq(next_to_page),
+                    more.eq(next_left != 0)]
+        return length, left, more, advance
 
     def _requests(self, m, s):
         """AR or AW: the bursts one after the other without waiting for their data, an LD held behind the write
@@ -200,7 +199,7 @@ class AxiDMA(LanePorts, wiring.Component):
         with m.If(~self.ctl.busy):
             m.d.sync += overlap.eq((s.first_beat <= written_last) & (written_first <= s.last_beat))
         fenced = pending & overlap
-        req_burst, req_left, req_more, next_request = s.plan("request")
+        req_burst, req_left, req_more, next_request = self._burst_plan(m, s, "request")
         requesting = self.ctl.busy & req_more & ~(s.is_ld & fenced)
         for addr, length, sz, kind, valid in ((s.ext.araddr, s.ext.arlen, s.ext.arsize, s.ext.arburst, s.ext.arvalid),
                                               (s.ext.awaddr, s.ext.awlen, s.ext.awsize, s.ext.awburst, s.ext.awvalid)):
@@ -246,7 +245,7 @@ class AxiDMA(LanePorts, wiring.Component):
         arriving = delayed(m, reading, latency, "st_arriving")
         arriving_mask = delayed(m, Mux(reading, s.data_mask, 0), latency, "st_arriving_mask")
         m.d.sync += in_flight.eq(in_flight + reading - arriving)
-        enables = word_stores.read_enables(s.data_mask, s.is_wide, s.cfg) if s.lane_bits else [s.data_mask[0]]
+        enables = word_stores.read_enables(s.data_mask, s.is_wide, s.cfg)
         for j, port in enumerate(self.sp_rd):
             m.d.comb += [port.en.eq(reading & enables[j]), port.addr.eq(s.data_sp + j)]
         words = word_stores.beat_data(self.sp_rd, s.is_wide, s.cfg) if s.lane_bits else self.sp_rd[0].data

@@ -9,12 +9,16 @@ built without ``st_words`` every function here gives the plain ST's signals, and
 before the flag existed."""
 
 from amaranth.hdl import Cat, Const, Mux
+from amaranth.utils import exact_log2
 
 from ga2_sw.packing import WORD_BYTES
 
 from ..ports import optional_field
 
-__all__ = ["wide", "ext_length", "tail_width", "first_word", "words_per_beat", "read_enables", "beat_data"]
+__all__ = ["WORD_BITS", "wide", "misaligned", "ext_length", "tail_width", "first_word", "words_per_beat",
+           "read_enables", "beat_data"]
+
+WORD_BITS = exact_log2(WORD_BYTES)      # the low address bits of a byte within its word
 
 
 def wide(instr, config):
@@ -23,18 +27,24 @@ def wide(instr, config):
     return optional_field(instr, "wd") if config.st_words else Const(0, 1)
 
 
+def misaligned(is_st, instr, config):
+    """An ST (``is_st``) of whole words at an address that is not a multiple of WORD_BYTES: SHAPE
+    (``ga2_sw.isa.check``)."""
+    return is_st & wide(instr, config) & (instr.dst[:WORD_BITS] != 0)
+
+
 def ext_length(instr, config):
     """The external elements (bytes) an LD or ST moves: ``len``, or WORD_BYTES a word with ``wd``
     (``ga2_sw.isa.ext_length``)."""
     if not config.st_words:
         return instr.len
-    return Mux(wide(instr, config), Cat(Const(0, 2), instr.len), instr.len)
+    return Mux(wide(instr, config), Cat(Const(0, WORD_BITS), instr.len), instr.len)
 
 
 def tail_width(config):
-    """Bits of the checker's signed external tail (``ext_length - 1``; -1 for a zero ``len``)."""
-    assert WORD_BYTES == 4, "two more bits hold WORD_BYTES * len"
-    return 18 + (1 if config.st_words else 0)
+    """Bits of the checker's signed external tail (``ext_length - 1``; -1 for a zero ``len``): a sign bit beside
+    the 16-bit ``len``'s 17 (one spare), or WORD_BITS more for a length of whole words."""
+    return 17 + WORD_BITS if config.st_words else 18
 
 
 def first_word(sp_addr, first_lane, is_wide, config):
@@ -42,7 +52,7 @@ def first_word(sp_addr, first_lane, is_wide, config):
     ``wd``, less the words before it: ``first_lane / WORD_BYTES``, the address being aligned)."""
     if not config.st_words:
         return sp_addr - first_lane
-    return sp_addr - Mux(is_wide, first_lane >> 2, first_lane)
+    return sp_addr - Mux(is_wide, first_lane >> WORD_BITS, first_lane)
 
 
 def words_per_beat(is_wide, config):

@@ -174,10 +174,8 @@ def linear_outputs(ext, config, input_rows, rows, cols, sums=False):
     import numpy as np
     base, C = output_base(rows, cols, input_rows, config, sums), config.cols
     size = WORD_BYTES if sums else 1
-    data = np.asarray(ext[base:base + input_rows * rows * size], dtype=np.int64) & 0xFF
-    values = (data.reshape(-1, WORD_BYTES) << (8 * np.arange(WORD_BYTES))).sum(axis=1) if sums else data
-    bits = 8 * size
-    values = values - ((values >> (bits - 1)) << bits)          # two's complement
+    data = (np.asarray(ext[base:base + input_rows * rows * size], dtype=np.int64) & 0xFF).astype(np.uint8)
+    values = data.view("<i4" if sums else "i1").astype(np.int64)      # little-endian words, or int8
     out = np.zeros((input_rows, rows), dtype=np.int64)
     for r0 in range(0, rows, C):
         n = min(C, rows - r0)
@@ -202,7 +200,7 @@ def linear_pieces(config, batch, product, mn=PRODUCT_MN, digits=1):
     """``product`` as programs that each fit the chip (instruction memory, scratchpad, external window): the
     weights' rows split into runs of whole tiles, as few as fit. ``[(first row, rows, program)]``; ValueError
     when not even one tile fits. A chip built with ``st_words`` stores the int32 sums (``step_numerics``)."""
-    sums = bool(config.st_words)
+    _, sums = step_numerics(config, digits)
     tiles = -(-product.rows // config.cols)
     per = tiles
     while per:
