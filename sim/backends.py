@@ -35,7 +35,7 @@ import time
 
 from ga2_sw.options import ToolMissing
 
-from .jobs import DEFAULT_CYCLE_LIMIT, HangError, Session, as_job, hang_message
+from .jobs import DEFAULT_CYCLE_LIMIT, HangError, Session, as_job, hang_message, windowed
 
 __all__ = ["Backend", "BACKENDS", "DEFAULT_CYCLE_LIMIT", "Runner", "get_backend", "backend_names", "ModelSim"]
 
@@ -169,7 +169,8 @@ class ModelSim(Session):
         return r
 
     def run_many(self, jobs, *, on_hang="raise"):
-        return [self.run(j.program, j.ext, j.sp, j.cycle_limit, on_hang=on_hang) for j in map(as_job, jobs)]
+        return [windowed(self.run(j.program, j.ext, j.sp, j.cycle_limit, on_hang=on_hang), j, self.config)
+                for j in map(as_job, jobs)]
 
 
 def _pc_at(program, config, limit):

@@ -22,13 +22,13 @@ from ga2_sw.packing import held_image
 
 __all__ = ["Session", "DEFAULT_CYCLE_LIMIT", "HangError", "SimulatorError", "SimulatorMissing", "Job", "as_job", "check_job", "hang_message",
            "write_header", "write_job", "write_jobs", "parse_result_block", "make_result", "parse_results",
-           "FORMAT_VERSION", "SECONDS_PER_WORD", "BATCH_WORDS", "harness_timeout", "batch_for"]
+           "window_of", "windowed", "FORMAT_VERSION", "SECONDS_PER_WORD", "BATCH_WORDS", "harness_timeout", "batch_for"]
 
 # The cycle limit of every simulator when the caller gives none: far above any program of this project
 # (a decode step is 2-10 k cycles), and a hung pysim run still ends in minutes.
 DEFAULT_CYCLE_LIMIT = 5_000_000
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 # A harness process loads, clears and prints both memories whole for every job: on the llm chip (4 M external
 # and 64 K scratchpad words) that is about 1.5 s a job, 0.35 us a word, whatever the program. Its time limit
@@ -93,6 +93,7 @@ class Job:
     reset: bool = True
     dump_ext: bool = True
     dump_sp: bool = True
+    ext_window: tuple = None    # (first word, words): the part of the external memory returned; all by default
 
 
 def as_job(item, cycle_limit=None):
@@ -128,7 +129,31 @@ def check_job(job, config):
                 raise ValueError(f"{what} image word {n} must be a 32-bit unsigned integer, not {w!r}")
     if not isinstance(job.cycle_limit, int) or job.cycle_limit < 1:
         raise ValueError(f"Cycle limit must be a positive integer, not {job.cycle_limit!r}")
+    window_of(job, config)
     return words
+
+
+def window_of(job, config):
+    """``(first word, words)`` of the external memory ``job`` returns: its ``ext_window``, or the whole memory
+    (ValueError for a window that is not a pair of counts inside the memory)."""
+    if job.ext_window is None:
+        return 0, config.ext_words
+    try:
+        first, count = (int(v) for v in job.ext_window)
+    except (TypeError, ValueError):
+        raise ValueError(f"External window must be (first word, words), not {job.ext_window!r}") from None
+    if not 0 <= first <= config.ext_words or not 0 <= count <= config.ext_words - first:
+        raise ValueError(f"External window {first}, {count} words must lie in the memory's {config.ext_words} words")
+    return first, count
+
+
+def windowed(result, job, config):
+    """A run's result as a harness returns it for ``job``: with an ``ext_window``, ``ext`` None and
+    ``ext_window`` = ``(first word, the words there)``. For the backends that hold the whole memory."""
+    if job.ext_window is not None and result.ext is not None:
+        first, count = window_of(job, config)
+        result.ext, result.ext_window = None, (first, list(result.ext[first:first + count]))
+    return result
 
 
 # -- job files (docs/SIMULATORS.md) ------------------------------------------------------------------------
@@ -153,7 +178,9 @@ def write_job(index, job, config):
     words = check_job(job, config)
     ext, sp = _trim(held_image(job.ext, config)), _trim(job.sp)
     dump = (1 if job.dump_ext else 0) | (2 if job.dump_sp else 0)
-    parts = [f"job {index} limit {job.cycle_limit} reset {int(bool(job.reset))} dump {dump}\n",
+    first, count = window_of(job, config)
+    parts = [f"job {index} limit {job.cycle_limit} reset {int(bool(job.reset))} dump {dump} "
+             f"window {first} {count}\n",
              f"prog {len(words)}\n"]
     parts += [f"{w:032x}\n" for w in words]
     parts.append(f"ext {len(ext)}\n")
@@ -219,7 +246,7 @@ def parse_result_block(lines, pos):
     return index, kv, mems["ext"], mems["sp"], pos + 1
 
 
-def make_result(kv, ext, sp, limit, on_hang):
+def make_result(kv, ext, sp, limit, on_hang, window=None):
     """A ``Result`` from one result block's fields; ``HangError`` for a hung run unless ``on_hang="return"``."""
     counters = Counters(int(kv["cycles"]), int(kv["mm"]), int(kv["dma"]), int(kv["vec"]), int(kv["instr"]),
                         int(kv["stall"]))
@@ -230,7 +257,9 @@ def make_result(kv, ext, sp, limit, on_hang):
     pc = int(kv["pc"])
     if kv["status"] == "hang" and on_hang == "raise":
         raise HangError(hang_message(limit, pc, counters.cycles))
-    result = Result(ext, sp, counters, error, pc)
+    result = Result(None if window else ext, sp, counters, error, pc)
+    if window:
+        result.ext_window = (int(window[0]), ext or [])
     result.sim_cycles = int(kv["sim_cycles"])
     result.seconds = float(kv["seconds"])
     result.cpu_seconds = float(kv.get("cpu_seconds", kv["seconds"]))
@@ -251,7 +280,8 @@ def parse_results(text, jobs, on_hang="raise"):
         index, kv, ext, sp, pos = parse_result_block(lines, pos)
         if index != len(results):
             raise SimulatorError(f"Harness results out of order: got job {index}, expected {len(results)}")
-        results.append(make_result(kv, ext, sp, jobs[index].cycle_limit, on_hang))
+        job = jobs[index]
+        results.append(make_result(kv, ext, sp, job.cycle_limit, on_hang, job.ext_window))
     if len(results) != len(jobs):
         raise SimulatorError(f"Harness returned {len(results)} results for {len(jobs)} jobs")
     return results

@@ -364,7 +364,7 @@ class _Server:
             except BrokenPipeError:
                 raise SimulatorError(f"Harness exited: {self._stderr()}") from None
         _, kv, ext, sp, _ = parse_result_block(lines, 0)
-        return make_result(kv, ext, sp, job.cycle_limit, on_hang)
+        return make_result(kv, ext, sp, job.cycle_limit, on_hang, job.ext_window)
 
     def close(self):
         if self.proc.poll() is None:

@@ -105,6 +105,25 @@ def test_backend_runs_like_the_machine(name):
         runner(PROGRAM[:1], EXT)
 
 
+@pytest.mark.parametrize("name", ["model", "pysim", "verilator", "icarus"])
+def test_an_external_window_returns_those_words_alone(name):
+    """A job's ``ext_window`` brings back just that part of the external memory, on every backend (the harnesses
+    print only it: the job-file format's ``window``); a window outside the memory is refused."""
+    backend = get_backend(name)
+    if backend.unavailable_reason():
+        pytest.skip(backend.unavailable_reason())
+    ref = Machine(SMALL).run(PROGRAM, EXT)
+    got = backend.run_many(SMALL, [Job(PROGRAM, EXT, ext_window=(60, 12)), Job(PROGRAM, EXT, ext_window=(128, 0)),
+                                   Job(PROGRAM, EXT)])
+    assert got[0].ext is None and got[0].ext_window == (60, ref.ext[60:72])
+    assert ref.ext[64:72] != EXT[64:72]                     # the ST's bytes are in the window
+    assert got[1].ext is None and got[1].ext_window == (128, [])
+    assert got[0].counters == got[2].counters == ref.counters and got[2].ext == ref.ext
+    for bad in [(120, 9), (-1, 4), (3,), "all"]:
+        with pytest.raises(ValueError, match="External window"):
+            backend.run_many(SMALL, [Job(PROGRAM, EXT, ext_window=bad)])
+
+
 def test_pysim_hang_raises_or_returns():
     with get_backend("pysim").open(SMALL) as sim:
         with pytest.raises(HangError, match=r"did not halt within 100 cycles \(pc=0, cycles counter=\d+\)"):

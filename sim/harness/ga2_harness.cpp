@@ -73,7 +73,7 @@ template <std::size_t N> static inline void set_lane_byte(VlWide<N>& v, unsigned
     v[j / 4] = (v[j / 4] & ~(0xFFu << (8 * (j % 4)))) | ((b & 0xFF) << (8 * (j % 4)));
 }
 
-// GA2_AXI = 1: the chip's external port is an AXI4 manager (ga2_hdl/axi_dma.py), answered by the subordinate in
+// GA2_AXI = 1: the chip's external port is an AXI4 manager (ga2_hdl/dma/axi_dma.py), answered by the subordinate in
 // Bench (the same as sim/axi_mem.py): AR and AW taken every cycle, a read burst taken in cycle c answered a
 // beat per cycle from c + ext_latency on, W taken every cycle (before its AW too), B --axi-write-latency cycles
 // (default 1) after a burst's last beat, a burst's beats landing in the memory when its B is taken; with --axi-pause P (per mille) each ready (AR, AW, W) and valid (R, B) is also held low in a
@@ -100,7 +100,7 @@ void Vga2___024root___eval(Vga2___024root* vlSelf);
 
 static const char* const FORMAT_MAGIC_IN = "ga2jobs";
 static const char* const FORMAT_MAGIC_OUT = "ga2results";
-static const int FORMAT_VERSION = 2;
+static const int FORMAT_VERSION = 3;
 
 [[noreturn]] static void die(const std::string& msg) {
     std::fprintf(stderr, "ga2_harness: error: %s\n", msg.c_str());
@@ -196,9 +196,10 @@ public:
         for (int i = 7; i >= 0; --i, v >>= 4) t[i] = digits[v & 15];
         buf_.append(t, 8);
     }
-    void words(const char* name, const std::vector<uint32_t>& w) {
-        str(name); str(" "); num(w.size()); str("\n");
-        for (size_t i = 0; i < w.size(); ++i) { hex32(w[i]); str((i % 16 == 15 || i + 1 == w.size()) ? "\n" : " "); }
+    void words(const char* name, const std::vector<uint32_t>& w) { words(name, w, 0, w.size()); }
+    void words(const char* name, const std::vector<uint32_t>& w, size_t from, size_t n) {
+        str(name); str(" "); num(n); str("\n");
+        for (size_t i = 0; i < n; ++i) { hex32(w[from + i]); str((i % 16 == 15 || i + 1 == n) ? "\n" : " "); }
     }
     void flush() {
         if (!buf_.empty() && std::fwrite(buf_.data(), 1, buf_.size(), f_) != buf_.size()) die("cannot write the results");
@@ -320,6 +321,7 @@ private:
 struct Job {
     unsigned long long id = 0, limit = 0;
     bool reset = true, dump_ext = true, dump_sp = true;
+    unsigned long long window_from = 0, window_words = 0;   // the external words dump_ext returns
     std::vector<uint32_t> prog;      // 4 little-endian words per instruction
     std::vector<uint32_t> ext, sp;   // images; the rest of each memory is zero
 };
@@ -469,7 +471,7 @@ public:
         }
         out.str(" sp_port_mismatch "); out.num(port_mismatch);
         out.str("\n");
-        if (job.dump_ext && !hang) out.words("ext", ext_);
+        if (job.dump_ext && !hang) out.words("ext", ext_, job.window_from, job.window_words);
         else out.str("ext 0\n");
         if (job.dump_sp && !hang) out.words("sp", sp);
         else out.str("sp 0\n");
@@ -778,7 +780,7 @@ int main(int argc, char** argv) {
 
     in.keyword(FORMAT_MAGIC_IN);
     if (in.number("format version") != static_cast<unsigned long long>(FORMAT_VERSION))
-        die("unsupported job-file version (this harness reads version 2)");
+        die("unsupported job-file version (this harness reads version 3)");
     Config cfg;
     in.keyword("ext_words");   cfg.ext_words = static_cast<unsigned>(in.number("ext_words"));
     in.keyword("sp_words");    cfg.sp_words = static_cast<unsigned>(in.number("sp_words"));
@@ -829,6 +831,11 @@ int main(int argc, char** argv) {
         unsigned long long dump = in.number("dump");
         job.dump_ext = dump & 1;
         job.dump_sp = dump & 2;
+        in.keyword("window");
+        job.window_from = in.number("window start");
+        job.window_words = in.number("window words");
+        if (job.window_from > cfg.ext_words || job.window_words > cfg.ext_words - job.window_from)
+            die("job " + std::to_string(job.id) + ": the window passes the end of the external memory");
         read_words(in, "prog", cfg.imem_words, 4, job.prog);
         read_words(in, "ext", cfg.ext_words, 1, job.ext);
         read_words(in, "sp", cfg.sp_words, 1, job.sp);

@@ -113,7 +113,7 @@ module ga2_tb;
     integer fin, fout, r, i, n;
     reg [8*16-1:0] tok;
     reg [8*1024-1:0] jobs_path, out_path, vcd_path;
-    reg [63:0] num, job_id, limit, do_reset, dump, simulated, start_wait;
+    reg [63:0] num, job_id, limit, do_reset, dump, win_from, win_words, simulated, start_wait;
     reg [127:0] w128;
     reg [31:0] w32;
     reg [127:0] prog [0:IMEM_WORDS-1];
@@ -165,7 +165,7 @@ module ga2_tb;
         if (fout == 0) fail("cannot open the result file");
 
         keyword("ga2jobs");
-        number; if (num != 2) fail("unsupported job-file version");
+        number; if (num != 3) fail("unsupported job-file version");
         keyword("ext_words"); number; if (num != EXT_WORDS) fail("ext_words differs from the build");
         keyword("sp_words"); number; if (num != SP_WORDS) fail("sp_words differs from the build");
         keyword("sp_banks"); number; if (num != SP_BANKS) fail("sp_banks differs from the build");
@@ -187,6 +187,8 @@ module ga2_tb;
             keyword("limit"); number; limit = num;
             keyword("reset"); number; do_reset = num;
             keyword("dump"); number; dump = num;
+            keyword("window"); number; win_from = num; number; win_words = num;
+            if (win_from > EXT_WORDS || win_words > EXT_WORDS - win_from) fail("window past the external memory");
             keyword("prog"); number; prog_n = num;
             if (prog_n > IMEM_WORDS) fail("program larger than the instruction memory");
             for (i = 0; i < prog_n; i = i + 1) begin
@@ -272,9 +274,9 @@ module ga2_tb;
             end
             $fwrite(fout, " sp_port_mismatch %0d\n", port_mismatch);
             if (ok_run && (dump & 1)) begin
-                $fwrite(fout, "ext %0d\n", EXT_WORDS);
-                for (i = 0; i < EXT_WORDS; i = i + 1)
-                    $fwrite(fout, "%h%s", ext[i], (i % 16 == 15 || i == EXT_WORDS - 1) ? "\n" : " ");
+                $fwrite(fout, "ext %0d\n", win_words);
+                for (i = 0; i < win_words; i = i + 1)
+                    $fwrite(fout, "%h%s", ext[win_from + i], (i % 16 == 15 || i == win_words - 1) ? "\n" : " ");
             end else
                 $fwrite(fout, "ext 0\n");
             if (ok_run && (dump & 2)) begin
