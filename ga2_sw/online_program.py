@@ -25,11 +25,18 @@ from . import isa
 from .banking import key_stride, operand_start, operand_stride, spread_stride
 from .layout import LayoutBase, LayoutError
 from .numerics import KEY_DIGITS, ONLINE_START, u32, wide_key_digits
+from .packing import packed
 
 __all__ = ["Group", "GroupedLayout", "grouped_program", "grouped_ext_image", "grouped_outputs"]
 
 # Wide keys' RSA reads its alpha of 0 from the word after the state's starting maximum (``ex_state + 1``).
 assert ONLINE_START[1] == 0, "the online state's starting sum is the zero word wide keys' RSA reads"
+
+# A packed port loads bytes, and the state's starting maximum (SCORE_MIN) is not one: there the state starts
+# as the product of int8 operands loaded once (``START_A`` times the rows of ``START_B``), one MM per head.
+START_A = (-128, -128, -128)
+START_B = ((127, 0), (127, 0), (2, 0))
+assert tuple(sum(a * row[j] for a, row in zip(START_A, START_B)) for j in range(2)) == ONLINE_START
 
 
 @dataclass(frozen=True)
@@ -166,8 +173,16 @@ class GroupedLayout(LayoutBase):
         return self.Q(self.heads)
 
     @property
+    def START(self):                # a packed port: START_A's row, then START_B's rows
+        return self.ZERO + 1
+
+    @property
+    def start_words(self):          # the state's start in external memory: ONLINE_START (and START_A, START_B)
+        return len(ONLINE_START) + (len(START_A) + 2 * len(START_B) if packed(self.config) else 0)
+
+    @property
     def sp_needed(self):
-        return self.Q(self.heads) + (self.key_digits == 2)
+        return self.START + (self.start_words - len(ONLINE_START))
 
     # external memory
     def ex_group(self, g):
@@ -201,7 +216,7 @@ class GroupedLayout(LayoutBase):
 
     @property
     def ext_needed(self):
-        return self.ex_state + 2
+        return self.ex_state + self.start_words
 
 
 def grouped_program(lay):
@@ -220,6 +235,8 @@ def grouped_program(lay):
     prog = ops.loads(0)
     if lay.key_digits == 2:
         prog.append(isa.ld(dst=lay.ZERO, src=lay.ex_state + 1, len=1))
+    if packed(lay.config):
+        prog.append(isa.ld(dst=lay.START, src=lay.ex_state + len(ONLINE_START), len=lay.start_words - 2))
     started = False             # this chunk's scores and first SMC already issued (by the chunk before)
     for k, (g, c0, size) in enumerate(chunks):
         heads = len(lay.groups[g].scores)
@@ -293,9 +310,15 @@ class _ChunkOps:
     def group_start(self, g):   # each query head's query, the state's start, its running outputs zeroed
         lay = self.lay
         return [i for h in range(len(lay.groups[g].scores))
-                for i in (isa.ld(dst=lay.Q(h), src=lay.ex_q(g, h), len=lay.d),
-                          isa.ld(dst=lay.STATE(h), src=lay.ex_state, len=2),
+                for i in (isa.ld(dst=lay.Q(h), src=lay.ex_q(g, h), len=lay.d), self.state_start(h),
                           isa.rq(dst=lay.PARTIAL(h), src=lay.PARTIAL(h), len=lay.d, m=0, s=0))]
+
+    def state_start(self, h):   # ONLINE_START into head h's state: loaded, or on a packed port START_A x START_B
+        lay, n = self.lay, len(ONLINE_START)
+        if not packed(lay.config):
+            return isa.ld(dst=lay.STATE(h), src=lay.ex_state, len=n)
+        k = len(START_A)
+        return isa.mm(dst=lay.STATE(h), A=lay.START, B=lay.START + k, M=1, K=k, N=n, tb=0, lda=k, ldb=n, ldc=n)
 
     def group_end(self, g):     # each head's int8 outputs, coarse then (where the group has them) fine
         lay, grp = self.lay, self.lay.groups[g]
@@ -322,7 +345,8 @@ def grouped_ext_image(lay, data):
                 at = lay.ex_k_plane(g, p) + i * lay.key_stride
                 img[at:at + lay.d] = [u32(v) for v in plane[i * lay.d:(i + 1) * lay.d]]
         img[lay.ex_v(g):lay.ex_v(g) + L * lay.d] = [u32(int(v)) for v in V8.reshape(-1)]
-    img[lay.ex_state:lay.ex_state + 2] = [u32(v) for v in ONLINE_START]
+    start = [*ONLINE_START, *START_A, *(v for row in START_B for v in row)][:lay.start_words]
+    img[lay.ex_state:lay.ex_state + lay.start_words] = [u32(v) for v in start]
     return img
 
 

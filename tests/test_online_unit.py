@@ -136,6 +136,29 @@ def test_chunk_loop_program_is_online_attention(mode, L, d, chunk):
         assert r.counters == cycle_counts(prog, config)[0]
 
 
+@pytest.mark.parametrize("key_digits", [1, 2])
+@pytest.mark.parametrize("L", [1, 70])
+def test_a_packed_port_starts_the_state_below_every_score(key_digits, L):
+    """A packed port loads bytes, and the state's starting maximum (SCORE_MIN) is not one: a head whose every
+    score lies far below zero (tens of logits) must still get online_attention's outputs, not the zeros a start
+    at 0 gives (every weight's distance from 0 past the exponential's table)."""
+    config = Config(online_unit=1, mode="decoupled", bus_bytes=16, sp_banks=32, sp_words=32768, ext_words=65536,
+                    imem_words=1024)
+    rng = np.random.default_rng(L)
+    q8 = rng.choice([-127, 127], 16)
+    k_max = KEY_LIMIT[key_digits]
+    K8 = -np.sign(q8) * rng.integers(k_max // 2, k_max + 1, (L, 16))        # every q.k strongly negative
+    V8 = rng.integers(-127, 128, (L, 16))
+    score = mantissa_shift(64 * 40 / (127 * k_max * math.sqrt(16)))
+    out = mantissa_shift(1.0)
+    lay = GroupedLayout(config, (Group(L, (score,), (out,)),), 16, 64, key_digits)
+    prog = grouped_program(lay)
+    r = Machine(config).run(prog, grouped_ext_image(lay, [(q8[None], K8, V8)]))
+    want = list(online_attention(q8[None], K8[None], V8[None], [score[0]], [score[1]], [out[0]], [out[1]], 64)[0])
+    assert r.ok and r.counters == cycle_counts(prog, config)[0]
+    assert output(lay, r.ext) == want and any(want)
+
+
 @pytest.mark.parametrize("mode", ["inorder", "decoupled"])
 @pytest.mark.parametrize("L,d,chunk", [(1, 16, 64), (65, 16, 64), (130, 8, 16), (300, 64, 64)])
 def test_wide_key_program_is_online_attention(mode, L, d, chunk):

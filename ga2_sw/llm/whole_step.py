@@ -4,18 +4,20 @@ elementwise work between them counted as round trips.
 
 A step of ``B`` sequences is a list of **phases**, each one chip program and the host's round trip around it:
 
-* per block (30, all alike): ``qkv`` (960 weight rows of 576: q, k and v of every head), the attention
-  (``ga2_sw.online_program.grouped_program``: each sequence's key/value heads streamed once for the three query
-  heads that share them), ``o`` (576 x 576), ``gate_up`` (3,072 x 576: gate's rows then up's) and ``down`` (576 x
-  1,536);
+* per block (30, all alike): ``qkv`` (960 weight rows of 576: q, k and v of every head, which share their
+  input), the attention (``ga2_sw.online_program.grouped_program``: each sequence's key/value heads streamed
+  once for the three query heads that share them), ``o`` (576 x 576), ``gate`` and ``up`` (1,536 x 576 each:
+  each its own input, as each has its own smoothing factors) and ``down`` (576 x 1,536);
 * the LM head (49,152 x 576, tied to the embedding), in as many programs as the instruction memory and the
   external window take.
 
-A product is :func:`linear_program`: the B tokens' int8 inputs (one row each) loaded once, then the weights'
-tiles of ``cols`` rows double-buffered, each tile's load issued before the MMs of the tile before it finish, one
-MM per ``rows`` tokens, and each tile's int32 sums requantised to int8 (RQ, one ``(m, s)`` per product) and
-stored while the next tiles stream: the packed port stores bytes (docs/ISA.md, "Packed external memory"), so a
-product's outputs leave the chip as int8.
+A product is :func:`linear_program`: the B tokens' inputs loaded once, then the weights' tiles of ``cols`` rows
+double-buffered, each tile's load issued before the MMs of the tile before it finish, one MM per ``rows`` input
+rows, and each tile's results stored while the next tiles stream. On a chip built with ``st_words`` (the llm
+chip) a token's input is two int8 digit rows of its 15-bit integer and each tile's int32 sums leave the chip
+whole (ST ``wd``), which the host combines: the numerics ``ga2 llm eval`` measures (``ga2_path.ChipLinear``;
+``step_numerics``). Elsewhere the packed port stores bytes (docs/ISA.md, "Packed external memory"): one int8
+input row a token and the sums requantised to int8 (RQ, one ``(m, s)`` per product).
 
 The host's part of a phase (RMSNorm, RoPE, SiLU x up, the residual adds, the caches' new rows, the argmax) is
 not a chip program; its cost is counted as the phase's round trip (:class:`Host`): a stated latency per
@@ -43,7 +45,7 @@ from .step_cycles import SMOLLM2
 __all__ = ["Product", "head_product", "MODEL", "Host", "Phase", "linear_program", "linear_pieces",
            "attention_pieces", "step_phases", "step_cost", "bounds", "PRODUCT_MN", "memory_bytes_per_cycle",
            "throughput_rows", "phase_count", "block_products", "linear_image", "linear_outputs", "output_base",
-           "attention_layout", "StepTimer", "step_numerics"]
+           "attention_layout", "StepTimer", "step_numerics", "output_window", "window_outputs"]
 
 # SmolLM2-135M (docs/LLM.md): its attention's shape (``step_cycles.SMOLLM2``), the MLP's width and the
 # vocabulary of the tied LM head.
@@ -65,8 +67,8 @@ class Product:
 def block_products(model=MODEL):
     """The products of one block, in the order a step runs them (the attention comes after ``qkv``)."""
     d, dm, ff = model["d"], model["d_model"], model["d_ff"]
-    return (Product("qkv", (model["heads"] + 2 * model["kv_heads"]) * d, dm),
-            Product("o", model["heads"] * d, dm), Product("gate_up", 2 * ff, dm), Product("down", dm, ff))
+    return (Product("qkv", (model["heads"] + 2 * model["kv_heads"]) * d, dm), Product("o", model["heads"] * d, dm),
+            Product("gate", ff, dm), Product("up", ff, dm), Product("down", dm, ff))
 
 
 def head_product(model=MODEL):
@@ -165,16 +167,27 @@ def linear_image(W, X):
     (batch x digits rows of cols): the weights row by row from 0, the inputs after them; a list of int8 values
     (a packed port holds bytes), to be padded to the chip's memory by whoever runs it."""
     import numpy as np
-    return [int(v) & 0xFF for v in np.concatenate([np.asarray(W).reshape(-1), np.asarray(X).reshape(-1)])]
+    flat = np.concatenate([np.asarray(W).reshape(-1), np.asarray(X).reshape(-1)]).astype(np.int64)
+    return (flat & 0xFF).tolist()
+
+
+def output_window(rows, cols, input_rows, config, sums=False):
+    """``(first, count)``: the external memory (bytes) ``linear_program`` stores its results in."""
+    return output_base(rows, cols, input_rows, config, sums), input_rows * rows * (WORD_BYTES if sums else 1)
 
 
 def linear_outputs(ext, config, input_rows, rows, cols, sums=False):
     """The results ``linear_program`` stored for ``rows`` weight rows of ``cols`` and ``input_rows`` input rows:
     an (input_rows, rows) int64 array of the int32 sums (``sums``) or the int8 outputs."""
+    base, count = output_window(rows, cols, input_rows, config, sums)
+    return window_outputs(ext[base:base + count], config, input_rows, rows, sums)
+
+
+def window_outputs(data, config, input_rows, rows, sums=False):
+    """``linear_outputs`` from the stored bytes alone (``output_window``'s, as a harness returns them)."""
     import numpy as np
-    base, C = output_base(rows, cols, input_rows, config, sums), config.cols
-    size = WORD_BYTES if sums else 1
-    data = (np.asarray(ext[base:base + input_rows * rows * size], dtype=np.int64) & 0xFF).astype(np.uint8)
+    C = config.cols
+    data = (np.asarray(data, dtype=np.int64) & 0xFF).astype(np.uint8)
     values = data.view("<i4" if sums else "i1").astype(np.int64)      # little-endian words, or int8
     out = np.zeros((input_rows, rows), dtype=np.int64)
     for r0 in range(0, rows, C):
