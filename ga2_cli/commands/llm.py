@@ -72,7 +72,10 @@ def _check_generate(args):
     except ValueError as exc:
         raise ValueError(f"--chip {args.chip}: SmolLM2's decode step does not fit it: {exc}") from None
     if args.sim != "model" and args.path != "ga2":
-        raise ValueError("--sim runs the GA-2 path's attention on a simulator: it needs --path ga2")
+        raise ValueError("--sim runs the GA-2 path's whole steps on a simulator: it needs --path ga2")
+    if args.sim != "model" and not config.st_words:
+        raise ValueError(f"--sim: --chip {args.chip} does not store int32 sums (st_words = 0); the path's products "
+                         f"need a chip that does (llm)")
     if args.sim != "model":
         from sim.backends import get_backend
         reason = get_backend(args.sim).unavailable_reason()
@@ -81,18 +84,19 @@ def _check_generate(args):
     _check_model(args)
 
 
-def _runner(args, model):
-    """(what runs the model a token at a time, the simulator its attention steps run on or None): the GA-2
-    path, calibrated, or the float32 reference."""
+def _runner(args, model, config):
+    """(what runs the model a token at a time, the tally of what ran on the simulator or None): the GA-2 path,
+    calibrated, its every product and attention step run on ``config``'s simulator with ``--sim``; or the float32
+    reference."""
     if args.path != "ga2":
         from ga2_sw.llm.float_model import FloatModel
         return FloatModel(model), None
     from ga2_sw.llm.ga2_path import Ga2Model, calibrate
-    runner, chip = Ga2Model(model, calibrate(model)), None
+    runner, tally = Ga2Model(model, calibrate(model)), None
     if args.sim != "model":
-        from sim.llm_attention import ChipAttention
-        runner.chip = chip = ChipAttention(args.sim)
-    return runner, chip
+        from sim.llm_step import on_simulator
+        tally = on_simulator(runner, args.sim, config)
+    return runner, tally
 
 
 def _generate(args):
@@ -105,15 +109,15 @@ def _generate(args):
     prompts = _prompts(args)
     t0 = time.perf_counter()
     model = load()
-    runner, chip = _runner(args, model)
+    config = config_of(args.chip)
+    runner, tally = _runner(args, model, config)
     loaded = time.perf_counter() - t0
     texts = [chat_prompt(p) if args.chat else p for p in prompts]
     requests = requests_from_prompts(model, texts, args.max_tokens, args.arrival_gap)
-    config = config_of(args.chip)
     max_batch = args.max_batch or config.rows
     work = sum(len(r.tokens) + args.max_tokens for r in requests)
     t0 = time.perf_counter()
-    quiet = args.no_progress or len(requests) == 1 and args.max_tokens <= 32 and chip is None
+    quiet = args.no_progress or len(requests) == 1 and args.max_tokens <= 32 and tally is None
     with progress_bar(work, quiet, "tok") as bar:
         try:
             steps = serve(runner, requests, max_batch, {model.special["eos"], model.special["im_end"]},
@@ -122,6 +126,11 @@ def _generate(args):
             print(f"ga2: {e}", file=sys.stderr)
             return 1
     seconds = time.perf_counter() - t0
+    timed = sum(s["cycles"] - s["host"] for s in steps)       # the programs' cycles of the timed whole steps
+    if tally is not None and tally.total_cycles != timed:
+        print(f"ga2: the programs run on {args.sim} took {tally.total_cycles:,} cycles, the whole steps timed by the "
+              f"cycle model {timed:,}: they are not the same programs", file=sys.stderr)
+        return 1
     for prompt, r in zip(prompts, requests):
         text = model.decode(r.generated)
         if len(requests) > 1:
@@ -131,14 +140,17 @@ def _generate(args):
     tokens = sum(len(r.generated) for r in requests)
     print(f"({what}: {tokens} tokens in {seconds:.1f} s; model loaded{' and calibrated' * (args.path == 'ga2')} "
           f"in {loaded:.1f} s)", flush=True)
-    if chip is not None:
-        print(f"every attention step ran as a chip program on {chip.sim} ({chip.config.rows}x{chip.config.cols}, "
-              f"one program a block and sequence): {chip.steps} programs, {chip.cycles:,} cycles, each one's "
-              f"outputs equal to the GA-2 path's and its counters to the cycle model's")
+    if tally is not None:
+        kinds = ", ".join(f"{k} {n:,}" for k, n in tally.programs.items())
+        print(f"every step ran as the {args.chip} chip's programs on {args.sim}, the step's sequences together "
+              f"({kinds}): {tally.total_programs:,} programs, {tally.total_cycles:,} cycles (the timed steps' "
+              f"programs, host round trips aside), each one's stored results equal to numpy's integers and its "
+              f"counters to the cycle model's")
     summary = _print_serving(steps, requests, args.chip, max_batch, SMOLLM2["blocks"])
     if args.json:
         write_json(args.json, {"prompts": prompts, "chat": args.chat, "path": args.path, "chip": args.chip,
-                               "sim": args.sim, "sim_programs": chip.steps if chip else 0,
+                               "sim": args.sim, "sim_programs": tally.total_programs if tally else 0,
+                               "sim_cycles": tally.total_cycles if tally else 0,
                                "max_batch": max_batch, "arrival_gap": args.arrival_gap, "seconds": round(seconds, 3),
                                "requests": [{"id": r.id, "prompt": p, "prompt_tokens": len(r.tokens),
                                              "tokens": r.generated, "text": model.decode(r.generated),
@@ -487,10 +499,11 @@ def register(sub):
                    help="ga2: every attention block on the chip's integer numerics (default); float: the float32 "
                         "reference")
     g.add_argument("--json", metavar="FILE", type=json_option(), help="write the requests (tokens, text, when each joined and left) and the steps as JSON")
-    g.add_argument("--sim", choices=("model", "pysim", "verilator", "icarus"), default="model",
-                   help="model: the attention on the path's numpy integer numerics (default); a simulator: every "
-                        "attention step also runs as a chip program there and the text continues from its outputs "
-                        "(checked against the path's and the cycle model; slow: one program a block and token)")
+    g.add_argument("--sim", choices=("model", "verilator"), default="model",
+                   help="model: the path's numpy integer numerics (default); verilator: every whole step also runs "
+                        "on the chip's Verilog as the step's own programs, the batch's sequences together, and the "
+                        "text continues from their results (checked against numpy's and the cycle model; about 10 M "
+                        "cycles and minutes a step; ga2 llm steps runs sampled attention steps on any simulator)")
     g.set_defaults(func=_generate, check=_check_generate)
     _add_eval(llm)
     t = llm.add_parser("steps", help="sampled attention steps of the GA-2 path run as chip programs on a simulator "

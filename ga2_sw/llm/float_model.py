@@ -86,6 +86,12 @@ class FloatModel:
             x = x + self.linear(p + "ffn_down.weight", gate / (1 + np.exp(-gate)) * up)
         return self.linear(self.HEAD, self._norm(x, w["output_norm.weight"]))
 
+    def step_batch(self, items):
+        """``step`` of each ``(token, pos, cache)`` of a batch's sequences: their logits, in order. (A batch's
+        sequences are computed one after the other: each row of GA-2's batched programs is what it would be
+        alone; ``sim.llm_step.Lockstep`` runs them together as the chip's programs.)"""
+        return [self.step(token, pos, cache) for token, pos, cache in items]
+
     def prefill(self, tokens, cache=None):
         """Run the prompt; (logits after its last token, cache)."""
         cache = cache if cache is not None else self.new_cache()

@@ -118,9 +118,11 @@ class ChipLinear:
             out = out + np.rint(self.w8[:, k:k + self.K_CHUNK] @ rows[:, k:k + self.K_CHUNK].T).astype(np.int64)
         return out.T
 
-    def __call__(self, x):
+    def __call__(self, x, sums=None):
+        """The product of the vector ``x``; ``sums``: what computes the int32 sums of the input rows in place of
+        ``self.sums`` (a simulator of the chip: ``Ga2Model.products``)."""
         rows, x_scale = quantised_input(np.asarray(x, dtype=np.float64) / self.smooth, self.digits)
-        return (combined(self.sums(rows)) * self.scale * x_scale).astype(np.float32)
+        return (combined((sums or self.sums)(rows)) * self.scale * x_scale).astype(np.float32)
 
 
 def quantised_input(h, digits):
@@ -279,13 +281,27 @@ class Ga2Model(FloatModel):
         # key/value head; fine and fine8 are [] and None without the fine reading.
         self.on_attention = None
         # When set, every attention step also runs on a simulator of the chip, whose outputs the model continues
-        # with (sim.llm_attention.ChipAttention: it checks them against the numpy ones):
+        # with (sim.llm_step.ChipStepAttention: it checks them against the numpy ones):
         # chip(Step) -> (out8, fine8).
         self.chip = None
+        # When set, every matrix product of a step runs as the step's own chip programs on a simulator, whose
+        # int32 sums the model continues with (sim.llm_step.ChipProducts: it checks them against numpy's):
+        # products(kind, w8, rows, where) -> sums (input rows, weight rows); kind is the step's product
+        # (whole_step.block_products, head_product), w8 its int8 weights (rows, columns), rows the input's int8
+        # digit rows (digits, columns).
+        self.products = None
+
+    # The step's product (``whole_step.block_products``, ``head_product``) of each weight matrix ``linear`` takes.
+    PRODUCT_KINDS = {"attn_output": "o", "ffn_gate": "gate", "ffn_up": "up", "ffn_down": "down", "token_embd": "head"}
 
     def linear(self, name, x):
         chip = self.chip_linears.get(name)
-        return super().linear(name, x) if chip is None else chip(x)
+        if chip is None:
+            return super().linear(name, x)
+        if self.products is None:
+            return chip(x)
+        kind = self.PRODUCT_KINDS[name.split(".")[-2]]
+        return chip(x, lambda rows: self.products(kind, chip.w8, rows, name))
 
     @property
     def weights_on_chip_fraction(self):
@@ -302,10 +318,16 @@ class Ga2Model(FloatModel):
         (digits, heads, head_dim): what the chip computes."""
         return V.int_matmul(self.w8[b, n], x8.T).transpose(2, 0, 1)
 
-    def _sums(self, b, n, x8):
-        """The projection of the input its digit rows stand for: (heads, head_dim) integers (the host combines
-        the digits' int32 sums exactly; one digit's are the chip's sums)."""
-        return combined(self.digit_sums(b, n, x8))
+    def qkv_digit_sums(self, b, x8):
+        """``{n: digit_sums(b, n, x8)}`` of q, k and v: one product of their rows (the step's ``qkv``; on the
+        simulator when ``products`` is set)."""
+        if self.products is None:
+            return {n: self.digit_sums(b, n, x8) for n in "qkv"}
+        w8 = {n: self.w8[b, n] for n in "qkv"}
+        sums = self.products("qkv", np.concatenate([w.reshape(-1, w.shape[-1]) for w in w8.values()]), x8,
+                             f"blk.{b}.attn_qkv")
+        ends = np.cumsum([0] + [w.shape[0] * w.shape[1] for w in w8.values()])
+        return {n: sums[:, a:e].reshape(len(x8), *w8[n].shape[:2]) for n, a, e in zip("qkv", ends, ends[1:])}
 
     def quantised_input(self, b, h):
         """The host's step before the chip's: block ``b``'s normalised input ``h`` divided by the smoothing
@@ -319,22 +341,24 @@ class Ga2Model(FloatModel):
         return [mantissa_shift(float(ws[0] * x_scale / vs))          # v's rows share their head's scale
                 for ws, vs in zip(self.w_scale[b, "v"], self.cal.v_proj[b])]
 
-    def values(self, b, x8, x_scale):
-        """The int8 values (kv_heads, head_dim) of block ``b`` for the input rows ``x8``: the host quantises the
-        (combined) int32 sums at the value cache's scale, or without ``int32_sums`` MM + RQ on the chip."""
+    def values(self, b, x8, x_scale, digit_sums=None):
+        """The int8 values (kv_heads, head_dim) of block ``b`` for the input rows ``x8`` (whose v ``digit_sums``
+        may be given): the host quantises the (combined) int32 sums at the value cache's scale, or without
+        ``int32_sums`` MM + RQ on the chip."""
+        sums = combined(self.digit_sums(b, "v", x8) if digit_sums is None else digit_sums)
         if self.int32_sums:
-            v = self._sums(b, "v", x8) * self.w_scale[b, "v"] * x_scale
-            return V.quantize(v, self.cal.v_proj[b][:, None])
+            return V.quantize(sums * self.w_scale[b, "v"] * x_scale, self.cal.v_proj[b][:, None])
         m, s = (np.array(v, dtype=np.int64)[:, None] for v in zip(*self.value_requant(b, x_scale)))
-        return V.requant(self._sums(b, "v", x8), m, s)
+        return V.requant(sums, m, s)
 
     def attention_block(self, b, h, pos, cache, attend):
         c, cal = self.c, self.cal
         x8, x_scale = self.quantised_input(b, h)
         # q and k (and v with int32_sums): the int32 sums to the host, which undoes the scales (and applies RoPE)
-        q = self._rope(self._sums(b, "q", x8) * self.w_scale[b, "q"] * x_scale, pos)
-        k = self._rope(self._sums(b, "k", x8) * self.w_scale[b, "k"] * x_scale, pos)
-        v8 = self.values(b, x8, x_scale)
+        sums = self.qkv_digit_sums(b, x8)
+        q = self._rope(combined(sums["q"]) * self.w_scale[b, "q"] * x_scale, pos)
+        k = self._rope(combined(sums["k"]) * self.w_scale[b, "k"] * x_scale, pos)
+        v8 = self.values(b, x8, x_scale, sums["v"])
         # keys at the cache's per-channel scales; each channel's scale folded into the queries that meet it, so
         # that q.k = q_scale * (q8 . k8) with one score multiplier per head
         k8 = V.quantize(k, self.k_scale[b], self.k_limit)

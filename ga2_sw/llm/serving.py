@@ -67,13 +67,12 @@ def serve(runner, requests, max_batch, stop, step_cycles=None, progress=None):
         if not active:                          # nobody has arrived yet: the chip idles until someone does
             step = waiting[0].arrival
             continue
-        contexts = []
-        for r in active:
-            in_prompt = r.position < len(r.tokens)
-            token = r.tokens[r.position] if in_prompt else r.generated[-1]
-            r.logits = runner.step(token, r.position, r.cache)
+        items = [(r.tokens[r.position] if r.position < len(r.tokens) else r.generated[-1], r.position, r.cache)
+                 for r in active]
+        for r, logits in zip(active, runner.step_batch(items)):
+            r.logits = logits
             r.position += 1
-            contexts.append(r.position)         # the step attends over every token so far, this one included
+        contexts = [r.position for r in active]     # the step attends over every token so far, this one included
         left = []
         for r in active:
             if r.position < len(r.tokens):
