@@ -138,7 +138,7 @@ def _array_cases(rng, rows, cols, count):
 
 @pytest.mark.parametrize("rows, cols", [(1, 1), (2, 3), (3, 2), (4, 4)])
 def test_array_matmul(rows, cols):
-    dut = SystolicArray(rows, cols)
+    dut = SystolicArray(rows=rows, cols=cols)
     rng = np.random.default_rng(100 * rows + cols)
     cases = _array_cases(rng, rows, cols, 8)
 
@@ -185,7 +185,7 @@ def test_array_matmul(rows, cols):
 
 def test_array_all_minus_128():
     rows, cols, K = 2, 2, 20
-    dut = SystolicArray(rows, cols)
+    dut = SystolicArray(rows=rows, cols=cols)
 
     async def tb(ctx):
         for t in range(K + rows + cols - 1):
@@ -201,7 +201,7 @@ def test_array_all_minus_128():
 @pytest.mark.parametrize("rows, cols", [(0, 1), (1, 0), (-1, 2), (2.0, 2), (True, 2)])
 def test_array_wrong_size(rows, cols):
     with pytest.raises(TypeError, match=r"^(Row|Column) count must be a positive integer, not "):
-        SystolicArray(rows, cols)
+        SystolicArray(rows=rows, cols=cols)
 
 
 # -- the decoupled chip's array: tiles one after another, no clear -----------------------------------------
@@ -215,7 +215,7 @@ def test_tiled_array_runs_tiles_back_to_back(rows, cols):
     carry (the bubbles present garbage operands, which must count as zero)."""
     from ga2_hdl.matrix.tiled_array import TiledSystolicArray
     rng = np.random.default_rng(rows * 10 + cols)
-    dut = TiledSystolicArray(rows, cols)
+    dut = TiledSystolicArray(rows=rows, cols=cols)
     tiles, cycle, schedule = [], 0, {}          # schedule: cycle -> (a, b, first, last)
     for _ in range(25):
         K = int(rng.integers(1, 10))

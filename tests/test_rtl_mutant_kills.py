@@ -22,7 +22,7 @@ def test_array_clear_zeroes_the_skew_registers():
     data, a clear in mid-stream, then a product from zero. Inside the chip the matrix unit's flush always
     leaves zeros in the skew chains, so only the array's own contract can tell."""
     rows, cols = 3, 3
-    dut = SystolicArray(rows, cols)
+    dut = SystolicArray(rows=rows, cols=cols)
     rng = np.random.default_rng(7)
     A = rng.integers(-128, 128, (rows, 4))
     B = rng.integers(-128, 128, (4, cols))

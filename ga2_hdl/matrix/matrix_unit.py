@@ -100,7 +100,7 @@ class MatrixUnit(Unit):
 
     def _in_order(self, m, feeder, writer):
         """Feed, then write, then take the next MM; returns the idle condition."""
-        m.submodules.array = array = SystolicArray(self._config.rows, self._config.cols)
+        m.submodules.array = array = SystolicArray(rows=self._config.rows, cols=self._config.cols)
         with m.FSM(name="mm_fsm") as fsm:
             with m.State("IDLE"):
                 with m.If(self.ctl.start):
@@ -137,7 +137,7 @@ class MatrixUnit(Unit):
         """Decoupled: the unit is busy while the feeder reads (the next MM may start in the cycle after its last
         read), and the result writer drains the tile beside the next one (``draining``); returns the idle
         condition of the feeder, whose fields the writer takes with the last read."""
-        m.submodules.array = array = TiledSystolicArray(self._config.rows, self._config.cols,
+        m.submodules.array = array = TiledSystolicArray(rows=self._config.rows, cols=self._config.cols,
                                                         per_cell_b=bool(self._config.row_b))
         busy = Signal()
         with m.If(self.ctl.start):

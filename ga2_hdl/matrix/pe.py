@@ -51,7 +51,7 @@ class ProcessingElement(wiring.Component):
         a cleared ``b`` (the array clears every register at once), so a stale copy multiplies 0.
     """
 
-    def __init__(self, a_mul_port=False):
+    def __init__(self, *, a_mul_port=False):
         self._a_mul_port = bool(a_mul_port)
         super().__init__({
             "a_i": In(signed(8)),

@@ -48,7 +48,7 @@ class SystolicArray(wiring.Component):
         If ``rows`` or ``cols`` is not a positive integer.
     """
 
-    def __init__(self, rows, cols):
+    def __init__(self, *, rows, cols):
         if isinstance(rows, bool) or not isinstance(rows, int) or rows <= 0:
             raise TypeError(f"Row count must be a positive integer, not {rows!r}")
         if isinstance(cols, bool) or not isinstance(cols, int) or cols <= 0:

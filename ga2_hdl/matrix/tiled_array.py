@@ -35,7 +35,7 @@ class TiledSystolicArray(wiring.Component):
     out : Out(ArrayLayout(signed(32), rows * cols))
     """
 
-    def __init__(self, rows, cols, per_cell_b=False):
+    def __init__(self, *, rows, cols, per_cell_b=False):
         for name, n in (("Row", rows), ("Column", cols)):
             if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
                 raise TypeError(f"{name} count must be a positive integer, not {n!r}")

@@ -81,7 +81,7 @@ class OverlappedRequantiser(Unit):
         m = Module()
         cfg, instr, lanes = self._config, self.ctl.instr, self._lanes
         read_latency = vector_read_latency(cfg)
-        pipelines = [RequantPipeline(read_latency - 1, carry_fields=True) for _ in range(lanes)]
+        pipelines = [RequantPipeline(read_latency=read_latency - 1, carry_fields=True) for _ in range(lanes)]
         for j, pipeline in enumerate(pipelines):
             m.submodules[f"pipeline{j or ''}"] = pipeline
         pipeline = pipelines[0]

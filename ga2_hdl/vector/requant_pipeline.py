@@ -114,7 +114,7 @@ class RequantPipeline(wiring.Component):
     shift: In(SHIFT_WIDTH)
     o: Out(stream.Signature(signed(8), always_ready=True))
 
-    def __init__(self, read_latency=1, *, carry_fields=False):
+    def __init__(self, *, read_latency=1, carry_fields=False):
         if read_latency < 1:
             raise ValueError(f"read_latency must be at least 1, not {read_latency}")
         self.read_latency = read_latency

@@ -87,7 +87,7 @@ class Requantiser(Unit):
         # Decoupled, the read's valid bit passes one register of ours before the pipeline (below), so the
         # pipeline's own chain is a cycle shorter: the latency from read request to result is the same.
         read_latency = vector_read_latency(self._config)
-        m.submodules.pipeline = pipeline = RequantPipeline(read_latency - 1 if decoupled else read_latency)
+        m.submodules.pipeline = pipeline = RequantPipeline(read_latency=read_latency - 1 if decoupled else read_latency)
         latency = pipeline.latency + (1 if decoupled else 0)    # ga2_sw.timing.rq_latency: the pipeline checks it
 
         # the signals the sections share (each section adds its own for the ones after it)

@@ -3,7 +3,7 @@
 from amaranth.hdl import Module, Signal
 from amaranth.lib.wiring import Out, connect, flipped
 
-from ga2_sw.timing import sm_overhead
+from ga2_sw.timing import sm_overhead, vector_read_latency
 
 from ..ports import SpReadSignature, Unit, sp_addr_width
 from .softmax_back import SoftmaxBack
@@ -52,8 +52,10 @@ class Softmax(Unit):
     def elaborate(self, platform):
         m = Module()
         instr = self.ctl.instr
-        m.submodules.front = front = SoftmaxFront(self._config)
-        m.submodules.back = back = SoftmaxBack(self._config)
+        c = self._config
+        m.submodules.front = front = SoftmaxFront(max_len=c.sm_max_len, lanes=c.sm_lanes,
+                                                  read_latency=vector_read_latency(c), addr_width=sp_addr_width(c))
+        m.submodules.back = back = SoftmaxBack(max_len=c.sm_max_len, lanes=c.sm_lanes)
         # Exp i is read in cycle n+1+i, leaves the front end `front.latency` cycles later, waits n cycles in
         # the buffer and is written `back.latency` cycles after its buffer read: the last write, in cycle X, is
         # 3n + front.latency + back.latency.

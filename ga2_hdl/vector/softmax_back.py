@@ -37,6 +37,13 @@ class SoftmaxBack(wiring.Component):
     with one lane, the buffer's word selected by the registered parity: an exp's quotient comes out as many
     cycles after the divide pass's start as with one lane.
 
+    Parameters
+    ----------
+    max_len : int
+        The longest vector (``Config.sm_max_len``): the buffer's depth and the sum's width.
+    lanes : int
+        Exps a cycle, 1 or 2 (``Config.sm_lanes``).
+
     Members
     -------
     idle : In(1)
@@ -49,12 +56,11 @@ class SoftmaxBack(wiring.Component):
         The Q16 probabilities, in order.
     """
 
-    def __init__(self, config):
-        self._max_len = config.sm_max_len
-        self._lanes = config.sm_lanes
-        # S = sum of at most sm_max_len exps, each <= 65536.
-        self._sum_width = bits_for(config.sm_max_len * Q16_ONE)
-        self._num_width = bits_for(max(EXP_TABLE) * Q16_ONE + (config.sm_max_len * Q16_ONE) // 2)
+    def __init__(self, *, max_len, lanes):
+        self._max_len, self._lanes = max_len, lanes
+        # S = sum of at most max_len exps, each <= 65536.
+        self._sum_width = bits_for(max_len * Q16_ONE)
+        self._num_width = bits_for(max(EXP_TABLE) * Q16_ONE + (max_len * Q16_ONE) // 2)
         super().__init__({"idle": In(1), "last_index": In(range(self._max_len)),
                           "i": In(stream.Signature(exp_layout(self._lanes), always_ready=True)),
                           "o": Out(stream.Signature(DIVIDER_LATENCY, always_ready=True))})

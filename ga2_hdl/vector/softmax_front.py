@@ -8,9 +8,8 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
 from ga2_sw.numerics import EXP_TABLE
-from ga2_sw.timing import vector_read_latency
 
-from ..ports import SpReadSignature, sp_addr_width
+from ..ports import SpReadSignature
 from ..valid_chain import ValidChain
 
 __all__ = ["SoftmaxFront", "ExpLayout", "EXP_WIDTH", "exp_index", "exp_layout"]
@@ -58,6 +57,17 @@ class SoftmaxFront(wiring.Component):
     by the ``P = ceil(n / 2)`` pairs: the maximum takes the larger of each pair, two exp ROM ports look the
     pair's exps up, and ``o`` carries both (``exp_layout``).
 
+    Parameters
+    ----------
+    max_len : int
+        The longest vector (``Config.sm_max_len``).
+    lanes : int
+        Scores read a cycle, 1 or 2 (``Config.sm_lanes``).
+    read_latency : int
+        Cycles from a scratchpad read request to its data (``ga2_sw.timing.vector_read_latency``).
+    addr_width : int
+        Bits of a scratchpad address.
+
     Members
     -------
     start : In(1)
@@ -78,15 +88,13 @@ class SoftmaxFront(wiring.Component):
         The exps of the exp pass, in order; ``last`` marks the vector's last.
     """
 
-    def __init__(self, config):
-        self._max_len = config.sm_max_len
-        self._lanes = config.sm_lanes
-        self._read_latency = vector_read_latency(config)
+    def __init__(self, *, max_len, lanes, read_latency, addr_width):
+        self._max_len, self._lanes, self._read_latency = max_len, lanes, read_latency
         # Registered stages from a score's read request to its exp: the scratchpad read (decoupled, with the
         # banked scratchpad's request register before it and its data and select registers after), the score
         # register, the exp ROM.
         self.latency = self._read_latency + 2
-        aw = sp_addr_width(config)
+        aw = addr_width
         read_port = Out(SpReadSignature(aw)) if self._lanes == 1 else Out(SpReadSignature(aw)).array(self._lanes)
         super().__init__({"start": In(1), "idle": In(1), "src": In(aw), "last_index": In(range(self._max_len)),
                           "sp_rd": read_port,
