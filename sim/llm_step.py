@@ -12,13 +12,11 @@ A harness returns only the bytes a program stores its results in (``Job.ext_wind
 outputs are a few kilobytes of a 4 MiB external memory."""
 
 import threading
-from functools import lru_cache
 
 import numpy as np
 
-from ga2_sw.cycles import cycle_counts
 from ga2_sw.llm.whole_step import (SCHEDULE, SCHEDULE_WINDOW, Product, linear_image, linear_pieces, output_window,
-                                   step_numerics, window_outputs)
+                                   program_counters, step_numerics, window_outputs)
 from ga2_sw.online_program import grouped_outputs
 from ga2_sw.schedule import reorder
 
@@ -48,16 +46,8 @@ class Tally:
         return sum(self.cycles.values())
 
 
-@lru_cache(maxsize=1024)
-def _model_counters(program, config):
-    """The cycle model's counters and error of ``program`` (a tuple): a step's products are the same programs
-    in every block."""
-    counters, err, _ = cycle_counts(list(program), config)
-    return counters, err
-
-
 def _check_counters(got, program, config, where):
-    predicted, err = _model_counters(tuple(program), config)
+    predicted, err = program_counters(tuple(program), config)
     if not got.ok or err:
         raise ChipMismatch(f"{where}: the program stopped with {got.error!r} (the cycle model: {err!r})")
     if got.counters != predicted:
@@ -114,9 +104,9 @@ class _Window:
 
 
 class ChipStepAttention:
-    """``Ga2Model.chip`` on the step's chip: each attention step (one block of one sequence) as the grouped
-    attention program scheduled as ``whole_step`` schedules the step's, on ``sim``; its int8 outputs (both
-    readings) must equal the path's and its counters the cycle model's, else ``ChipMismatch``."""
+    """``Ga2Model.chip`` on the step's chip: a block's attention steps (one for each sequence of the batch) as the
+    grouped attention program scheduled as ``whole_step`` schedules the step's, on ``sim``; its int8 outputs
+    (both readings) must equal the path's and its counters the cycle model's, else ``ChipMismatch``."""
 
     def __init__(self, sim, config, tally=None):
         self.sim, self.config, self.backend = sim, config, get_backend(sim)

@@ -344,6 +344,30 @@ def test_the_step_s_products_on_the_llm_chip_give_the_path_s_sums(model, ga2, mo
         chip("o", lin.w8, digits, name)
 
 
+@pytest.mark.slow
+def test_a_whole_step_of_two_sequences_on_verilator_is_the_path_s(model, ga2):
+    """``ga2 llm generate --sim verilator``'s step: two sequences' first tokens as one whole step on the llm chip's
+    Verilog (every product and attention its programs, the two sequences together): the logits are the path's bit
+    for bit, and the cycles run are the cycle model's whole step, round trips aside (about five minutes)."""
+    from ga2_sw.chips import config_of
+    from ga2_sw.llm.ga2_path import Ga2Model
+    from ga2_sw.llm.whole_step import StepTimer
+    from sim.backends import get_backend
+    from sim.llm_step import on_simulator
+    if get_backend("verilator").unavailable_reason():
+        pytest.skip(get_backend("verilator").unavailable_reason())
+    llm = config_of("llm")
+    chip = Ga2Model(model, ga2.cal)
+    tally = on_simulator(chip, "verilator", llm)
+    tokens = [model.encode(" lighthouse")[0], model.encode(" The")[0]]
+    got = chip.step_batch([(t, 0, chip.new_cache()) for t in tokens])
+    want = ga2.step_batch([(t, 0, ga2.new_cache()) for t in tokens])
+    assert all(np.array_equal(g, w) for g, w in zip(got, want))
+    timed = StepTimer(llm).step([1, 1])
+    assert tally.total_cycles == timed["cycles"] - timed["host"]
+    assert tally.programs == {"qkv": 30, "attention": 30, "o": 30, "gate": 30, "up": 30, "down": 30, "head": 8}
+
+
 def test_a_step_through_the_products_hook_is_the_path_s_step(model, ga2):
     """``Ga2Model.products`` (what ``--sim`` sets) sees every product of a step once, the step's own kinds and
     shapes (q, k and v as one ``qkv``, gate and up apart, as ``whole_step.block_products``), and a hook that

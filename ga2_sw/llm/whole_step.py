@@ -45,7 +45,7 @@ from .step_cycles import SMOLLM2
 __all__ = ["Product", "head_product", "MODEL", "Host", "Phase", "linear_program", "linear_pieces",
            "attention_pieces", "step_phases", "step_cost", "bounds", "PRODUCT_MN", "memory_bytes_per_cycle",
            "throughput_rows", "phase_count", "block_products", "linear_image", "linear_outputs", "output_base",
-           "attention_layout", "StepTimer", "step_numerics", "output_window", "window_outputs"]
+           "attention_layout", "StepTimer", "step_numerics", "output_window", "window_outputs", "program_counters"]
 
 # SmolLM2-135M (docs/LLM.md): its attention's shape (``step_cycles.SMOLLM2``), the MLP's width and the
 # vocabulary of the tied LM head.
@@ -335,8 +335,15 @@ def step_phases(config, contexts, model=MODEL, digits=None):
 
 
 @lru_cache(maxsize=4096)
-def _program_cycles(program, config):
+def program_counters(program, config):
+    """The cycle model's ``(counters, error)`` of a step's program (a tuple of instructions): the same programs
+    come back in every block and every step."""
     counters, err, _ = cycle_counts(list(program), config)
+    return counters, err
+
+
+def _program_cycles(program, config):
+    counters, err = program_counters(program, config)
     if err:
         raise ValueError(f"a step program stopped with {err!r} on {config}")
     return counters
