@@ -131,15 +131,7 @@ def _generate(args):
         print(f"ga2: the programs run on {args.sim} took {tally.total_cycles:,} cycles, the whole steps timed by the "
               f"cycle model {timed:,}: they are not the same programs", file=sys.stderr)
         return 1
-    for prompt, r in zip(prompts, requests):
-        text = model.decode(r.generated)
-        if len(requests) > 1:
-            print(f"[{r.id + 1}] ", end="")
-        print(text if args.chat else prompt + text)     # a continuation follows its prompt; a chat answer stands alone
-    what = "GA-2 path (every product on the chip's integer numerics)" if args.path == "ga2" else "float32 reference"
-    tokens = sum(len(r.generated) for r in requests)
-    print(f"({what}: {tokens} tokens in {seconds:.1f} s; model loaded{' and calibrated' * (args.path == 'ga2')} "
-          f"in {loaded:.1f} s)", flush=True)
+    _print_texts(args, model, prompts, requests, seconds, loaded)
     if tally is not None:
         kinds = ", ".join(f"{k} {n:,}" for k, n in tally.programs.items())
         print(f"every step ran as the {args.chip} chip's programs on {args.sim}, the step's sequences together "
@@ -160,6 +152,19 @@ def _generate(args):
     if args.plot:
         plot_serving(args.plot, steps, args.chip, max_batch)
     return 0
+
+
+def _print_texts(args, model, prompts, requests, seconds, loaded):
+    """Each prompt with its continuation (a chat answer alone), then how long the tokens took."""
+    for prompt, r in zip(prompts, requests):
+        text = model.decode(r.generated)
+        if len(requests) > 1:
+            print(f"[{r.id + 1}] ", end="")
+        print(text if args.chat else prompt + text)
+    what = "GA-2 path (every product on the chip's integer numerics)" if args.path == "ga2" else "float32 reference"
+    tokens = sum(len(r.generated) for r in requests)
+    print(f"({what}: {tokens} tokens in {seconds:.1f} s; model loaded{' and calibrated' * (args.path == 'ga2')} "
+          f"in {loaded:.1f} s)", flush=True)
 
 
 def _print_serving(steps, requests, chip, max_batch, blocks):
