@@ -272,9 +272,12 @@ def ext_length(instr):
 
 def rows_moved(op, sp, sp_stride, ext, ext_stride, rows, length):
     """LDs (``op`` = "LD") or STs of ``rows`` rows of ``length`` words between scratchpad rows ``sp_stride``
-    apart and external rows ``ext_stride`` apart: one instruction when both are packed."""
+    apart and external rows ``ext_stride`` apart: when both are packed, one instruction for as many whole rows as
+    its ``len`` field holds."""
     if sp_stride == length and ext_stride == length:
-        pairs = [(sp, ext, rows * length)]
+        per = max(1, field_range(Op.LD if op == "LD" else Op.ST, "len")[1] // max(length, 1))
+        pairs = [(sp + r * length, ext + r * length, min(per, rows - r) * length)
+                 for r in range(0, max(rows, 1), per)]
     else:
         pairs = [(sp + r * sp_stride, ext + r * ext_stride, length) for r in range(rows)]
     return [ld(dst=a, src=x, len=n) if op == "LD" else st(src=a, dst=x, len=n) for a, x, n in pairs]

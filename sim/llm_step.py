@@ -77,7 +77,7 @@ class ChipProducts:
         rows = np.concatenate([np.asarray(x, dtype=np.int64) for x in inputs])
         A, cols = rows.shape
         pieces = linear_pieces(self.config, len(inputs), Product(kind, w8.shape[0], cols), digits=A // len(inputs))
-        jobs = [Job(list(program), linear_image(w8[first:first + n], rows), dump_sp=False,
+        jobs = [Job(list(program), linear_image(w8[first:first + n], rows, self.config), dump_sp=False,
                     ext_window=output_window(n, cols, A, self.config, sums=True))
                 for first, n, program in pieces]
         results = self.backend.run_many(self.config, jobs)

@@ -5,7 +5,7 @@ from hypothesis import given, settings, strategies as st
 
 from ga2_sw import isa
 from ga2_sw.config import Config
-from ga2_sw.isa import Op, Err, Instr
+from ga2_sw.isa import Op, Err, Instr, rows_moved
 
 CFG = Config()
 
@@ -315,3 +315,18 @@ def test_sa_footprint_is_row_0s_a():
     assert isa.check(edge, cfg) == Err.NONE
     assert isa.check(isa.Instr(**{**edge.__dict__, "A": 2229}), cfg) == Err.SP_RANGE
     assert isa.check(isa.Instr(**{**edge.__dict__, "sa": 0}), cfg) == Err.SP_RANGE
+
+
+@pytest.mark.parametrize("op,rows,length,sp_stride,ext_stride", [
+    ("LD", 3, 100, 100, 100), ("LD", 50, 1600, 1600, 1600), ("ST", 41, 1600, 1600, 1600), ("LD", 5, 64, 80, 64),
+    ("ST", 4, 64, 64, 70), ("LD", 0, 64, 64, 64)])
+def test_rows_moved_moves_each_row_once_in_instructions_that_encode(op, rows, length, sp_stride, ext_stride):
+    """Rows between strided scratchpad and external rows: every element of every row moved exactly once to the
+    right place, in as few instructions as ``len``'s 16 bits allow where both sides are packed (40 rows of 1,600
+    words an instruction), one a row where they are not."""
+    moves = rows_moved(op, 1000, sp_stride, 50_000, ext_stride, rows, length)
+    pairs = [(i.dst + k, i.src + k) if op == "LD" else (i.src + k, i.dst + k) for i in moves for k in range(i.len)]
+    want = [(1000 + r * sp_stride + k, 50_000 + r * ext_stride + k) for r in range(rows) for k in range(length)]
+    assert sorted(pairs) == want and all(i.op == Op[op] for i in moves)
+    packed = sp_stride == ext_stride == length
+    assert len(moves) == (max(1, -(-rows * length // (65535 // length * length))) if packed else rows)

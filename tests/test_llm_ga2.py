@@ -335,10 +335,10 @@ def test_the_step_s_products_on_the_llm_chip_give_the_path_s_sums(model, ga2, mo
     assert chip.tally.programs == {"o": 1} and chip.tally.total_cycles > 0
     image = llm_step.linear_image
 
-    def one_weight_off(w, x):
+    def one_weight_off(w, x, config):
         w = np.array(w)
         w[5, 7] = -w[5, 7] - 1
-        return image(w, x)
+        return image(w, x, config)
     monkeypatch.setattr(llm_step, "linear_image", one_weight_off)
     with pytest.raises(ChipMismatch, match=f"{name}, rows 0..575: the stored sums differ"):
         chip("o", lin.w8, digits, name)
@@ -593,7 +593,7 @@ def test_the_step_s_product_program_gives_the_path_s_sums(model, ga2, name):
     rows = np.sort(np.random.default_rng(3).choice(lin.shape[0], 32, replace=False))
     w8 = lin.w8[rows].astype(np.int64)
     program = linear_program(llm, 1, Product(name, 32, lin.shape[1]), digits=2, sums=True)
-    r = run(program, llm, linear_image(w8, digits))
+    r = run(program, llm, linear_image(w8, digits, llm))
     assert r.ok, r.error
     sums = linear_outputs(r.ext, llm, 2, 32, lin.shape[1], sums=True)
     assert np.array_equal(sums, lin.sums(digits)[:, rows])

@@ -12,8 +12,9 @@ A step of ``B`` sequences is a list of **phases**, each one chip program and the
   external window take.
 
 A product is :func:`linear_program`: the B tokens' inputs loaded once, then the weights' tiles of ``cols`` rows
-double-buffered, each tile's load issued before the MMs of the tile before it finish, one MM per ``rows`` input
-rows, and each tile's results stored while the next tiles stream. On a chip built with ``st_words`` (the llm
+double-buffered, each tile one LD (the rows ``weight_pitch`` apart in external memory, as in the scratchpad) issued
+before the MMs of the tile before it finish, one MM per ``rows`` input rows, and the results stored a group of
+tiles at a time while the next tiles stream. On a chip built with ``st_words`` (the llm
 chip) a token's input is two int8 digit rows of its 15-bit integer and each tile's int32 sums leave the chip
 whole (ST ``wd``), which the host combines: the numerics ``ga2 llm eval`` measures (``ga2_path.ChipLinear``;
 ``step_numerics``). Elsewhere the packed port stores bytes (docs/ISA.md, "Packed external memory"): one int8
@@ -45,7 +46,7 @@ from .step_cycles import SMOLLM2
 __all__ = ["Product", "head_product", "MODEL", "Host", "Phase", "linear_program", "linear_pieces",
            "attention_pieces", "step_phases", "step_cost", "bounds", "PRODUCT_MN", "memory_bytes_per_cycle",
            "throughput_rows", "phase_count", "block_products", "linear_image", "linear_outputs", "output_base",
-           "attention_layout", "StepTimer", "step_numerics", "output_window", "window_outputs", "program_counters"]
+           "attention_layout", "StepTimer", "weight_pitch", "GROUP_WORDS", "GROUPS", "step_numerics", "output_window", "window_outputs", "program_counters"]
 
 # SmolLM2-135M (docs/LLM.md): its attention's shape (``step_cycles.SMOLLM2``), the MLP's width and the
 # vocabulary of the tied LM head.
@@ -104,25 +105,39 @@ def memory_bytes_per_cycle(config):
     return config.bus_bytes
 
 
-def linear_program(config, batch, product, mn=PRODUCT_MN, first=0, count=None, digits=1, sums=False):
+def weight_pitch(cols, config):
+    """Bytes a weight row takes in external memory: the scratchpad's operand stride for rows of ``cols``
+    (``banking.operand_stride``), so that a tile's rows lie in external memory as they lie in the scratchpad and
+    one LD moves the whole tile (a row of 1,536 on the llm chip takes 1,600 bytes, the last 64 unused)."""
+    return operand_stride(cols, config)
+
+
+# Results a store takes at most: a group of tiles' results leaves the chip in one ST, which costs the external
+# memory one turn from reading to writing and back instead of one a tile (the ring of two groups' results in the
+# scratchpad is ``2 x group x input rows x cols`` words).
+GROUP_WORDS = 512
+GROUPS = (16, 8, 4, 2, 1)
+
+
+def linear_program(config, batch, product, mn=PRODUCT_MN, first=0, count=None, digits=1, sums=False, group=1):
     """``W x`` of ``batch`` tokens for rows ``first .. first + count`` of ``product``'s weights (all of them by
     default), each token's input ``digits`` int8 rows (2: the 15-bit input's high and low digits,
     ``ga2_path.input_digits``; the rows of a token next to each other). The program reads the weights' rows from
-    external address 0 on (row-major, ``cols`` bytes a row) and the inputs' ``batch x digits`` rows after them,
-    and stores each tile's results after those (``output_base``), tile by tile: with ``sums`` (a chip built with
-    ``st_words``) the int32 sums whole (ST ``wd``, four bytes each), else requantised to int8 (RQ with ``mn``).
-    The tile of weight rows ``r0 .. r0 + n`` (``n`` at most the array's columns) holds input row ``a``'s ``n``
-    results at result ``r0 A + a n`` (``A = batch x digits``)."""
+    external address 0 on (``weight_pitch`` bytes a row) and the inputs' ``batch x digits`` rows of ``cols``
+    bytes after them, and stores the results after those (``output_base``), ``group`` tiles of them at a time:
+    with ``sums`` (a chip built with ``st_words``) the int32 sums whole (ST ``wd``, four bytes each), else
+    requantised to int8 (RQ with ``mn``). The tile of weight rows ``r0 .. r0 + n`` (``n`` at most the array's
+    columns) holds input row ``a``'s ``n`` results at result ``r0 A + a n`` (``A = batch x digits``)."""
     if sums and not config.st_words:
         raise ValueError("int32 sums leave the chip only through an ST of whole words (a chip built with st_words)")
     R, C = config.rows, config.cols
     count = product.rows - first if count is None else count
     K, A = product.cols, batch * digits
-    lx = operand_stride(K, config)
+    lx, pitch = operand_stride(K, config), weight_pitch(K, config)
     X = 0
     W = operand_start(X + A * lx, "B", config)
-    OUT = W + 2 * C * lx                     # a ring of three tiles' outputs
-    ex_w, ex_x = 0, count * K
+    OUT = W + 2 * C * lx                     # a ring of two groups' results
+    ex_w, ex_x = 0, count * pitch
     ex_out, size = output_base(count, K, A, config, sums), WORD_BYTES if sums else 1
     starts = range(0, count, C)
 
@@ -130,44 +145,47 @@ def linear_program(config, batch, product, mn=PRODUCT_MN, first=0, count=None, d
         return min(C, count - starts[k])
 
     def load(k):
-        return rows_moved("LD", W + (k % 2) * C * lx, lx, ex_w + starts[k] * K, K, width(k), K)
+        return rows_moved("LD", W + (k % 2) * C * lx, lx, ex_w + starts[k] * pitch, pitch, width(k), pitch)
 
     def slot(k):
-        return OUT + (k % 3) * A * C
+        return OUT + (k % (2 * group)) * A * C
 
-    def drain(k):                            # tile k's results out: the sums whole, or requantised to int8
-        n, at = A * width(k), ex_out + starts[k] * A * size
+    def drain(k):                            # the results of the group ending with tile k out
+        k0 = k - k % group
+        n, at = A * (starts[k] + width(k) - starts[k0]), ex_out + starts[k0] * A * size
         if sums:
-            return [st(src=slot(k), dst=at, len=n, wd=1)]
-        return [rq(dst=slot(k), src=slot(k), len=n, m=mn[0], s=mn[1]), st(src=slot(k), dst=at, len=n)]
+            return [st(src=slot(k0), dst=at, len=n, wd=1)]
+        return [rq(dst=slot(k0), src=slot(k0), len=n, m=mn[0], s=mn[1]), st(src=slot(k0), dst=at, len=n)]
     program = [*rows_moved("LD", X, lx, ex_x, K, A, K), *load(0)]
     behind = []
     for k in range(len(starts)):
-        # the next tile's first row before this tile's MMs (they issue once this tile's last row is in), the
-        # rest after them, then the tile before's results out, which wait for its MMs' writes
-        ahead = load(k + 1) if k + 1 < len(starts) else []
-        program += ahead[:1]
+        # the next tile's load before this tile's MMs (it issues once the tile before's MMs are done with its
+        # buffer), then the results of the group before out, which wait for its MMs' writes
+        program += load(k + 1) if k + 1 < len(starts) else []
         program += [mm(dst=slot(k) + a0 * width(k), A=X + a0 * lx, B=W + (k % 2) * C * lx, M=min(R, A - a0),
                        K=K, N=width(k), tb=1, lda=lx, ldb=lx, ldc=width(k)) for a0 in range(0, A, R)]
-        program += ahead[1:]
         program += behind
-        behind = drain(k)
+        behind = drain(k) if k % group == group - 1 or k == len(starts) - 1 else []
     return program + behind + [halt()]
 
 
 def output_base(rows, cols, input_rows, config, sums=False):
-    """Where ``linear_program`` stores its results: right after the weights and the inputs; its int32 ``sums``
-    from the next beat (an ST of whole words starts word-aligned)."""
+    """Where ``linear_program`` stores its results: right after the weights (``weight_pitch`` bytes a row) and the
+    inputs; its int32 ``sums`` from the next beat (an ST of whole words starts word-aligned)."""
     w = max(config.bus_bytes, WORD_BYTES) if sums else 1
-    return -(-(rows * cols + input_rows * cols) // w) * w
+    return -(-(rows * weight_pitch(cols, config) + input_rows * cols) // w) * w
 
 
-def linear_image(W, X):
-    """The external memory ``linear_program`` reads for int8 weights ``W`` (rows x cols) and input rows ``X``
-    (batch x digits rows of cols): the weights row by row from 0, the inputs after them; a list of int8 values
-    (a packed port holds bytes), to be padded to the chip's memory by whoever runs it."""
+def linear_image(W, X, config):
+    """The external memory ``linear_program`` reads on ``config`` for int8 weights ``W`` (rows x cols) and input
+    rows ``X`` (batch x digits rows of cols): the weights row by row from 0, ``weight_pitch`` bytes apart (zeros
+    between), the inputs after them; a list of int8 values (a packed port holds bytes), to be padded to the
+    chip's memory by whoever runs it."""
     import numpy as np
-    flat = np.concatenate([np.asarray(W).reshape(-1), np.asarray(X).reshape(-1)]).astype(np.int64)
+    W = np.asarray(W)
+    rows = np.zeros((W.shape[0], weight_pitch(W.shape[1], config)), dtype=np.int64)
+    rows[:, :W.shape[1]] = W
+    flat = np.concatenate([rows.reshape(-1), np.asarray(X).reshape(-1)]).astype(np.int64)
     return (flat & 0xFF).tolist()
 
 
@@ -211,14 +229,18 @@ def _fits(config, build):
 @lru_cache(maxsize=256)
 def linear_pieces(config, batch, product, mn=PRODUCT_MN, digits=1):
     """``product`` as programs that each fit the chip (instruction memory, scratchpad, external window): the
-    weights' rows split into runs of whole tiles, as few as fit. ``[(first row, rows, program)]``; ValueError
-    when not even one tile fits. A chip built with ``st_words`` stores the int32 sums (``step_numerics``)."""
+    weights' rows split into runs of whole tiles, as few as fit, each storing its results in groups of as many
+    tiles as fit too (``GROUPS``, ``GROUP_WORDS``). ``[(first row, rows, program)]``; ValueError when not even one
+    tile fits. A chip built with ``st_words`` stores the int32 sums (``step_numerics``)."""
     _, sums = step_numerics(config, digits)
-    tiles = -(-product.rows // config.cols)
-    per = tiles
+    A = batch * digits
+    groups = [g for g in GROUPS if g * A * config.cols <= GROUP_WORDS] or [1]
+    per = -(-product.rows // config.cols)
     while per:
         rows = min(product.rows, per * config.cols)
-        if _fits(config, lambda: linear_program(config, batch, product, mn, 0, rows, digits, sums)):
+        group = next((g for g in groups if _fits(config, lambda: linear_program(config, batch, product, mn, 0, rows,
+                                                                                digits, sums, g))), None)
+        if group:
             break
         per = per * 3 // 4 if per > 4 else per - 1
     if not per:
@@ -226,7 +248,7 @@ def linear_pieces(config, batch, product, mn=PRODUCT_MN, digits=1):
                          f"the chip's memories (sp_words {config.sp_words}, ext_words {config.ext_words})")
     step = per * config.cols
     return [(r0, min(step, product.rows - r0), linear_program(config, batch, product, mn, r0,
-                                                              min(step, product.rows - r0), digits, sums))
+                                                              min(step, product.rows - r0), digits, sums, group))
             for r0 in range(0, product.rows, step)]
 
 
