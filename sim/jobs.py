@@ -20,8 +20,8 @@ from ga2_sw.machine import Result
 from ga2_sw.options import Hang, ToolMissing
 from ga2_sw.packing import held_image
 
-__all__ = ["Session", "DEFAULT_CYCLE_LIMIT", "HangError", "SimulatorError", "SimulatorMissing", "Job", "as_job", "check_job", "hang_message",
-           "write_header", "write_job", "write_jobs", "parse_result_block", "make_result", "parse_results",
+__all__ = ["Session", "DEFAULT_CYCLE_LIMIT", "HangError", "SimulatorError", "SimulatorMissing", "Job", "as_job",
+           "check_job", "hang_message", "write_header", "write_job", "write_jobs", "parse_result_block", "make_result", "parse_results",
            "window_of", "windowed", "FORMAT_VERSION", "SECONDS_PER_WORD", "BATCH_WORDS", "harness_timeout", "batch_for"]
 
 # The cycle limit of every simulator when the caller gives none: far above any program of this project
@@ -30,8 +30,9 @@ DEFAULT_CYCLE_LIMIT = 5_000_000
 
 FORMAT_VERSION = 3
 
-# A harness process loads, clears and prints both memories whole for every job: on the llm chip (4 M external
-# and 64 K scratchpad words) that is about 1.5 s a job, 0.35 us a word, whatever the program. Its time limit
+# A harness process loads and clears both memories for every job and prints them (only the external window
+# where a job names one, and the scratchpad only where it asks): on the llm chip (4 M external and 64 K
+# scratchpad words) a job printed whole is about 1.5 s, 0.35 us a word, whatever the program. Its time limit
 # allows each job ten times that a word beside its cycle limit, so a loaded machine is not taken for a stuck
 # harness; and a batch holds at most BATCH_WORDS words of memory, so that its printed results stay a few hundred
 # megabytes at most.

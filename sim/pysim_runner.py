@@ -5,7 +5,7 @@ same ``run``/``run_many`` as ``VerilatorSim``, one simulation per program)."""
 
 import time
 
-from .jobs import DEFAULT_CYCLE_LIMIT, Job, Session, as_job, check_job, windowed
+from .jobs import DEFAULT_CYCLE_LIMIT, Job, Session, as_job, check_job, window_of, windowed
 from .testing import ChipBench
 
 __all__ = ["run_pysim", "PysimSim"]
@@ -60,5 +60,7 @@ class PysimSim(Session):
 
     def run_many(self, jobs, *, on_hang="raise"):
         jobs = [as_job(j) for j in jobs]
+        for j in jobs:                  # every window checked before the first job runs
+            window_of(j, self.config)
         return [windowed(self.run(j.program, j.ext, j.sp, j.cycle_limit, on_hang=on_hang), j, self.config)
                 for j in jobs]

@@ -122,6 +122,13 @@ def test_an_external_window_returns_those_words_alone(name):
     for bad in [(120, 9), (-1, 4), (3,), "all"]:
         with pytest.raises(ValueError, match="External window"):
             backend.run_many(SMALL, [Job(PROGRAM, EXT, ext_window=bad)])
+    with backend.open(SMALL) as sim:                        # a bad window is refused before any job runs
+        inner = sim.session                                 # the backend's own session, under its name
+        runs, run = [], inner.run
+        inner.run = lambda *args, **kwargs: runs.append(1) or run(*args, **kwargs)
+        with pytest.raises(ValueError, match="External window"):
+            sim.run_many([Job(PROGRAM, EXT), Job(PROGRAM, EXT, ext_window=(120, 9))])
+        assert runs == []
 
 
 def test_pysim_hang_raises_or_returns():
