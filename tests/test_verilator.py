@@ -265,7 +265,9 @@ def test_trace_writes_a_waveform(tmp_path):
 
 # -- lint and Yosys ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("config", [CFG_2X2, CFG, CFG_8X8, CFG.replace(mode="decoupled", bus_bytes=16, sp_banks=32),
+@pytest.mark.parametrize("config", [CFG_2X2, CFG, CFG_8X8,
+                                    pytest.param(CFG.replace(mode="decoupled", bus_bytes=16, sp_banks=32),
+                                                 marks=pytest.mark.slow),
                                     CFG.replace(axi=1), CFG.replace(axi=1, mode="decoupled", bus_bytes=4)],
                          ids=["2x2", "4x4", "8x8", "packed-16", "axi", "axi-packed-4"])
 def test_lint_clean(config):
