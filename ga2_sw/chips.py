@@ -56,7 +56,7 @@ def _catalogue():
     chapter = Chip("chapter", "the chapter's chip: a 4 x 4 array, one instruction at a time, a word a cycle from "
                    "memory", "25k", Config())
     decoupled = chapter.derive("decoupled", "the default: the chapter's chip with the DMA beside the compute units "
-                               "under a scoreboard, on 8 banks, near its memory bound", mode="decoupled")
+                               "under a scoreboard, on 8 banks, near its memory bound", "45k", mode="decoupled")
     fast = decoupled.derive("fast", "the fastest decode step: a 4-byte port, 32 banks, a row of results a cycle, "
                             "overlapped loads and requantisations, a tile a row, 4 requantiser and 2 softmax lanes",
                             "85k", bus_bytes=4, sp_banks=32, row_writes=1, rq_overlap=1, ld_overlap=1, row_b=1,

@@ -21,8 +21,8 @@ from ga2_sw.options import Hang, ToolMissing
 from ga2_sw.packing import held_image
 
 __all__ = ["Session", "DEFAULT_CYCLE_LIMIT", "HangError", "SimulatorError", "SimulatorMissing", "Job", "as_job",
-           "check_job", "hang_message", "write_header", "write_job", "write_jobs", "parse_result_block", "make_result", "parse_results",
-           "window_of", "windowed", "FORMAT_VERSION", "SECONDS_PER_WORD", "BATCH_WORDS", "harness_timeout", "batch_for"]
+           "check_job", "hang_message", "write_header", "write_job", "write_jobs", "parse_result_block", "make_result",
+           "parse_results", "window_of", "windowed", "FORMAT_VERSION", "SECONDS_PER_WORD", "BATCH_WORDS", "harness_timeout", "batch_for"]
 
 # The cycle limit of every simulator when the caller gives none: far above any program of this project
 # (a decode step is 2-10 k cycles), and a hung pysim run still ends in minutes.

@@ -154,8 +154,8 @@ def _run(args):
         write_json(args.json, {"chips": rows})
     stale = [r["name"] for r in rows if r["datasheet"] is not None and not r["datasheet"]["current"]]
     if stale and not args.no_check:
-        print(f"{len(stale)} datasheets describe other Verilog than today's: {', '.join(stale)} "
-              f"(python -m synth datasheet --chip NAME)", file=sys.stderr)
+        print(f"{len(stale)} datasheets describe other Verilog or another device than the catalogue's: "
+              f"{', '.join(stale)} (python -m synth datasheet --chip NAME)", file=sys.stderr)
     return 0
 
 

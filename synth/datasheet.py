@@ -118,14 +118,16 @@ def configuration_changes(recorded, config):
 
 def check_records(records, cache_dir=None):
     """``{name: True/False}``: whether each record's Verilog body is the one today's RTL generates for the
-    catalogue's chip of that name (False also for a chip the catalogue no longer has or has changed)."""
+    catalogue's chip of that name, placed on the chip's device (False also for a chip the catalogue no longer
+    has or has changed, and for a record of another device)."""
     from ga2_hdl.generate import body_sha256
     from ga2_sw.chips import CATALOGUE
     from .yosys import _verilog
     out = {}
     for name, record in records.items():
         chip = CATALOGUE.get(name)
-        if chip is None or configuration_changes(record["config"], chip.config):
+        if chip is None or record.get("device") != chip.device_name \
+                or configuration_changes(record["config"], chip.config):
             out[name] = False
             continue
         path, _ = _verilog(chip.config, cache_dir)

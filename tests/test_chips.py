@@ -188,17 +188,20 @@ def test_every_chip_runs_the_chapter_s_decode_steps_on_the_model(name):
     assert len(rows) == chip(name).config.rows + 1 and all(r["matches_reference"] for r in rows)
 
 
-def test_a_datasheet_is_current_only_on_its_chip_s_verilog(tmp_path):
+def test_a_datasheet_is_current_only_on_its_chip_s_verilog_and_device(tmp_path):
     from ga2_hdl.generate import body_sha256
     from synth.datasheet import check_records
     from synth.yosys import _verilog
     config = chip("chapter").config
     path, _ = _verilog(config, tmp_path)
-    record = {"config": config.to_dict(), "datasheet": {"verilog_body_sha256": body_sha256(Path(path).read_text())}}
+    record = {"config": config.to_dict(), "device": "LFE5U-25F",
+              "datasheet": {"verilog_body_sha256": body_sha256(Path(path).read_text())}}
     assert check_records({"chapter": record}, cache_dir=tmp_path) == {"chapter": True}
     other = {**record, "datasheet": {"verilog_body_sha256": "0" * 64}}
     assert check_records({"chapter": other}, cache_dir=tmp_path) == {"chapter": False}
     assert check_records({"gone": record}, cache_dir=tmp_path) == {"gone": False}
+    elsewhere = {**record, "device": "LFE5U-45F"}                  # placed on another device than its chip's
+    assert check_records({"chapter": elsewhere}, cache_dir=tmp_path) == {"chapter": False}
 
 
 # -- every chip on Verilator ----------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ def _body(config, cache):
 
 def _records(tmp_path, name, body):
     """A record file holding one datasheet of chip ``name`` placed on Verilog whose body hashes to ``body``."""
-    record = {"name": name, "purpose": chip(name).purpose, "device": chip(name).device,
+    record = {"name": name, "purpose": chip(name).purpose, "device": chip(name).device_name,
               "config": chip(name).config.to_dict(), "datasheet": {"verilog_body_sha256": body}}
     path = tmp_path / "datasheets.json"
     path.write_text(json.dumps({"chips": {name: record}}))

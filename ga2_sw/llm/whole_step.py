@@ -46,7 +46,8 @@ from .step_cycles import SMOLLM2
 __all__ = ["Product", "head_product", "MODEL", "Host", "Phase", "linear_program", "linear_pieces",
            "attention_pieces", "step_phases", "step_cost", "bounds", "PRODUCT_MN", "memory_bytes_per_cycle",
            "throughput_rows", "phase_count", "block_products", "linear_image", "linear_outputs", "output_base",
-           "attention_layout", "StepTimer", "weight_pitch", "GROUP_WORDS", "GROUPS", "step_numerics", "output_window", "window_outputs", "program_counters"]
+           "attention_layout", "StepTimer", "weight_pitch", "GROUP_WORDS", "GROUPS", "step_numerics", "output_window",
+           "window_outputs", "program_counters"]
 
 # SmolLM2-135M (docs/LLM.md): its attention's shape (``step_cycles.SMOLLM2``), the MLP's width and the
 # vocabulary of the tied LM head.
