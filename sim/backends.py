@@ -35,7 +35,7 @@ import time
 
 from ga2_sw.options import ToolMissing
 
-from .jobs import DEFAULT_CYCLE_LIMIT, HangError, Session, as_job, hang_message, window_of, windowed
+from .jobs import DEFAULT_CYCLE_LIMIT, HangError, Session, as_job, hang_message
 
 __all__ = ["Backend", "BACKENDS", "DEFAULT_CYCLE_LIMIT", "Runner", "get_backend", "backend_names", "ModelSim"]
 
@@ -167,13 +167,6 @@ class ModelSim(Session):
         if r.hang and on_hang == "raise":
             raise HangError(hang_message(cycle_limit, _pc_at(program, self.config, cycle_limit), cycle_limit))
         return r
-
-    def run_many(self, jobs, *, on_hang="raise"):
-        jobs = [as_job(j) for j in jobs]
-        for j in jobs:                  # every window checked before the first job runs
-            window_of(j, self.config)
-        return [windowed(self.run(j.program, j.ext, j.sp, j.cycle_limit, on_hang=on_hang), j, self.config)
-                for j in jobs]
 
 
 def _pc_at(program, config, limit):

@@ -54,7 +54,17 @@ def batch_for(config, most=200):
 
 class Session:
     """Base of the simulator sessions (``sim.backends``): a session holds what it built or started for one
-    configuration until ``close()``, and is a context manager. Subclasses provide ``run`` and ``run_many``."""
+    configuration until ``close()``, and is a context manager. Subclasses provide ``run``, and ``run_many``
+    where they run a batch otherwise than one job after another."""
+
+    def run_many(self, jobs, *, on_hang="raise"):
+        """``jobs`` (``Job`` objects or tuples, ``as_job``) one after another through ``run``, every job's
+        external window checked before the first runs; each result as a harness returns it (``windowed``)."""
+        jobs = [as_job(j) for j in jobs]
+        for j in jobs:
+            window_of(j, self.config)
+        return [windowed(self.run(j.program, j.ext, j.sp, j.cycle_limit, on_hang=on_hang), j, self.config)
+                for j in jobs]
 
     def close(self):
         pass
@@ -150,7 +160,7 @@ def window_of(job, config):
 
 def windowed(result, job, config):
     """A run's result as a harness returns it for ``job``: with an ``ext_window``, ``ext`` None and
-    ``ext_window`` = ``(first word, the words there)``. For the backends that hold the whole memory."""
+    ``ext_window`` = ``(first word, the words there)``. For the sessions that hold the whole memory."""
     if job.ext_window is not None and result.ext is not None:
         first, count = window_of(job, config)
         result.ext, result.ext_window = None, (first, list(result.ext[first:first + count]))

@@ -2,8 +2,6 @@
 steps``), each program's memory and counters held to the reference machine's and the cycle model's, and its
 outputs to the GA-2 path's. (``sim.llm_step`` runs every step of a generation.)"""
 
-import numpy as np
-
 from ga2_sw.cycles import cycle_counts
 from ga2_sw.llm.chip_steps import STEP_CONFIG, programs
 from ga2_sw.machine import Machine

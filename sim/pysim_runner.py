@@ -5,7 +5,7 @@ same ``run``/``run_many`` as ``VerilatorSim``, one simulation per program)."""
 
 import time
 
-from .jobs import DEFAULT_CYCLE_LIMIT, Job, Session, as_job, check_job, window_of, windowed
+from .jobs import DEFAULT_CYCLE_LIMIT, Job, Session, check_job
 from .testing import ChipBench
 
 __all__ = ["run_pysim", "PysimSim"]
@@ -57,10 +57,3 @@ class PysimSim(Session):
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
         r.cpu_seconds = cpu * min(1.0, r.seconds / wall) if wall > 0 else r.seconds
         return r
-
-    def run_many(self, jobs, *, on_hang="raise"):
-        jobs = [as_job(j) for j in jobs]
-        for j in jobs:                  # every window checked before the first job runs
-            window_of(j, self.config)
-        return [windowed(self.run(j.program, j.ext, j.sp, j.cycle_limit, on_hang=on_hang), j, self.config)
-                for j in jobs]
