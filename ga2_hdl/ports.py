@@ -8,7 +8,7 @@ from amaranth.utils import ceil_log2
 
 from ga2_sw.config import Config
 from ga2_sw.packing import beat_bytes, element_bytes
-from ga2_sw.isa import EXT_ADDR_BITS, FIELDS, OPTIONAL_FIELDS, SLOTS, INSTR_BITS, WIDE, Err, units_of
+from ga2_sw.isa import EXT_ADDR_BITS, FIELDS, OPTIONAL_FIELDS, SLOTS, INSTR_BITS, WIDE, Err
 
 __all__ = ["InstrLayout", "optional_field", "ext_address", "access_layout", "UnitSignature", "HostSignature", "DebugSignature", "SpReadSignature",
            "SpWriteSignature", "ExtSignature", "ext_signature", "ext_beat_addr_width", "ext_byte_addr_width", "Unit", "check_config", "sp_addr_width", "ext_addr_width", "imem_addr_width",
@@ -219,31 +219,20 @@ def check_config(config):
 
 class Unit(wiring.Component):
     """Base of the execution units: the sequencer's handshake ``ctl``, one scratchpad write port ``sp_wr`` and,
-    unless a unit declares ports of its own, one read port ``sp_rd``.
+    unless a unit declares ports of its own, one read port ``sp_rd``, their addresses ``addr_width`` bits wide.
 
     Members
     -------
     ctl : In(UnitSignature)
     sp_rd : Out(SpReadSignature)
     sp_wr : Out(SpWriteSignature)
-
-    Raises
-    ------
-    TypeError
-        If ``config`` is not a :class:`ga2_sw.config.Config`.
     """
 
-    def __init__(self, config, members=None, *, read_port=True):
-        self._config = check_config(config)
-        aw = sp_addr_width(config)
-        own = {"ctl": In(UnitSignature()), "sp_wr": Out(SpWriteSignature(aw))}
+    def __init__(self, *, addr_width, members=None, read_port=True):
+        own = {"ctl": In(UnitSignature()), "sp_wr": Out(SpWriteSignature(addr_width))}
         if read_port:
-            own["sp_rd"] = Out(SpReadSignature(aw))
+            own["sp_rd"] = Out(SpReadSignature(addr_width))
         super().__init__({**own, **(members or {})})
-
-    @property
-    def config(self):
-        return self._config
 
     @property
     def read_ports(self):

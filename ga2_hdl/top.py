@@ -6,8 +6,9 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from ga2_sw.isa import UNITS, unit_lane, units_of
+from ga2_sw.banking import rq_follow_decision
 from ga2_sw.timing import (SP_WRITE_DELAY, compute_read_latency, debug_read_latency, dma_data_at_banks,
-                           dma_read_latency, vector_read_latency)
+                           dma_read_latency, online_schedule, rq_latency, sm_overhead, vector_read_latency)
 
 from .control.sequencer import Sequencer
 from .dma.axi_dma import AxiDMA
@@ -17,16 +18,16 @@ from .dma.packed_dma import PackedDMA
 from .matrix.matrix_unit import MatrixUnit
 from .memory.banked_scratchpad import BankedScratchpad
 from .memory.scratchpad import Scratchpad
-from .ports import DebugSignature, HostSignature, SpReadSignature, ext_signature, sp_addr_width
+from .ports import DebugSignature, HostSignature, SpReadSignature, ext_addr_width, ext_signature, sp_addr_width
 from .valid_chain import delayed
 from .vector.online_unit import OnlineUnit
 from .vector.overlapped_requantiser import OverlappedRequantiser
 from .vector.requantiser import Requantiser
 from .vector.softmax import Softmax
 
-__all__ = ["GA2", "UNIT_CLASSES", "unit_class"]
+__all__ = ["GA2", "UNIT_CLASSES", "unit_class", "unit_parameters", "build_unit"]
 
-# The execution unit of each name in ga2_sw.isa.UNITS: a class taking the Config.
+# The execution unit of each name in ga2_sw.isa.UNITS (built by build_unit).
 UNIT_CLASSES = {
     "dma": DMA,
     "mm": MatrixUnit,
@@ -46,6 +47,33 @@ def unit_class(name, config):
     if name == "rq" and config.rq_overlap:
         return OverlappedRequantiser
     return PackedDMA if name == "dma" and config.bus_bytes > 1 else UNIT_CLASSES[name]
+
+
+def unit_parameters(name, config):
+    """The keyword parameters unit ``name`` is built with on ``config``'s chip: what each unit takes of the
+    configuration, in one place. (The matrix unit and the packed and AXI4 DMAs still take the whole
+    configuration.)"""
+    cls, aw = unit_class(name, config), sp_addr_width(config)
+    banks = config.sp_banks if config.decoupled else None
+    if cls is DMA:
+        return dict(sp_addr_width=aw, ext_addr_width=ext_addr_width(config), read_latency=dma_read_latency(config))
+    if cls is Requantiser:
+        return dict(addr_width=aw, read_latency=vector_read_latency(config), banks=banks)
+    if cls is OverlappedRequantiser:
+        return dict(addr_width=aw, banks=banks, lanes=config.rq_lanes, read_latency=vector_read_latency(config),
+                    latency=rq_latency(config), follow_decision=rq_follow_decision(config))
+    if cls is Softmax:
+        return dict(addr_width=aw, max_len=config.sm_max_len, lanes=config.sm_lanes,
+                    read_latency=vector_read_latency(config), overhead=sm_overhead(config))
+    if cls is OnlineUnit:
+        return dict(addr_width=aw, max_len=config.sm_max_len, read_latency=vector_read_latency(config),
+                    schedule=online_schedule(config))
+    return dict(config=config)
+
+
+def build_unit(name, config):
+    """Unit ``name`` of ``config``'s chip (``unit_class``, ``unit_parameters``)."""
+    return unit_class(name, config)(**unit_parameters(name, config))
 
 
 # The units with a scratchpad port per element of a beat or cycle whose ports stay in their lane's groups: port 0
@@ -89,7 +117,7 @@ class GA2(wiring.Component):
         super().__init__(dict(self.top_signature(config).members))
         # Built here, not in elaborate(), so that testbenches can peek at the memories.
         self.sequencer = Sequencer(config)
-        self.units = {name: unit_class(name, config)(config) for name in units_of(config)}
+        self.units = {name: build_unit(name, config) for name in units_of(config)}
         self._debug_rd = SpReadSignature(sp_addr_width(config)).create(path=("debug_rd",))
         self._reads, self._writes = self._port_groups()
         groups = dict(reads={g: len(p) for g, p in self._reads.items()},

@@ -4,13 +4,16 @@ The cycle model (``cycles.py``) builds its busy-time formulas from these numbers
 the ones it implements and asserts at elaboration that its pipeline has exactly that depth: change a pipeline
 and the build fails until this file, the cycle model and docs/ISA.md say the same."""
 
+from typing import NamedTuple
+
 __all__ = ["FETCH_CYCLES", "ISSUE_CYCLES", "SP_WRITE_DELAY", "DEBUG_READ_LATENCY", "RQ_DEPTH", "DIVIDER_LATENCY",
            "SM_OVERHEAD", "STREAM_MM_OVERHEAD", "CHECK_LATENCY", "BANKED_READ_DELAY", "BANKED_DATA_DELAY",
            "BANKED_SELECT_DELAY", "MM_PLAN_CYCLES", "MM_DRAIN_CYCLES", "PORT_B_ANNOUNCE", "mm_write_cycles",
            "vector_read_latency",
            "compute_read_latency", "dma_read_latency", "AXI_ST_DATA_DELAY", "dma_data_at_banks", "st_latency",
            "debug_read_latency", "rq_latency", "sm_pass_cycles",
-           "sm_overhead", "SMC_SCORE_DEPTH", "RSA_DEPTH", "NRM_DEPTH", "smc_busy", "rsa_busy", "nrm_busy", "smc_phases"]
+           "sm_overhead", "SMC_SCORE_DEPTH", "RSA_DEPTH", "NRM_DEPTH", "smc_busy", "rsa_busy", "nrm_busy", "smc_phases",
+           "OnlineSchedule", "online_schedule"]
 
 FETCH_CYCLES = 1        # the first instruction's fetch
 ISSUE_CYCLES = 2        # decode, check: paid by every instruction, HALT and the faulting one included
@@ -167,3 +170,18 @@ def nrm_busy(n, config):
     """NRM's busy time: S read in cycle 1, the partials in 2 .. n + 1, each int8 in the buffer NRM_DEPTH cycles
     after its data; then written one per cycle: ``2 n + L + NRM_DEPTH + 2``."""
     return 2 * n + vector_read_latency(config) + NRM_DEPTH + 2
+
+
+class OnlineSchedule(NamedTuple):
+    """The online unit's schedule at ``n`` = 0, from which each instruction's adds multiples of ``n``: SMC's
+    first weight-pass cycle and busy time (``smc_phases``), RSA's and NRM's busy times. The unit is built with
+    it and asserts that its pipelines take these cycles."""
+    smc_first_pass: int
+    smc: int
+    rsa: int
+    nrm: int
+
+
+def online_schedule(config):
+    """The :class:`OnlineSchedule` of ``config``'s chip."""
+    return OnlineSchedule(*smc_phases(0, config), rsa_busy(0, config), nrm_busy(0, config))

@@ -40,11 +40,10 @@ from ga2_sw.config import Config
 from ga2_sw.cycles import RQ_DEPTH
 from ga2_sw.isa import Op
 
-from ga2_hdl.dma.dma import DMA
 from ga2_hdl.matrix.pe import ProcessingElement
 from ga2_hdl.vector.requant_pipeline import (rounding_term, saturate, half_shift, round_half_flags, round_half_saturate,
                                       saturation_thresholds)
-from ga2_hdl.vector.requantiser import Requantiser
+from ga2_hdl.top import build_unit
 from ga2_hdl.control.sequencer import Sequencer
 from ga2_sw.isa import units_of
 
@@ -344,7 +343,7 @@ class RequantUnitSpec(Elaboratable):
         m = Module()
         _sync_domain(m, "never")
         cfg = self._config
-        m.submodules.dut = dut = Requantiser(cfg)
+        m.submodules.dut = dut = build_unit("rq", cfg)
         n = self._length
         dst, src = AnyConst(16), AnyConst(16)
         mul, s = AnyConst(signed(16)), AnyConst(6)
@@ -488,7 +487,7 @@ class DMASpec(Elaboratable):
         m = Module()
         _sync_domain(m, self._reset)
         cfg = self._config
-        m.submodules.dma = dma = DMA(cfg)
+        m.submodules.dma = dma = build_unit("dma", cfg)
 
         # The fields are free; the assumptions below bound dst, src and len by the memory sizes, so free
         # values of bits_for(max size) bits, zero-extended to 16, give the same set of behaviours with fewer

@@ -266,7 +266,7 @@ RTL_MUTANTS = (
     _m("rqw: the bank rule checks only each lane against its own (not the other lanes of the cycle)",
        "wide_requantiser", "for d in range(1 - w, w)]", "for d in range(0, 1)]", file="ga2_hdl/vector/requantiser.py"),
     _m("rqw: the write skew steps one word, not a cycle's lanes", "wide_requantiser",
-       "window_may_collide(e + w * skew, config)", "window_may_collide(e + skew, config)",
+       "window_may_collide(e + w * skew, banks=banks, lanes=lanes)", "window_may_collide(e + skew, banks=banks, lanes=lanes)",
        file="ga2_hdl/vector/requantiser.py"),
     # -- the softmax of two lanes (Config.sm_lanes) and the lanes' port-B groups ------------------------------
     _m("smw: the second lane reads past the end of a vector of odd length", "softmax",
@@ -548,7 +548,7 @@ RTL_MUTANTS = (
        "m.d.comb += [r.data.eq(Array(bank_data)[bank_q]) for r in requesters]",
        "m.d.comb += [r.data.eq(Array(bank_data)[bank]) for r in requesters]", file="ga2_hdl/memory/banked_scratchpad.py"),
     _m("bank: the requantiser never skews its writes", "requantiser",
-       "m.d.comb += skew_now.eq(write_skew(s.rd_addr, s.dst, self._config))", "m.d.comb += skew_now.eq(0)"),
+       "m.d.comb += skew_now.eq(write_skew(s.rd_addr, s.dst, banks=self._banks, lanes=1))", "m.d.comb += skew_now.eq(0)"),
     _m("bank: debug reads run during programs", "scratchpad", "self._debug_rd.en.eq(seq.stopped)",
        "self._debug_rd.en.eq(1)", file="ga2_hdl/top.py"),
     _m("seq: stopped is never set again after a HALT or a fault (the host reads nothing)", "sequencer",

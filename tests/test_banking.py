@@ -61,7 +61,7 @@ def test_rtl_rq_skew_is_the_models():
     rng = random.Random(12)
     pairs = [(s, d) for s in range(0, 64) for d in range(0, 64)]
     pairs += [(rng.randrange(4096), rng.randrange(4096)) for _ in range(3000)]
-    got = _comb(lambda s, d: write_skew(s[:16], d[:16], DECOUPLED), pairs)
+    got = _comb(lambda s, d: write_skew(s[:16], d[:16], banks=DECOUPLED.sp_banks, lanes=DECOUPLED.rq_lanes), pairs)
     want = [rq_write_skew(isa.rq(d, s, 1, 1, 0), DECOUPLED) for s, d in pairs]
     assert got == want
     assert max(want) == RQ_MAX_SKEW     # the largest skew is reached, and never exceeded

@@ -332,7 +332,8 @@ def test_a_b_per_row_serves_a_sequence_a_row():
     assert max(cycles["attention_rb"], cycles["attention_sa"]) < 0.7 * cycles["attention_per_sequence"], cycles
 
 
-@pytest.mark.parametrize("name", ["attention_sa", pytest.param("attention_rb", marks=pytest.mark.slow)])
+@pytest.mark.slow         # the row-b matrix unit runs in pysim in the default tier: test_hdl_matrix_unit.py
+@pytest.mark.parametrize("name", ["attention_sa", "attention_rb"])
 def test_a_b_per_row_in_pysim(name):
     """The two row_b programs above in pysim: the model's scratchpad and counters (attention_per_sequence's MMs
     are every chip's, in pysim elsewhere; each run elaborates the 32-bank chip, about 30 s)."""

@@ -17,8 +17,13 @@ TOOLS, WHY_NOT = formal.tools_available()
 needs_tools = pytest.mark.skipif(not TOOLS, reason=WHY_NOT or "formal tools missing")
 
 
+# The slowest proofs run in the slow tier; the default tier proves every other check.
+SLOW_CHECKS = ("seq-hazard",)
+
+
 @needs_tools
-@pytest.mark.parametrize("name", list(formal.CHECKS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_CHECKS else n
+                                  for n in formal.CHECKS])
 def test_check_passes(name, record_property):
     r = formal.run_check(name)
     record_property("seconds", round(r.seconds, 1))

@@ -5,7 +5,7 @@ import random
 
 import pytest
 from ga2_hdl.vector import requant_pipeline
-from ga2_hdl.vector.requantiser import Requantiser
+from ga2_hdl.top import build_unit
 from sim.testing import assert_build_refused, UnitBench, run_bench, start_and_wait, unit_verilog, verilog_ports
 from ga2_sw.config import Config
 from ga2_sw.isa import encode, halt, rq
@@ -31,7 +31,7 @@ EDGES = [
 def run_rq_program(words, instrs, config=CONFIG):
     """Run RQ instructions (dst, src, len, m, s) one after another on a scratchpad holding ``words``;
     return the final contents and the busy time of each instruction."""
-    dut = Requantiser(config)
+    dut = build_unit("rq", config)
     bench = UnitBench(dut, config, sp_init=[u32(w) for w in words])
     busy = []
     contents = []
@@ -135,7 +135,7 @@ def test_destination_next_to_or_on_its_source():
 
 def test_port_schedule():
     # Element i is read in cycle 1+i and written in cycle 6+i (start pulse in cycle 0); done in cycle len+5.
-    dut = Requantiser(CONFIG)
+    dut = build_unit("rq", CONFIG)
     bench = UnitBench(dut, CONFIG, sp_init=range(64))
     dst, src, length = 40, 7, 6
     trace = []
@@ -161,7 +161,7 @@ def test_port_schedule():
 
 def test_verilog():
     """Module `rq` with the unit ports (128-bit instruction, scratchpad ports), deterministic, lint clean."""
-    text = unit_verilog(lambda: Requantiser(Config()), "rq")
+    text = unit_verilog(lambda: build_unit("rq", Config()), "rq")
     ports, _ = verilog_ports(text, "rq")
     assert ports["ctl__instr"] == ("input", 128) and ports["sp_wr__data"] == ("output", 32)
 
@@ -170,7 +170,7 @@ def test_verilog():
 def test_pipeline_depth_is_the_cycle_models(monkeypatch):
     """A cycle model that disagrees with the pipeline the RTL builds stops the build."""
     monkeypatch.setattr(requant_pipeline, "RQ_DEPTH", RQ_DEPTH + 1)
-    assert_build_refused(lambda: Requantiser(Config()),
+    assert_build_refused(lambda: build_unit("rq", Config()),
                          'The requantiser pipeline builds 5 registered stages where the cycle model '
                          '(ga2_sw.timing) needs 6')
 

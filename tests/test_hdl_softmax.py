@@ -4,9 +4,9 @@ X = 2*ceil(len/2) + len + 25) and overlap."""
 import random
 
 import pytest
-from ga2_hdl.vector import softmax
-from ga2_hdl.vector import softmax_back
 from ga2_hdl.vector.softmax import Softmax
+from ga2_hdl.vector import softmax_back
+from ga2_hdl.top import build_unit, unit_parameters
 from sim.testing import assert_build_refused, UnitBench, run_bench, start_and_wait, unit_verilog, verilog_ports
 from ga2_sw.config import Config
 from ga2_sw.isa import encode, sm
@@ -29,7 +29,7 @@ def garbage_word(rng, score):
 
 def run_sm_program(words, instrs, config=CONFIG):
     """Run SM instructions (dst, src, len) one after another; return the scratchpad and the busy times."""
-    dut = Softmax(config)
+    dut = build_unit("sm", config)
     bench = UnitBench(dut, config, sp_init=words)
     busy = []
     contents = []
@@ -125,7 +125,7 @@ def test_largest_sm_max_len():
 def port_trace(config, dst, src, n, cycles):
     """Start ``SM dst src n`` on the unit alone and record, for each cycle 1 .. ``cycles``: busy, done, each
     read port's address where it reads (else 0) and the write port's address where it writes (else 0)."""
-    dut = Softmax(config)
+    dut = build_unit("sm", config)
     bench = UnitBench(dut, config, sp_init=range(64))
     trace = []
 
@@ -187,25 +187,25 @@ def test_two_lanes_port_schedule():
 
 def test_verilog():
     """Module `sm` with the unit ports (128-bit instruction, scratchpad ports), deterministic, lint clean."""
-    text = unit_verilog(lambda: Softmax(Config()), "sm")
+    text = unit_verilog(lambda: build_unit("sm", Config()), "sm")
     ports, _ = verilog_ports(text, "sm")
     assert ports["ctl__instr"] == ("input", 128) and ports["sp_rd__data"] == ("input", 32)
 
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
-def test_overhead_is_the_cycle_models(monkeypatch):
+def test_overhead_is_the_cycle_models():
     """The front end's and the back end's stages must add up to the cycle model's SM_OVERHEAD."""
-    monkeypatch.setattr(softmax, "sm_overhead", lambda config: 22)
-    assert_build_refused(lambda: Softmax(Config()),
+    wrong = {**unit_parameters("sm", Config()), "overhead": 22}
+    assert_build_refused(lambda: Softmax(**wrong),
                          "The softmax's stages add up to 3 + 18 cycles where the cycle model "
-                         '(ga2_sw.timing) says SM_OVERHEAD = 22')
+                         '(ga2_sw.timing.sm_overhead) says 22')
 
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 def test_divider_latency_holds_a_probability(monkeypatch):
     """The divider makes one quotient bit per stage: DIVIDER_LATENCY bits must hold 65536."""
     monkeypatch.setattr(softmax_back, "DIVIDER_LATENCY", 16)
-    monkeypatch.setattr(softmax, "sm_overhead", lambda config: 20)     # a cycle model consistent with it
-    assert_build_refused(lambda: Softmax(Config()),
+    consistent = {**unit_parameters("sm", Config()), "overhead": 20}    # a cycle model consistent with it
+    assert_build_refused(lambda: Softmax(**consistent),
                          'A Q16 probability needs 17 quotient bits, but the divider of the cycle '
                          'model (ga2_sw.timing) has 16 stages')

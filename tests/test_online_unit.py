@@ -225,23 +225,23 @@ def test_chunk_loop_on_verilator(mode):
         assert output(lay, got.ext) == want
 
 
-def test_random_online_instructions_on_pysim():
-    """Single SMC, RSA and NRM on random words (pysim, both modes), each beside an MM on the decoupled chip;
-    NRM also with a running sum of 0 and below (its outputs are 0 then)."""
+@pytest.mark.parametrize("mode", ["decoupled", pytest.param("inorder", marks=pytest.mark.slow)])
+def test_random_online_instructions_on_pysim(mode):
+    """Single SMC, RSA and NRM on random words (pysim), each beside an MM on the decoupled chip; NRM also with a
+    running sum of 0 and below (its outputs are 0 then)."""
     rng = random.Random(5)
-    for mode in ("inorder", "decoupled"):
-        config = ONLINE.replace(mode=mode)
-        jobs = []
-        for op, total in ((isa.smc(100, 0, 9, rng.randrange(-2**15, 2**15), 12, 300, 20), 77),
-                          (isa.rsa(200, 40, 7, 13, 303), 1), (isa.nrm(250, 200, 7, 20000, 14, 300), 700),
-                          (isa.nrm(250, 200, 7, 20000, 14, 300), 0), (isa.nrm(250, 200, 7, 9, 0, 300), -3)):
-            ext = [rng.getrandbits(32) if k < 400 else 0 for k in range(512)]
-            ext[300:304] = [rng.randrange(-40000, 40000) % 2**32, total % 2**32, 0, rng.getrandbits(32)]
-            jobs.append(([isa.ld(0, 0, 400), op, isa.mm(420, 0, 40, 4, 8, 4, 1, 8, 8, 4), isa.st(0, 0, 460),
-                          isa.halt()], ext))
-        results = get_backend("pysim").run_many(config, jobs)
-        for (prog, ext), got in zip(jobs, results):
-            assert not compare_results(Machine(config).run(prog, ext), got), prog[1]
+    config = ONLINE.replace(mode=mode)
+    jobs = []
+    for op, total in ((isa.smc(100, 0, 9, rng.randrange(-2**15, 2**15), 12, 300, 20), 77),
+                      (isa.rsa(200, 40, 7, 13, 303), 1), (isa.nrm(250, 200, 7, 20000, 14, 300), 700),
+                      (isa.nrm(250, 200, 7, 20000, 14, 300), 0), (isa.nrm(250, 200, 7, 9, 0, 300), -3)):
+        ext = [rng.getrandbits(32) if k < 400 else 0 for k in range(512)]
+        ext[300:304] = [rng.randrange(-40000, 40000) % 2**32, total % 2**32, 0, rng.getrandbits(32)]
+        jobs.append(([isa.ld(0, 0, 400), op, isa.mm(420, 0, 40, 4, 8, 4, 1, 8, 8, 4), isa.st(0, 0, 460),
+                      isa.halt()], ext))
+    results = get_backend("pysim").run_many(config, jobs)
+    for (prog, ext), got in zip(jobs, results):
+        assert not compare_results(Machine(config).run(prog, ext), got), prog[1]
 
 
 # -- decode steps over long contexts (ga2_sw.online_decode) ------------------------------------------------------

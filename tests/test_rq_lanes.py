@@ -135,7 +135,7 @@ def test_the_hand_worked_pair_on_pysim():
     assert got.counters.vec == 19
 
 
-@pytest.mark.parametrize("lanes,banks", [(2, 8), (4, 16)])
+@pytest.mark.parametrize("lanes,banks", [(2, 8), pytest.param(4, 16, marks=pytest.mark.slow)])
 def test_random_programs_with_waits_on_pysim(lanes, banks):
     """Random programs in which a following RQ waits, on pysim (the Verilator fuzz runs faulting ones too)."""
     config = FUZZ_CONFIG.replace(mode="decoupled", sp_banks=banks, rq_overlap=1, rq_lanes=lanes)

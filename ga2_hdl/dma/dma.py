@@ -6,9 +6,8 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib.wiring import Out
 
 from ga2_sw.isa import Op
-from ga2_sw.timing import dma_read_latency
 
-from ..ports import ExtSignature, Unit, ext_addr_width, ext_address, sp_addr_width
+from ..ports import ExtSignature, Unit, ext_address
 from ..valid_chain import delayed
 
 __all__ = ["DMA"]
@@ -29,14 +28,23 @@ class DMA(Unit):
         The unit handshake and scratchpad ports (``ports.Unit``).
     ext : Out(ExtSignature)
         The external-memory port.
+
+    Parameters
+    ----------
+    sp_addr_width, ext_addr_width :
+        The widths of the scratchpad's and the external memory's word addresses.
+    read_latency :
+        Cycles from an ST's scratchpad read request to its data (``ga2_sw.timing.dma_read_latency``).
     """
 
-    def __init__(self, config):
-        super().__init__(config, {"ext": Out(ExtSignature(ext_addr_width(config)))})
+    def __init__(self, *, sp_addr_width, ext_addr_width, read_latency):
+        self._sp_addr_width, self._ext_addr_width = sp_addr_width, ext_addr_width
+        self._read_latency = read_latency
+        super().__init__(addr_width=sp_addr_width, members={"ext": Out(ExtSignature(ext_addr_width))})
 
     def elaborate(self, platform):
         m = Module()
-        spw, extw = sp_addr_width(self._config), ext_addr_width(self._config)
+        spw, extw = self._sp_addr_width, self._ext_addr_width
         is_ld = Signal()
         issue_addr = Signal(max(spw, extw))     # the address of the next read (external for LD, scratchpad for ST)
         issue_left = Signal(16)
@@ -83,7 +91,7 @@ class DMA(Unit):
     def _beats(self, m, s):
         """Each word written where it goes as it arrives (LD: into the scratchpad; ST: to the external memory);
         done with the last."""
-        st_data_valid = delayed(m, s.issuing & ~s.is_ld, dma_read_latency(self._config), "st_data_valid")
+        st_data_valid = delayed(m, s.issuing & ~s.is_ld, self._read_latency, "st_data_valid")
 
         writing = Signal()
         with m.If(s.is_ld):

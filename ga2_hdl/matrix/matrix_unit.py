@@ -61,14 +61,15 @@ class MatrixUnit(Unit):
     """
 
     def __init__(self, config):
-        self._feeder_class = StreamFeeder if check_config(config).decoupled else StagedFeeder
+        self._config = check_config(config)
+        self._feeder_class = StreamFeeder if config.decoupled else StagedFeeder
         # The feeder's read ports, mirrored on the unit under the same names.
         members = self._feeder_class.read_members(config)
         if config.decoupled:
             members["vector_banks_next"] = In(config.sp_banks)
         if config.row_writes:       # the result writer's port per column, each a requester of its own
             members["sp_wr"] = Out(SpWriteSignature(sp_addr_width(config))).array(config.cols)
-        super().__init__(config, members, read_port=False)
+        super().__init__(addr_width=sp_addr_width(config), members=members, read_port=False)
 
     @property
     def read_ports(self):

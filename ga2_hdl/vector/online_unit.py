@@ -10,8 +10,7 @@ from amaranth.utils import bits_for
 from ga2_sw.isa import Op
 from ga2_sw.numerics import (ALPHA_BITS, DIGIT_BITS, EXP64_TABLE, EXP_DISTANCES, SCORE_MIN, SCORE_MAX, WEIGHT_MAX,
                              WEIGHT64_TABLE)
-from ga2_sw.timing import (NRM_DEPTH, RSA_DEPTH, SMC_SCORE_DEPTH, nrm_busy, rsa_busy, smc_phases,
-                           vector_read_latency)
+from ga2_sw.timing import NRM_DEPTH, RSA_DEPTH, SMC_SCORE_DEPTH
 
 from ..ports import WORD, Unit
 from .requant_pipeline import half_shift, round_half_saturate
@@ -47,14 +46,28 @@ class OnlineUnit(Unit):
       steps: ``NRM_DEPTH`` cycles after each output's data into the buffer; then the writes.
 
     Its members are those of every :class:`ga2_hdl.ports.Unit`.
+
+    Parameters
+    ----------
+    addr_width :
+        The scratchpad address's width.
+    max_len :
+        The longest instruction (``Config.sm_max_len``): the buffer's depth.
+    read_latency :
+        Cycles from a read request to its data (``ga2_sw.timing.vector_read_latency``).
+    schedule :
+        The cycle model's busy times (``ga2_sw.timing.online_schedule``), which the pipelines must take.
     """
+
+    def __init__(self, *, addr_width, max_len, read_latency, schedule):
+        self._max_len, self._read_latency, self._model = max_len, read_latency, schedule
+        super().__init__(addr_width=addr_width)
 
     def elaborate(self, platform):
         m = Module()
-        cfg = self._config
         instr, ctl = self.ctl.instr, self.ctl
-        L = vector_read_latency(cfg)
-        nmax = cfg.sm_max_len
+        L = self._read_latency
+        nmax = self._max_len
         step_w = bits_for(4 * nmax + L + NRM_DEPTH + 64)
         m.submodules.buffer = buf = memory.Memory(shape=WORD, depth=nmax, init=[])
         m.submodules.exp64 = rom = memory.Memory(shape=bits_for(max(EXP64_TABLE)), depth=EXP_DISTANCES,
@@ -66,7 +79,7 @@ class OnlineUnit(Unit):
                                                            init=WEIGHT64_TABLE)
         buf_wr, buf_rd, rom_rd, weight_rd = buf.write_port(), buf.read_port(), rom.read_port(), weight_rom.read_port()
         # the signals and ports the sections share (each section adds its own for the ones after it)
-        s = SimpleNamespace(cfg=cfg, L=L, nmax=nmax, step_w=step_w, instr=instr, ctl=ctl, buf_wr=buf_wr,
+        s = SimpleNamespace(L=L, nmax=nmax, step_w=step_w, instr=instr, ctl=ctl, buf_wr=buf_wr,
                             buf_rd=buf_rd, rom_rd=rom_rd, weight_rd=weight_rd)
         self._schedule(m, s)
         self._reading_pass(m, s)
@@ -96,9 +109,9 @@ class OnlineUnit(Unit):
         busy = Signal(name="busy_r")
         is_smc, is_rsa, is_nrm = op == Op.SMC, op == Op.RSA, op == Op.NRM
         length = s.instr.len[:len(n)]
-        first_pass, smc_x = smc_phases(0, s.cfg)           # at n = 0; each adds multiples of n
-        assert smc_x == first_pass + 6 and rsa_busy(0, s.cfg) == s.L + RSA_DEPTH + 2 and \
-            nrm_busy(0, s.cfg) == s.L + NRM_DEPTH + 2, "the online unit's schedules (ga2_sw.timing)"
+        first_pass, smc_x, rsa_x, nrm_x = self._model           # at n = 0; each adds multiples of n
+        assert smc_x == first_pass + 6 and rsa_x == s.L + RSA_DEPTH + 2 and nrm_x == s.L + NRM_DEPTH + 2, \
+            "the online unit's schedules (ga2_sw.timing)"
         with m.If(~busy):
             m.d.sync += [op.eq(s.instr.op), n.eq(length), dst.eq(s.instr.dst), src.eq(s.instr.src),
                          mult.eq(s.instr.m), shift.eq(s.instr.s), step.eq(1),
@@ -111,8 +124,7 @@ class OnlineUnit(Unit):
                          drain_at.eq(Mux(s.instr.op == Op.RSA, 3 * length + s.L + RSA_DEPTH + 1,
                                          length + s.L + NRM_DEPTH + 1)),
                          last_step.eq(Mux(s.instr.op == Op.SMC, 3 * length + smc_x,
-                                          Mux(s.instr.op == Op.RSA, 4 * length + rsa_busy(0, s.cfg),
-                                              2 * length + nrm_busy(0, s.cfg))))]
+                                          Mux(s.instr.op == Op.RSA, 4 * length + rsa_x, 2 * length + nrm_x)))]
         with m.If(s.ctl.start):
             m.d.sync += busy.eq(1)
         with m.Elif(busy):

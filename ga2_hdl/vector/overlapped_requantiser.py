@@ -7,10 +7,10 @@ from amaranth.hdl import Array, Module, Mux, Signal
 from amaranth.lib.wiring import Out
 from amaranth.utils import exact_log2
 
-from ga2_sw.banking import RQ_FOLLOW_MAX_WAIT, RQ_MAX_SKEW, RQ_READ_TO_WRITE, rq_follow_decision
-from ga2_sw.timing import BANKED_READ_DELAY, SP_WRITE_DELAY, rq_latency, vector_read_latency
+from ga2_sw.banking import RQ_FOLLOW_MAX_WAIT, RQ_MAX_SKEW, RQ_READ_TO_WRITE
+from ga2_sw.timing import BANKED_READ_DELAY, SP_WRITE_DELAY
 
-from ..ports import SpReadSignature, SpWriteSignature, Unit, sp_addr_width
+from ..ports import SpReadSignature, SpWriteSignature, Unit
 from .requant_pipeline import SHIFT_WIDTH, RequantPipeline
 from .requantiser import skew_taps, window_may_collide, write_skew
 from ..valid_chain import delayed
@@ -18,14 +18,15 @@ from ..valid_chain import delayed
 __all__ = ["OverlappedRequantiser", "follow_wait"]
 
 
-def follow_wait(src, track, config):
+def follow_wait(src, track, *, banks, lanes, follow_decision):
     """The RTL of ``ga2_sw.banking.rq_follow_wait``, decided in the cycle after the start: ``track`` is the write
     track of the RQ before (``banking.rq_write_track``) in this cycle, so reading from ``ahead + w`` cycles on
-    (``ahead = rq_follow_decision - 1``) meets its words from ``track + rq_lanes * (ahead + w)``."""
+    (``ahead = follow_decision - 1``, ``banking.rq_follow_decision``) meets its words from
+    ``track + lanes * (ahead + w)``."""
     assert RQ_FOLLOW_MAX_WAIT == 2, "the choice below covers waits 0, 1 and 2"
-    lanes, ahead = config.rq_lanes, rq_follow_decision(config) - 1
+    ahead = follow_decision - 1
     collide = [window_may_collide((src - (track + lanes * (ahead + w) if lanes > 1 else track + 1 + w))[:16],
-                                  config, wrap=16)
+                                  banks=banks, lanes=lanes, wrap=16)
                for w in range(RQ_FOLLOW_MAX_WAIT)]
     return Mux(~collide[0], 0, Mux(~collide[1], 1, 2))
 
@@ -56,18 +57,32 @@ class OverlappedRequantiser(Unit):
     the write track and the wait cover every lane (``ga2_sw.banking.rq_window_may_collide``), and the wait is
     registered (``decided``) before it is used: a following RQ reads from ``S + 3 + wait``
     (``banking.rq_follow_decision``). One lane is the unit above, register for register.
+
+    Parameters
+    ----------
+    addr_width :
+        The scratchpad address's width.
+    banks :
+        The banks of the decoupled chip's scratchpad (the unit is the decoupled chip's).
+    lanes :
+        Words read and written a cycle (``Config.rq_lanes``): a read and a write port each.
+    read_latency :
+        Cycles from a read request to its data (``ga2_sw.timing.vector_read_latency``).
+    latency :
+        The cycle model's cycles from an element's read request to its write request
+        (``ga2_sw.timing.rq_latency``), which the pipeline must take.
+    follow_decision :
+        The cycle after a following RQ's start in which its wait is decided (``ga2_sw.banking.rq_follow_decision``).
     """
 
-    def __init__(self, config):
-        if not config.rq_overlap:
-            raise ValueError("OverlappedRequantiser is the requantiser of chips built with rq_overlap = 1")
-        self._lanes = config.rq_lanes
+    def __init__(self, *, addr_width, banks, lanes, read_latency, latency, follow_decision):
+        self._banks, self._lanes, self._read_latency = banks, lanes, read_latency
+        self._latency, self._follow_decision = latency, follow_decision
         members = {"older": Out(1)}
-        if self._lanes > 1:         # a read and a write port per lane (ga2_hdl.top: the vector lane's groups)
-            aw = sp_addr_width(config)
-            members.update(sp_rd=Out(SpReadSignature(aw)).array(self._lanes),
-                           sp_wr=Out(SpWriteSignature(aw)).array(self._lanes))
-        super().__init__(config, members, read_port=self._lanes == 1)
+        if lanes > 1:               # a read and a write port per lane (ga2_hdl.top: the vector lane's groups)
+            members.update(sp_rd=Out(SpReadSignature(addr_width)).array(lanes),
+                           sp_wr=Out(SpWriteSignature(addr_width)).array(lanes))
+        super().__init__(addr_width=addr_width, members=members, read_port=lanes == 1)
 
     @property
     def read_ports(self):
@@ -79,24 +94,23 @@ class OverlappedRequantiser(Unit):
 
     def elaborate(self, platform):
         m = Module()
-        cfg, instr, lanes = self._config, self.ctl.instr, self._lanes
-        read_latency = vector_read_latency(cfg)
-        pipelines = [RequantPipeline(read_latency=read_latency - 1, carry_fields=True) for _ in range(lanes)]
+        instr, lanes = self.ctl.instr, self._lanes
+        pipelines = [RequantPipeline(read_latency=self._read_latency - 1, carry_fields=True) for _ in range(lanes)]
         for j, pipeline in enumerate(pipelines):
             m.submodules[f"pipeline{j or ''}"] = pipeline
         pipeline = pipelines[0]
         # The valid bits pass one register of ours (read_d1) before the pipeline, as in the Requantiser.
-        assert 1 + pipeline.latency == rq_latency(cfg), "an element's write request comes rq_latency after its read's"
+        assert 1 + pipeline.latency == self._latency, "an element's write request comes rq_latency after its read's"
         # The write track counts from requests: a read request and a write request pass as many registers
         # before the bank (the announce register, then the request or write register).
-        assert RQ_READ_TO_WRITE == rq_latency(cfg) and BANKED_READ_DELAY == SP_WRITE_DELAY, \
+        assert RQ_READ_TO_WRITE == self._latency and BANKED_READ_DELAY == SP_WRITE_DELAY, \
             "the write track's lag (banking.rq_write_track) is the requantiser's latency"
 
         def times_lanes(value):     # value * lanes, lanes a power of two
             return value if lanes == 1 else value << exact_log2(lanes)
 
         # the signals the sections share (each section adds its own for the ones after it)
-        s = SimpleNamespace(times_lanes=times_lanes, pipelines=pipelines, pipeline=pipeline, cfg=cfg, instr=instr,
+        s = SimpleNamespace(times_lanes=times_lanes, pipelines=pipelines, pipeline=pipeline, instr=instr,
                             lanes=lanes)
         self._registers(m, s)
         self._read_side(m, s)
@@ -161,7 +175,7 @@ class OverlappedRequantiser(Unit):
         # first read at least.
         track = Signal(16, name="track")
         skew_now, skew = Signal(range(RQ_MAX_SKEW + 1)), Signal(range(RQ_MAX_SKEW + 1), name="skew")
-        m.d.comb += skew_now.eq(write_skew(s.rd_addr, s.dst, s.cfg))
+        m.d.comb += skew_now.eq(write_skew(s.rd_addr, s.dst, banks=self._banks, lanes=self._lanes))
         after_first_read = Signal(name="after_first_read")
         m.d.sync += after_first_read.eq(s.first_read)
         with m.If(s.first_read):
@@ -171,7 +185,8 @@ class OverlappedRequantiser(Unit):
         with m.Else():
             m.d.sync += track.eq(track + s.lanes)
         wait_now = Signal(range(RQ_FOLLOW_MAX_WAIT + 1))
-        m.d.comb += wait_now.eq(follow_wait(s.rd_addr, track, s.cfg))
+        m.d.comb += wait_now.eq(follow_wait(s.rd_addr, track, banks=self._banks, lanes=self._lanes,
+                                                follow_decision=self._follow_decision))
         if s.lanes == 1:
             with m.If(s.deciding):
                 m.d.sync += [s.deciding.eq(0), s.wait_left.eq(wait_now), s.waiting.eq(wait_now != 0),

@@ -6,9 +6,9 @@ import functools
 import operator
 
 from amaranth.hdl import Array, Module, Mux, Signal, signed
+from amaranth.utils import exact_log2
 
-from ga2_sw.banking import RQ_MAX_SKEW, RQ_READ_TO_WRITE, bank_bits
-from ga2_sw.timing import vector_read_latency
+from ga2_sw.banking import RQ_MAX_SKEW, RQ_READ_TO_WRITE
 
 from ..ports import Unit
 from .requant_pipeline import SHIFT_WIDTH, RequantPipeline
@@ -17,12 +17,12 @@ from ..valid_chain import delayed
 __all__ = ["Requantiser", "skew_taps", "window_may_collide", "write_skew"]
 
 
-def window_may_collide(e, config, wrap=None):
+def window_may_collide(e, *, banks, lanes, wrap=None):
     """The RTL of ``ga2_sw.banking.rq_window_may_collide``: whether reads of one cycle and writes of that cycle,
-    the first read's address ``e`` past the first write's, can share a bank, over the ``2 rq_lanes - 1``
-    differences of their lanes. ``wrap``: the differences are taken modulo ``2**wrap`` (a 16-bit field's
-    difference: a multiple of ``Nb << b``, so the bank arithmetic is unchanged), else ``e`` is signed."""
-    b, nb, w = bank_bits(config), config.sp_banks, config.rq_lanes
+    the first read's address ``e`` past the first write's, can share one of the ``banks`` banks, over the
+    ``2 lanes - 1`` differences of their lanes. ``wrap``: the differences are taken modulo ``2**wrap`` (a 16-bit
+    field's difference: a multiple of ``Nb << b``, so the bank arithmetic is unchanged), else ``e`` is signed."""
+    b, nb, w = exact_log2(banks), banks, lanes
 
     def may_collide(x):
         v = (x + ((x.as_signed() if wrap else x) >> b))[:b]
@@ -31,14 +31,15 @@ def window_may_collide(e, config, wrap=None):
     return functools.reduce(operator.or_, map(may_collide, near))
 
 
-def write_skew(src, dst, config):
-    """The RTL of ``ga2_sw.banking.rq_write_skew``: the cycles the decoupled requantiser delays its writes by so
-    that a write never reaches a bank read in the same cycle (0 .. ``RQ_MAX_SKEW``). Only ``src - dst``
-    modulo ``2**16`` matters (a multiple of ``Nb << b``), so 16-bit fields may be read as signed."""
-    w = config.rq_lanes
+def write_skew(src, dst, *, banks, lanes):
+    """The RTL of ``ga2_sw.banking.rq_write_skew``: the cycles the decoupled requantiser (of ``lanes`` lanes, on
+    ``banks`` banks) delays its writes by so that a write never reaches a bank read in the same cycle
+    (0 .. ``RQ_MAX_SKEW``). Only ``src - dst`` modulo ``2**16`` matters (a multiple of ``Nb << b``), so 16-bit
+    fields may be read as signed."""
+    w = lanes
     e = src.as_signed() - dst.as_signed() + w * RQ_READ_TO_WRITE
     assert RQ_MAX_SKEW == 2, "the choice below covers skews 0, 1 and 2"
-    may_collide = [window_may_collide(e + w * skew, config) for skew in range(2)]
+    may_collide = [window_may_collide(e + w * skew, banks=banks, lanes=lanes) for skew in range(2)]
     return Mux(~may_collide[0], 0, Mux(~may_collide[1], 1, 2))
 
 
@@ -78,15 +79,28 @@ class Requantiser(Unit):
     K slot) and ``s`` (the low 6 bits of the M slot, 0 .. 47; the sequencer rejects larger shifts).
 
     Its members are those of every :class:`ga2_hdl.ports.Unit`.
+
+    Parameters
+    ----------
+    addr_width :
+        The scratchpad address's width.
+    read_latency :
+        Cycles from a read request to its data (``ga2_sw.timing.vector_read_latency``).
+    banks :
+        The banks of the decoupled chip's scratchpad; None for the in-order chip's one memory.
     """
+
+    def __init__(self, *, addr_width, read_latency, banks=None):
+        self._read_latency, self._banks = read_latency, banks
+        super().__init__(addr_width=addr_width)
 
     def elaborate(self, platform):
         m = Module()
         instr = self.ctl.instr
-        decoupled = self._config.decoupled
+        decoupled = self._banks is not None
         # Decoupled, the read's valid bit passes one register of ours before the pipeline (below), so the
         # pipeline's own chain is a cycle shorter: the latency from read request to result is the same.
-        read_latency = vector_read_latency(self._config)
+        read_latency = self._read_latency
         m.submodules.pipeline = pipeline = RequantPipeline(read_latency=read_latency - 1 if decoupled else read_latency)
         latency = pipeline.latency + (1 if decoupled else 0)    # ga2_sw.timing.rq_latency: the pipeline checks it
 
@@ -154,7 +168,7 @@ class Requantiser(Unit):
             # read's bit is chosen in cycle 2, with the skew of this RQ, and the pipeline's own chain is one
             # register shorter to keep the latency.
             skew_now, skew = Signal(range(RQ_MAX_SKEW + 1)), Signal(range(RQ_MAX_SKEW + 1), name="skew")
-            m.d.comb += skew_now.eq(write_skew(s.rd_addr, s.dst, self._config))
+            m.d.comb += skew_now.eq(write_skew(s.rd_addr, s.dst, banks=self._banks, lanes=1))
             with m.If(s.busy & (s.step == 1)):
                 m.d.sync += skew.eq(skew_now)
             with m.If(s.busy & (s.step == 2)):

@@ -3,9 +3,7 @@
 from amaranth.hdl import Module, Signal
 from amaranth.lib.wiring import Out, connect, flipped
 
-from ga2_sw.timing import sm_overhead, vector_read_latency
-
-from ..ports import SpReadSignature, Unit, sp_addr_width
+from ..ports import SpReadSignature, Unit
 from .softmax_back import SoftmaxBack
 from .softmax_front import SoftmaxFront
 
@@ -29,21 +27,35 @@ class Softmax(Unit):
     only. Decoupled, the vector lane's announce register and the banked scratchpad's request, data and select
     registers (``ga2_sw.timing``) move everything after the reads four cycles later: X = ``3*len + SM_OVERHEAD + 4``
     (``ga2_sw.timing.sm_overhead``). The source is read only in the first two passes (the exps are kept in the
-    buffer), so ``dst`` may overlap ``src``. Requires ``1 <= len <= config.sm_max_len``, which the sequencer checks.
+    buffer), so ``dst`` may overlap ``src``. Requires ``1 <= len <= max_len``, which the sequencer checks.
 
     With two lanes (``Config.sm_lanes`` = 2) the max and exp passes read two scores a cycle through two read
     ports (``sp_rd`` is an array; :class:`SoftmaxFront`), so each takes ``P = ceil(n / 2)`` cycles and
     X = ``2P + len + overhead``; the divide pass and the writes stay one a cycle.
 
     Its members are those of every :class:`ga2_hdl.ports.Unit`.
+
+    Parameters
+    ----------
+    addr_width :
+        The scratchpad address's width.
+    max_len :
+        The longest SM (``Config.sm_max_len``): the buffer's depth.
+    lanes :
+        Scores read a cycle in the max and exp passes (``Config.sm_lanes``): a read port each.
+    read_latency :
+        Cycles from a read request to its data (``ga2_sw.timing.vector_read_latency``).
+    overhead :
+        The cycle model's ``X - 3 len`` (``ga2_sw.timing.sm_overhead``), which the stages must add up to.
     """
 
-    def __init__(self, config):
-        self._lanes = config.sm_lanes
+    def __init__(self, *, addr_width, max_len, lanes, read_latency, overhead):
+        self._addr_width, self._max_len, self._lanes = addr_width, max_len, lanes
+        self._read_latency, self._overhead = read_latency, overhead
         members = None
-        if self._lanes > 1:         # a read port per lane (ga2_hdl.top: the vector lane's groups)
-            members = {"sp_rd": Out(SpReadSignature(sp_addr_width(config))).array(self._lanes)}
-        super().__init__(config, members, read_port=self._lanes == 1)
+        if lanes > 1:               # a read port per lane (ga2_hdl.top: the vector lane's groups)
+            members = {"sp_rd": Out(SpReadSignature(addr_width)).array(lanes)}
+        super().__init__(addr_width=addr_width, members=members, read_port=lanes == 1)
 
     @property
     def read_ports(self):
@@ -52,23 +64,20 @@ class Softmax(Unit):
     def elaborate(self, platform):
         m = Module()
         instr = self.ctl.instr
-        c = self._config
-        m.submodules.front = front = SoftmaxFront(max_len=c.sm_max_len, lanes=c.sm_lanes,
-                                                  read_latency=vector_read_latency(c), addr_width=sp_addr_width(c))
-        m.submodules.back = back = SoftmaxBack(max_len=c.sm_max_len, lanes=c.sm_lanes)
+        m.submodules.front = front = SoftmaxFront(max_len=self._max_len, lanes=self._lanes,
+                                                  read_latency=self._read_latency, addr_width=self._addr_width)
+        m.submodules.back = back = SoftmaxBack(max_len=self._max_len, lanes=self._lanes)
         # Exp i is read in cycle n+1+i, leaves the front end `front.latency` cycles later, waits n cycles in
         # the buffer and is written `back.latency` cycles after its buffer read: the last write, in cycle X, is
         # 3n + front.latency + back.latency.
-        overhead = sm_overhead(self._config)
-        if front.latency + back.latency != overhead:
+        if front.latency + back.latency != self._overhead:
             raise AssertionError(f"The softmax's stages add up to {front.latency} + {back.latency} cycles where "
-                                 f"the cycle model (ga2_sw.timing) says SM_OVERHEAD = {overhead}"
-                                 + (" with the banked scratchpad's registers" if self._config.decoupled else ""))
+                                 f"the cycle model (ga2_sw.timing.sm_overhead) says {self._overhead}")
 
         # Fields loaded while idle, as the start cycle is the last idle one (the sequencer only holds instr valid
         # in the start cycle): `start` drives only `busy` and the front's `reading`.
         dst = Signal.like(instr.dst, name="dst")
-        last_index = Signal(range(self._config.sm_max_len), name="last_index")      # len - 1
+        last_index = Signal(range(self._max_len), name="last_index")      # len - 1
         busy = Signal(name="busy_r")
 
         if self._lanes == 1:
