@@ -18,7 +18,8 @@ from .dma.packed_dma import PackedDMA
 from .matrix.matrix_unit import MatrixUnit
 from .memory.banked_scratchpad import BankedScratchpad
 from .memory.scratchpad import Scratchpad
-from .ports import DebugSignature, HostSignature, SpReadSignature, ext_addr_width, ext_signature, sp_addr_width
+from .ports import (DebugSignature, HostSignature, SpReadSignature, check_config, ext_addr_width, ext_signature,
+                    sp_addr_width)
 from .valid_chain import delayed
 from .vector.online_unit import OnlineUnit
 from .vector.overlapped_requantiser import OverlappedRequantiser
@@ -51,9 +52,8 @@ def unit_class(name, config):
 
 def unit_parameters(name, config):
     """The keyword parameters unit ``name`` is built with on ``config``'s chip: what each unit takes of the
-    configuration, in one place. (The matrix unit and the packed and AXI4 DMAs still take the whole
-    configuration.)"""
-    cls, aw = unit_class(name, config), sp_addr_width(config)
+    configuration, in one place. (The packed and AXI4 DMAs still take the whole configuration.)"""
+    cls, aw = unit_class(name, check_config(config)), sp_addr_width(config)
     banks = config.sp_banks if config.decoupled else None
     if cls is DMA:
         return dict(sp_addr_width=aw, ext_addr_width=ext_addr_width(config), read_latency=dma_read_latency(config))
@@ -65,6 +65,10 @@ def unit_parameters(name, config):
     if cls is Softmax:
         return dict(addr_width=aw, max_len=config.sm_max_len, lanes=config.sm_lanes,
                     read_latency=vector_read_latency(config), overhead=sm_overhead(config))
+    if cls is MatrixUnit:
+        return dict(rows=config.rows, cols=config.cols, addr_width=aw, banks=banks,
+                    read_latency=compute_read_latency(config) if config.decoupled else None,
+                    row_b=bool(config.row_b), row_writes=bool(config.row_writes))
     if cls is OnlineUnit:
         return dict(addr_width=aw, max_len=config.sm_max_len, read_latency=vector_read_latency(config),
                     schedule=online_schedule(config))

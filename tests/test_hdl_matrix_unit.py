@@ -13,7 +13,7 @@ from ga2_sw import isa
 from ga2_sw.banking import bank_of, mm_extra_cycles
 from ga2_sw.config import Config
 from ga2_sw.timing import STREAM_MM_OVERHEAD
-from ga2_hdl.matrix.matrix_unit import MatrixUnit
+from ga2_hdl.top import build_unit
 from sim.testing import arbitrated_rounds, UnitBench, run_bench, start_and_wait, unit_verilog, verilog_ports
 
 STAGED = dict(mode="inorder", sp_words=512)
@@ -90,7 +90,7 @@ def run_cases(config, cases, *, back_to_back=False):
     starts in the cycle after the previous one's ``done`` and runs on the memory the previous one left (its
     reference image is computed from that). A second testbench puts garbage on ``instr`` whenever ``start`` is
     low, so the unit must latch."""
-    unit = MatrixUnit(config)
+    unit = build_unit("mm", config)
     bench = UnitBench(unit, config, cases[0][1])
     garbage = random.Random(1234)
     running = [True]
@@ -157,7 +157,7 @@ def check_schedule(config, c, reads, writes):
     L = max(cycle for cycle, _ in reads) if config.decoupled else X
     assert max(writes) == X
     image = random_image(np.random.default_rng(9), config)
-    unit = MatrixUnit(config)
+    unit = build_unit("mm", config)
     bench = UnitBench(unit, config, image)
 
     async def tb(ctx):
@@ -201,15 +201,15 @@ def write_schedule(c, first):
 
 def test_read_ports():
     """One read port in order; decoupled one per array row (``a_rd``), then one per array column (``b_rd``)."""
-    staged = MatrixUnit(Config(rows=2, cols=3, mode="inorder"))
+    staged = build_unit("mm", Config(rows=2, cols=3, mode="inorder"))
     assert staged.read_ports == [staged.sp_rd]
-    stream = MatrixUnit(Config(rows=2, cols=3, mode="decoupled"))
+    stream = build_unit("mm", Config(rows=2, cols=3, mode="decoupled"))
     assert stream.read_ports == [*stream.a_rd, *stream.b_rd] and len(stream.read_ports) == 5
 
 
 def test_mm_wrong_config():
     with pytest.raises(TypeError, match=r"^Config must be a ga2_sw.config.Config, not "):
-        MatrixUnit({"rows": 4})
+        build_unit("mm", {"rows": 4})
 
 
 # -- in order: the staged feeder ----------------------------------------------------------------------------
@@ -324,7 +324,7 @@ def test_mm_schedule(rows, cols, shape):
 def test_mm_verilog():
     """Module `mm` with the unit ports, address widths from the scratchpad size, deterministic, lint clean."""
     for config in (Config(), Config(rows=2, cols=3, **STAGED)):
-        ports, _ = verilog_ports(unit_verilog(lambda: MatrixUnit(config), "mm"), "mm")
+        ports, _ = verilog_ports(unit_verilog(lambda: build_unit("mm", config), "mm"), "mm")
         addr_bits = (config.sp_words - 1).bit_length()
         assert ports["sp_rd__addr"] == ports["sp_wr__addr"] == ("output", addr_bits)
 
@@ -438,7 +438,7 @@ def run_chain(config, cases, image, taken=None, delays=None):
     want = image
     for c, _ in cases:
         want = reference(want, c)
-    unit = MatrixUnit(config)
+    unit = build_unit("mm", config)
     bench = UnitBench(unit, config, image)
 
     async def tb(ctx):
@@ -565,7 +565,7 @@ def test_smm_gives_way_to_the_vector_lane(rows, cols, count, density):
         schedule = mm_schedule(instr, 0, taken, config)
         L, X = schedule.last_read, schedule.last_write
         lost += X - busy_time(config, c)
-        unit = MatrixUnit(config)
+        unit = build_unit("mm", config)
         bench = UnitBench(unit, config, image)
 
         async def tb(ctx, c=c, image=image, taken=taken, L=L, X=X, unit=unit, bench=bench):
@@ -624,6 +624,6 @@ def test_smm_verilog():
     """Decoupled: module `mm` with one A read port per row and one B read port per column, deterministic,
     lint clean."""
     for config in (Config(mode="decoupled"), Config(rows=2, cols=3, **STREAM)):
-        ports, _ = verilog_ports(unit_verilog(lambda: MatrixUnit(config), "mm"), "mm")
+        ports, _ = verilog_ports(unit_verilog(lambda: build_unit("mm", config), "mm"), "mm")
         read = {p.rsplit("__", 1)[0] for p in ports if p.endswith("__addr") and not p.startswith("sp_wr")}
         assert len(read) == config.rows + config.cols, sorted(read)

@@ -4,7 +4,7 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from .feeder import MatrixFields, latch_fields
-from ..ports import SpWriteSignature, Unit, check_config, sp_addr_width
+from ..ports import SpWriteSignature, Unit
 from .result_writer import ResultWriter
 from .staged_feeder import StagedFeeder
 from .stream_feeder import StreamFeeder, read_ports_of
@@ -58,31 +58,53 @@ class MatrixUnit(Unit):
     vector_banks_next : In(sp_banks)
         Decoupled: the banks the vector lane asks port B for in the next cycle; the operands and results on
         them wait then (``ga2_sw.cycles.mm_schedule``). The feeder and the result writer each register it.
+
+    Parameters
+    ----------
+    rows, cols :
+        The array's shape.
+    addr_width :
+        The scratchpad address's width.
+    banks :
+        The banks of the decoupled chip's scratchpad (the streaming feeder, the overlapped result writer); None
+        for the in-order chip's one memory (the staged feeder).
+    read_latency :
+        Decoupled: cycles from an operand's read request to its data (``ga2_sw.timing.compute_read_latency``).
+    row_b :
+        A B operand per array row (``Config.row_b``: MM's ``rb`` and ``sa``).
+    row_writes :
+        A row of results a cycle, a write port per column (``Config.row_writes``).
     """
 
-    def __init__(self, config):
-        self._config = check_config(config)
-        self._feeder_class = StreamFeeder if config.decoupled else StagedFeeder
-        # The feeder's read ports, mirrored on the unit under the same names.
-        members = self._feeder_class.read_members(config)
-        if config.decoupled:
-            members["vector_banks_next"] = In(config.sp_banks)
-        if config.row_writes:       # the result writer's port per column, each a requester of its own
-            members["sp_wr"] = Out(SpWriteSignature(sp_addr_width(config))).array(config.cols)
-        super().__init__(addr_width=sp_addr_width(config), members=members, read_port=False)
+    def __init__(self, *, rows, cols, addr_width, banks=None, read_latency=None, row_b=False, row_writes=False):
+        self._rows, self._cols, self._row_b, self._row_writes = rows, cols, bool(row_b), bool(row_writes)
+        self._decoupled = banks is not None
+        if self._decoupled:
+            self._feeder = StreamFeeder(rows=rows, cols=cols, addr_width=addr_width, banks=banks,
+                                        read_latency=read_latency, row_b=row_b)
+            members = StreamFeeder.read_members(rows=rows, cols=cols, addr_width=addr_width, row_b=row_b)
+            members["vector_banks_next"] = In(banks)
+        else:
+            self._feeder = StagedFeeder(rows=rows, cols=cols, addr_width=addr_width)
+            members = StagedFeeder.read_members(addr_width=addr_width)
+        # (the feeder's read ports are mirrored on the unit under the same names)
+        self._writer = ResultWriter(rows=rows, cols=cols, addr_width=addr_width, banks=banks, row_writes=row_writes)
+        if row_writes:              # the result writer's port per column, each a requester of its own
+            members["sp_wr"] = Out(SpWriteSignature(addr_width)).array(cols)
+        super().__init__(addr_width=addr_width, members=members, read_port=False)
 
     @property
     def read_ports(self):
-        return read_ports_of(self, self._config) if self._config.decoupled else [self.sp_rd]
+        return read_ports_of(self) if self._decoupled else [self.sp_rd]
 
     @property
     def write_ports(self):
-        return list(self.sp_wr) if self._config.row_writes else [self.sp_wr]
+        return list(self.sp_wr) if self._row_writes else [self.sp_wr]
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.feeder = feeder = self._feeder_class(self._config)
-        m.submodules.writer = writer = ResultWriter(self._config)
+        m.submodules.feeder = feeder = self._feeder
+        m.submodules.writer = writer = self._writer
         for port, feeder_port in zip(self.read_ports, feeder.read_ports):
             connect(m, flipped(port), feeder_port)
         for port, writer_port in zip(self.write_ports, writer.write_ports):
@@ -91,7 +113,7 @@ class MatrixUnit(Unit):
         dst = Signal.like(self.ctl.instr.dst, name="dst")
         m.d.comb += [feeder.ctl.start.eq(self.ctl.start), feeder.ctl.instr.eq(self.ctl.instr),
                      feeder.ctl.fields.eq(fields), writer.dst.eq(dst), writer.fields.eq(fields)]
-        if self._config.decoupled:
+        if self._decoupled:
             idle = self._overlapped(m, feeder, writer)
         else:
             idle = self._in_order(m, feeder, writer)
@@ -101,7 +123,7 @@ class MatrixUnit(Unit):
 
     def _in_order(self, m, feeder, writer):
         """Feed, then write, then take the next MM; returns the idle condition."""
-        m.submodules.array = array = SystolicArray(rows=self._config.rows, cols=self._config.cols)
+        m.submodules.array = array = SystolicArray(rows=self._rows, cols=self._cols)
         with m.FSM(name="mm_fsm") as fsm:
             with m.State("IDLE"):
                 with m.If(self.ctl.start):
@@ -138,8 +160,7 @@ class MatrixUnit(Unit):
         """Decoupled: the unit is busy while the feeder reads (the next MM may start in the cycle after its last
         read), and the result writer drains the tile beside the next one (``draining``); returns the idle
         condition of the feeder, whose fields the writer takes with the last read."""
-        m.submodules.array = array = TiledSystolicArray(rows=self._config.rows, cols=self._config.cols,
-                                                        per_cell_b=bool(self._config.row_b))
+        m.submodules.array = array = TiledSystolicArray(rows=self._rows, cols=self._cols, per_cell_b=self._row_b)
         busy = Signal()
         with m.If(self.ctl.start):
             m.d.sync += busy.eq(1)

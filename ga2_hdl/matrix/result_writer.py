@@ -9,7 +9,7 @@ from ga2_sw.timing import MM_DRAIN_CYCLES
 
 from ..memory.banked_scratchpad import bank_index
 from .feeder import MatrixFields
-from ..ports import SpWriteSignature, check_config, sp_addr_width
+from ..ports import SpWriteSignature
 from ..memory.scratchpad import or_all
 from ..valid_chain import delayed
 
@@ -71,28 +71,29 @@ class ResultWriter(wiring.Component):
         Scratchpad write port; with ``row_writes`` one per array column (port ``j`` writes column ``j``).
     """
 
-    def __init__(self, config):
-        self._config = check_config(config)
-        aw = sp_addr_width(config)
+    def __init__(self, *, rows, cols, addr_width, banks=None, row_writes=False):
+        self._rows, self._cols, self._addr_width = rows, cols, addr_width
+        self._banks, self._row_writes = banks, bool(row_writes)
+        aw = addr_width
         super().__init__({
             "dst": In(aw), "fields": In(MatrixFields),
-            "acc": In(data.ArrayLayout(signed(32), config.rows * config.cols)),
+            "acc": In(data.ArrayLayout(signed(32), rows * cols)),
             "done": Out(1),
-            "sp_wr": Out(SpWriteSignature(aw)).array(config.cols) if config.row_writes else Out(SpWriteSignature(aw)),
-            **({"go": In(1), "vector_banks_next": In(config.sp_banks), "busy": Out(1), "claim": Out(config.sp_banks)}
-               if config.decoupled else {"en": In(1)}),
+            "sp_wr": Out(SpWriteSignature(aw)).array(cols) if row_writes else Out(SpWriteSignature(aw)),
+            **({"go": In(1), "vector_banks_next": In(banks), "busy": Out(1), "claim": Out(banks)}
+               if banks is not None else {"en": In(1)}),
         })
 
     @property
     def write_ports(self):
         """The scratchpad write ports: one, or with ``row_writes`` one per column."""
-        return list(self.sp_wr) if self._config.row_writes else [self.sp_wr]
+        return list(self.sp_wr) if self._row_writes else [self.sp_wr]
 
     def elaborate(self, platform):
         m = Module()
-        if self._config.decoupled:
+        if self._banks is not None:
             en, en_next, dst, fields = self._phases(m)
-            if self._config.row_writes:
+            if self._row_writes:
                 self._row_walk(m, en, en_next, dst, fields)
                 return m
         else:
@@ -105,14 +106,13 @@ class ResultWriter(wiring.Component):
         """The walk of one element a cycle: row ``i`` of the tile at ``dst + i*ldc``, its elements one after the
         other; decoupled, each write waits for a cycle in which the vector lane does not claim its bank, and the
         bank of the next write is claimed from the feeder a cycle ahead (``en_next``; None in order)."""
-        rows, cols = self._config.rows, self._config.cols
-        aw = sp_addr_width(self._config)
+        rows, cols, aw = self._rows, self._cols, self._addr_width
         row = Signal(aw)                                # dst + i*ldc
         # dst + (i+1)*ldc. Decoupled, a register stepped with `row`: the next row's bank is then decoded from a
         # register, not from an adder (row -> the ldc adder -> its bank -> `claim` was a 25F seed's worst path,
         # 98.89 MHz). In order, the sum itself (no bank is decoded from it).
         row_stride = fields.ldc
-        if self._config.decoupled:
+        if self._banks is not None:
             row_next = Signal(aw, name="next_row")
 
             def next_row_is(value):
@@ -136,9 +136,9 @@ class ResultWriter(wiring.Component):
         # The bank the writer claims from the next tile's operand reads is a register too, loaded with the next
         # cycle's bank and write phase, so that the feeder sees it as it sees the vector lane's banks: a register
         # and an OR.
-        if self._config.decoupled:
-            on_bank, next_bank = Signal(self._config.sp_banks, name="on_bank"), Signal(self._config.sp_banks)
-            vector_banks = Signal(self._config.sp_banks, name="writer_vector_banks")     # its own copy
+        if self._banks is not None:
+            on_bank, next_bank = Signal(self._banks, name="on_bank"), Signal(self._banks)
+            vector_banks = Signal(self._banks, name="writer_vector_banks")     # its own copy
             m.d.sync += vector_banks.eq(self.vector_banks_next)
             m.d.comb += [write.eq(en & ~(vector_banks & on_bank).any()), next_bank.eq(on_bank)]
             m.d.sync += [on_bank.eq(next_bank), self.claim.eq(Mux(en_next, next_bank, 0))]
@@ -149,7 +149,7 @@ class ResultWriter(wiring.Component):
         def bank_moves_to(a):
             """The walk's next address is ``a``: decoupled, its bank is the next cycle's."""
             if on_bank is not None:
-                m.d.comb += next_bank.eq(1 << bank_index(a, self._config))
+                m.d.comb += next_bank.eq(1 << bank_index(a, self._banks))
 
         with m.If(~en):
             m.d.sync += [row.eq(dst), *next_row_is(dst + row_stride), addr.eq(dst), i.eq(0), j.eq(0), sel_row.eq(0),
@@ -188,7 +188,7 @@ class ResultWriter(wiring.Component):
         with m.If(~busy):
             m.d.sync += [dst.eq(self.dst), fields.eq(self.fields)]
         ready = delayed(m, self.go, MM_DRAIN_CYCLES, "result_ready")      # PE(0,0)'s result is there
-        if self._config.row_writes:         # ... and PE(0, N-1)'s another N - 1 cycles later
+        if self._row_writes:         # ... and PE(0, N-1)'s another N - 1 cycles later
             lag = Signal.like(fields.n_last, name="row_lag")
             with m.If(ready):
                 m.d.sync += lag.eq(fields.n_last)
@@ -206,15 +206,14 @@ class ResultWriter(wiring.Component):
     def _row_walk(self, m, en, en_next, dst, fields):
         """``row_writes``: row ``i`` of the tile, the words ``dst + i*ldc + j`` for ``j <= n_last``, through port
         ``j`` in one cycle; the walk, the banks and the claim as the element walk's, a row wide."""
-        config = self._config
-        rows, cols, aw = config.rows, config.cols, sp_addr_width(config)
+        rows, cols, aw, banks = self._rows, self._cols, self._addr_width, self._banks
         row, row_next = Signal(aw, name="row_addr"), Signal(aw, name="next_row_addr")     # dst + i*ldc, + ldc
         i = Signal(range(rows + 1), name="row_index")
         used = Cat(*(fields.n_last >= j for j in range(cols)))      # the tile's columns: constant while writing
         # The banks of the row being written (one bit each), a register stepped with the walk, as the element
         # walk's `on_bank`: the write decision is the vector lane's banks against two registers.
-        on_banks, next_banks = Signal(config.sp_banks, name="on_banks"), Signal(config.sp_banks)
-        vector_banks = Signal(config.sp_banks, name="writer_vector_banks")
+        on_banks, next_banks = Signal(banks, name="on_banks"), Signal(banks)
+        vector_banks = Signal(banks, name="writer_vector_banks")
         m.d.sync += vector_banks.eq(self.vector_banks_next)
         write = Signal()
         m.d.comb += [write.eq(en & ~(vector_banks & on_banks).any()), next_banks.eq(on_banks)]
@@ -222,7 +221,7 @@ class ResultWriter(wiring.Component):
 
         def banks_of(a):
             """The banks of the row starting at ``a`` (its words on distinct banks: cols < sp_banks)."""
-            return or_all([Mux(used[j], Const(1, config.sp_banks) << bank_index(a + j, config), 0)
+            return or_all([Mux(used[j], Const(1, banks) << bank_index(a + j, banks), 0)
                            for j in range(cols)])
 
         with m.If(~en):

@@ -8,7 +8,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .feeder import FeederSignature, b_strides
-from ..ports import SpReadSignature, check_config, sp_addr_width
+from ..ports import SpReadSignature
 
 __all__ = ["StagedFeeder"]
 
@@ -39,17 +39,17 @@ class StagedFeeder(wiring.Component):
     ctl : In(FeederSignature(rows, cols))
         From the matrix unit.
     sp_rd : Out(SpReadSignature)
-        Scratchpad read port (1-cycle latency).
+        Scratchpad read port (1-cycle latency), ``addr_width`` bits of address.
     """
 
-    def __init__(self, config):
-        self._config = check_config(config)
-        super().__init__({"ctl": In(FeederSignature(config.rows, config.cols)), **self.read_members(config)})
+    def __init__(self, *, rows, cols, addr_width):
+        self._rows, self._cols, self._addr_width = rows, cols, addr_width
+        super().__init__({"ctl": In(FeederSignature(rows, cols)), **self.read_members(addr_width=addr_width)})
 
     @staticmethod
-    def read_members(config):
+    def read_members(*, addr_width):
         """The signature members of the read ports (the matrix unit has the same)."""
-        return {"sp_rd": Out(SpReadSignature(sp_addr_width(config)))}
+        return {"sp_rd": Out(SpReadSignature(addr_width))}
 
     @property
     def read_ports(self):
@@ -105,7 +105,7 @@ class StagedFeeder(wiring.Component):
         ctl, fields = self.ctl, self.ctl.fields
         # Addresses are kept to the scratchpad's address width: the sequencer has checked that every address
         # MM touches is < sp_words, so arithmetic modulo 2**aw gives the right address.
-        aw = sp_addr_width(self._config)
+        aw = self._addr_width
         addr = Signal(aw, name="rd_addr")   # a register: no adder between it and the RAM
         a_base = Signal(aw)                 # A + k: where column k of A starts
         b_base = Signal(aw)                 # B + k*ldb (tb = 0) or B + k (tb = 1): where Bop(k, 0) is
@@ -146,14 +146,14 @@ class StagedFeeder(wiring.Component):
         # the clear; after the last slice's step the registers are zeroed again, so that the flush steps feed
         # zeros.
         operand = self.sp_rd.data[0:8].as_signed()
-        for r in range(self._config.rows):
+        for r in range(self._rows):
             hold = Signal(signed(8), name=f"hold_a{r}")
             with m.If(ctl.clear | last_slice_held):
                 m.d.sync += hold.eq(0)
             with m.Elif(arrives & arr_is_a & (arr_idx == r)):
                 m.d.sync += hold.eq(operand)
             m.d.comb += ctl.a[r].eq(hold)
-        for c in range(self._config.cols):
+        for c in range(self._cols):
             hold = Signal(signed(8), name=f"hold_b{c}")
             with m.If(ctl.clear | last_slice_held):
                 m.d.sync += hold.eq(0)

@@ -8,11 +8,11 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ga2_sw.timing import (BANKED_DATA_DELAY, BANKED_READ_DELAY, BANKED_SELECT_DELAY, MM_DRAIN_CYCLES,
-                           MM_PLAN_CYCLES, STREAM_MM_OVERHEAD, compute_read_latency)
+                           MM_PLAN_CYCLES, STREAM_MM_OVERHEAD)
 
 from ..memory.banked_scratchpad import bank_index
 from .feeder import FeederSignature
-from ..ports import SpReadSignature, check_config, optional_field, sp_addr_width
+from ..ports import SpReadSignature, optional_field
 from ..memory.scratchpad import or_all
 from ..valid_chain import delayed
 
@@ -91,40 +91,40 @@ class StreamFeeder(wiring.Component):
         The result writer has the previous tile's results still to write: the last slice waits.
     """
 
-    def __init__(self, config):
-        self._config = check_config(config)
-        super().__init__({"ctl": In(FeederSignature(config.rows, config.cols, bool(config.row_b))), **self.read_members(config),
-                          "vector_banks_next": In(config.sp_banks),
-                          "writer_banks": In(config.sp_banks), "writer_busy": In(1)})
+    def __init__(self, *, rows, cols, addr_width, banks, read_latency, row_b=False):
+        self._rows, self._cols, self._addr_width, self._banks = rows, cols, addr_width, banks
+        self._read_latency, self._row_b = read_latency, bool(row_b)
+        super().__init__({"ctl": In(FeederSignature(rows, cols, self._row_b)),
+                          **self.read_members(rows=rows, cols=cols, addr_width=addr_width, row_b=row_b),
+                          "vector_banks_next": In(banks), "writer_banks": In(banks), "writer_busy": In(1)})
 
     @staticmethod
-    def read_members(config):
+    def read_members(*, rows, cols, addr_width, row_b=False):
         """The signature members of the read ports (the matrix unit has the same)."""
-        aw = sp_addr_width(config)
-        members = {"a_rd": Out(SpReadSignature(aw)).array(config.rows),
-                   "b_rd": Out(SpReadSignature(aw)).array(config.cols)}
-        if config.row_b and config.rows > 1:
-            members["rb_rd"] = Out(SpReadSignature(aw)).array((config.rows - 1) * config.cols)
+        members = {"a_rd": Out(SpReadSignature(addr_width)).array(rows),
+                   "b_rd": Out(SpReadSignature(addr_width)).array(cols)}
+        if row_b and rows > 1:
+            members["rb_rd"] = Out(SpReadSignature(addr_width)).array((rows - 1) * cols)
         return members
 
     @property
     def read_ports(self):
-        return read_ports_of(self, self._config)
+        return read_ports_of(self)
 
     def elaborate(self, platform):
         m = Module()
-        ctl, config = self.ctl, self._config
+        ctl = self.ctl
         assert PLAN_CYCLES + DRAIN_CYCLES == STREAM_MM_OVERHEAD and DRAIN_CYCLES == MM_DRAIN_CYCLES, \
             "the cycle model's decoupled MM time is K + extra + STREAM_MM_OVERHEAD + M*N"
         assert PLAN_CYCLES == 2, "cycle 1 computes the first addresses, cycle 2 plans the first slice"
-        assert READ_LATENCY == compute_read_latency(config), \
+        assert READ_LATENCY == self._read_latency, \
             "the feeder waits for its operands as long as port B's reads take (ga2_sw.timing)"
-        instr, ports, rows = ctl.instr, self.read_ports, config.rows
-        n_ops, aw = len(ports), sp_addr_width(config)
+        instr, ports, rows = ctl.instr, self.read_ports, self._rows
+        n_ops, aw = len(ports), self._addr_width
         pairs = [(q, p) for p in range(n_ops) for q in range(p)]
         # the signals the sections share (each section adds its own for the ones after it)
-        s = SimpleNamespace(pairs=pairs, ctl=ctl, config=config, instr=instr, ports=ports, rows=rows, n_ops=n_ops,
-                            aw=aw)
+        s = SimpleNamespace(pairs=pairs, ctl=ctl, instr=instr, ports=ports, rows=rows, cols=self._cols,
+                            banks=self._banks, row_b=self._row_b, n_ops=n_ops, aw=aw)
         self._operand_registers(m, s)
         self._bank_codes(m, s)
         self._reads(m, s)
@@ -143,12 +143,12 @@ class StreamFeeder(wiring.Component):
         lda, ldb, tb = Signal.like(s.instr.lda, name="lda"), Signal.like(s.instr.ldb, name="ldb"), Signal(name="tb")
         # row_b chips: row r's B starts r*lda words past B with rb, its operands after the columns'; with sa
         # every row takes row 0's A operand (rows 1..'s ports stay idle: `useds`)
-        rb = Signal(name="rb") if s.config.row_b else None
-        sa = Signal(name="sa") if s.config.row_b else None
+        rb = Signal(name="rb") if s.row_b else None
+        sa = Signal(name="sa") if s.row_b else None
         row_offsets = [times(lda, i) for i in range(s.rows)]
-        column_firsts = [base_b + Mux(tb, times(ldb, j), j) for j in range(s.config.cols)]
+        column_firsts = [base_b + Mux(tb, times(ldb, j), j) for j in range(s.cols)]
         firsts = ([base_a + off for off in row_offsets] + column_firsts +
-                  ([first + off for off in row_offsets[1:] for first in column_firsts] if s.config.row_b else []))
+                  ([first + off for off in row_offsets[1:] for first in column_firsts] if s.row_b else []))
         addr = [Signal(s.aw, name=f"op{p}_addr") for p in range(s.n_ops)]      # the slice being read
         steps = [1] * s.rows + [s.ctl.fields.b_kstride] * (s.n_ops - s.rows)
         # The next slice's addresses and banks are registers too (`ahead`, `ahead_bank`), stepped with the slice:
@@ -156,7 +156,7 @@ class StreamFeeder(wiring.Component):
         # not an adder, the bank adders and the counts behind the slice's end.
         ahead = [Signal(s.aw, name=f"op{p}_ahead") for p in range(s.n_ops)]
         nexts = [Signal(s.aw, name=f"op{p}_next") for p in range(s.n_ops)]     # the slice after `ahead`'s
-        next_banks = [Signal(s.config.sp_banks, name=f"op{p}_next_bank") for p in range(s.n_ops)]
+        next_banks = [Signal(s.banks, name=f"op{p}_next_bank") for p in range(s.n_ops)]
         used = [Signal(name=f"op{p}_used") for p in range(s.n_ops)]
         # Which operands the slice being read has read already: operand p has when its bit equals `phase`,
         # which flips with every slice read, so a new slice needs no clearing of the bits (clearing them on the
@@ -166,8 +166,8 @@ class StreamFeeder(wiring.Component):
         read_in = [Signal(name=f"op{p}_read_in") for p in range(s.n_ops)]
         served = [~(r ^ phase) for r in read_in]
         same = {pq: Signal(name=f"op{pq[0]}_op{pq[1]}_same_bank") for pq in s.pairs}
-        on_bank = [Signal(s.config.sp_banks, name=f"op{p}_bank") for p in range(s.n_ops)]     # one bit per bank
-        ahead_bank = [Signal(s.config.sp_banks, name=f"op{p}_ahead_bank") for p in range(s.n_ops)]
+        on_bank = [Signal(s.banks, name=f"op{p}_bank") for p in range(s.n_ops)]     # one bit per bank
+        ahead_bank = [Signal(s.banks, name=f"op{p}_ahead_bank") for p in range(s.n_ops)]
         # Slices still to read after the one being read, and whether it is the last (a register: the state
         # machine and the array's mark take it without a compare).
         left = Signal(16)
@@ -192,22 +192,22 @@ class StreamFeeder(wiring.Component):
         # bank7_waiting -> its end -> the state machine, 10.71 ns: 97.78 and 93.4 MHz on a 25F). So there are
         # END_COPIES copies of the codes, each its own loop (its end computed from its own codes, its codes
         # stepped by its own end, so no tool can merge them), and each copy's end enables one group of registers.
-        copies = [[Signal(s.n_ops, name=f"bank{b}_waiting" + (f"_copy{c}" if c else "")) for b in range(s.config.sp_banks)]
+        copies = [[Signal(s.n_ops, name=f"bank{b}_waiting" + (f"_copy{c}" if c else "")) for b in range(s.banks)]
                   for c in range(END_COPIES)]
 
         def bank_bit(address):
-            return Const(1, s.config.sp_banks) << bank_index(address, s.config)
+            return Const(1, s.banks) << bank_index(address, s.banks)
 
         # The first slice's banks, decoded in ADDRESS beside its addresses: decoded from the address registers
         # in PLAN, every copy's codes were loaded through the bank adders from 32 address bits fanned out
         # across the die (op0_addr -> bank7_waiting_copy1, 11.16 ns, 8.99 of routing: the AXI chip's worst path
         # on three seeds of three, 89.59 to 96.11 MHz on a 25F).
-        first_banks = [Signal(s.config.sp_banks, name=f"op{p}_first_bank") for p in range(s.n_ops)]
+        first_banks = [Signal(s.banks, name=f"op{p}_first_bank") for p in range(s.n_ops)]
 
         def counts(hits, name):
             """Per bank, how many of the used operands on the banks ``hits`` (one bit each) sit on it."""
             return [thermometer(m, [u & h[b] for u, h in zip(s.used, hits)], f"{name}_bank{b}")
-                    for b in range(s.config.sp_banks)]
+                    for b in range(s.banks)]
 
         def plan(hits):
             """The slice whose operands sit on the banks ``hits`` becomes the one being read (its codes apart)."""
@@ -220,7 +220,7 @@ class StreamFeeder(wiring.Component):
         lane or the result writer holds it; each copy's end of the slice."""
         # This cycle's reads: each operand still to read, unless an earlier one still to read shares its bank, or
         # the vector lane or the result writer asks for its bank.
-        vector_banks = Signal(s.config.sp_banks, name="vector_banks")
+        vector_banks = Signal(s.banks, name="vector_banks")
         m.d.sync += vector_banks.eq(self.vector_banks_next)
         held = vector_banks | self.writer_banks
         pending = [u & ~done for u, done in zip(s.used, s.served)]
@@ -285,9 +285,9 @@ class StreamFeeder(wiring.Component):
         # the sequencer's issue decision) then drives only the state machine.
         with m.If(s.fsm.ongoing("IDLE")):
             m.d.sync += [s.base_a.eq(s.instr.A), s.base_b.eq(s.instr.B), s.lda.eq(s.instr.lda), s.ldb.eq(s.instr.ldb),
-                         s.tb.eq(s.instr.tb), *(u.eq(f) for u, f in zip(s.used, useds(s.instr, s.config))),
+                         s.tb.eq(s.instr.tb), *(u.eq(f) for u, f in zip(s.used, useds(s.instr, rows=s.rows, cols=s.cols, row_b=s.row_b))),
                          s.left.eq(s.instr.K - 1), s.on_last.eq(s.instr.K == 1)]
-            if s.config.row_b:
+            if s.row_b:
                 m.d.sync += [s.rb.eq(optional_field(s.instr, "rb")), s.sa.eq(optional_field(s.instr, "sa"))]
         with m.Elif(slice_read):
             m.d.sync += [s.left.eq(s.left - 1), s.on_last.eq(s.next_is_last)]
@@ -326,10 +326,10 @@ class StreamFeeder(wiring.Component):
         for got, port, hold in zip(arrived, s.ports, [*s.ctl.a, *s.ctl.b]):
             with m.If(got):
                 m.d.sync += hold.eq(port.data[0:8].as_signed())
-        if len(s.ctl.b) > s.config.cols:
+        if len(s.ctl.b) > s.cols:
             # A row_b chip's array takes a B operand per cell (TiledSystolicArray(per_cell_b=True)): without
             # rb, every row's cell of column j takes column j's operand, as it would flowing down the column.
-            cols = s.config.cols
+            cols = s.cols
             shared = [delayed(m, port.en & ~s.rb, READ_LATENCY, f"col{j}_shared") for j, port in enumerate(self.b_rd)]
             for r in range(1, s.rows):
                 for j in range(cols):
@@ -370,18 +370,19 @@ def thermometer(m, bits, name):
     return codes[0]
 
 
-def useds(instr, config):
+def useds(instr, *, rows, cols, row_b):
     """Whether the MM uses each operand port: rows ``i < M`` (row_b chips: with ``sa`` row 0 alone), then
     columns ``j < N``, then (row_b chips) with ``rb`` row ``i``'s column ``j`` for ``1 <= i < M``, ``j < N``."""
     rows_b = ([optional_field(instr, "rb") & (instr.M > i) & (instr.N > j)
-               for i in range(1, config.rows) for j in range(config.cols)] if config.row_b else [])
-    rows_a = [instr.M > i for i in range(config.rows)]
-    if config.row_b:
+               for i in range(1, rows) for j in range(cols)] if row_b else [])
+    rows_a = [instr.M > i for i in range(rows)]
+    if row_b:
         rows_a[1:] = [used & ~optional_field(instr, "sa") for used in rows_a[1:]]
-    return rows_a + [instr.N > j for j in range(config.cols)] + rows_b
+    return rows_a + [instr.N > j for j in range(cols)] + rows_b
 
 
-def read_ports_of(unit, config):
-    """The streaming feeder's read ports in operand order (``ga2_sw.banking.slice_addresses``): A's rows, B's
-    columns, then (row_b chips) rows 1.. of B's per-row operands."""
-    return [*unit.a_rd, *unit.b_rd, *(unit.rb_rd if config.row_b and config.rows > 1 else ())]
+def read_ports_of(unit):
+    """The streaming feeder's read ports (of ``unit``: the feeder or the matrix unit, which mirrors them) in
+    operand order (``ga2_sw.banking.slice_addresses``): A's rows, B's columns, then (row_b chips) rows 1.. of B's
+    per-row operands."""
+    return [*unit.a_rd, *unit.b_rd, *(unit.rb_rd if "rb_rd" in unit.signature.members else ())]

@@ -4,6 +4,7 @@ port B for the matrix and vector lanes."""
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import memory
 from amaranth.lib.wiring import Out
+from amaranth.utils import exact_log2
 
 from ga2_sw.banking import bank_bits, bank_of, row_of
 from ga2_sw.timing import (AXI_ST_DATA_DELAY, BANKED_DATA_DELAY, BANKED_READ_DELAY, BANKED_SELECT_DELAY,
@@ -15,10 +16,10 @@ from .scratchpad import PortGroups, and_or, or_all
 __all__ = ["BankedScratchpad", "bank_index"]
 
 
-def bank_index(addr, config):
-    """The bank of scratchpad address ``addr`` (a Value): ``(addr + (addr >> b)) mod sp_banks``, the RTL of
-    ``ga2_sw.banking.bank_of`` (a test holds the two equal on every address)."""
-    b = bank_bits(config)
+def bank_index(addr, banks):
+    """The bank of scratchpad address ``addr`` (a Value) among ``banks``: ``(addr + (addr >> b)) mod banks``, the
+    RTL of ``ga2_sw.banking.bank_of`` (a test holds the two equal on every address)."""
+    b = exact_log2(banks)
     wide = Cat(addr, Const(0, b))           # at least b bits above the bank bits, whatever the address width
     return (wide + (wide >> b))[:b]
 
@@ -176,7 +177,7 @@ class BankedScratchpad(PortGroups):
         en_q = Signal(name=f"{group}{suffix}_announce_en")
         addr_q = Signal(len(addr), name=f"{group}{suffix}_announce_addr")
         hits = Signal(self._config.sp_banks, name=f"{group}{suffix}_announcing_banks")
-        m.d.comb += hits.eq(self._bank_hits(en, bank_index(addr, self._config)))
+        m.d.comb += hits.eq(self._bank_hits(en, bank_index(addr, self._config.sp_banks)))
         m.d.sync += [en_q.eq(en), addr_q.eq(addr)]
         self._announced.append(hits)
         if data is None:
@@ -210,7 +211,7 @@ class BankedScratchpad(PortGroups):
         # feeder's arbitration -> `scratchpad.mm6_hits` LSR, 11.0 ns, 8.4 of routing: the AXI chip's worst path,
         # 90.9 MHz on a 25F).
         on_bank, en_q = Signal(self._config.sp_banks, name=f"{group}_bank_bits"), Signal(name=f"{group}_en")
-        index = bank_index(addr, self._config)
+        index = bank_index(addr, self._config.sp_banks)
         m.d.sync += [bank.eq(index), on_bank.eq(Const(1, self._config.sp_banks) << index), en_q.eq(en),
                      row.eq(addr[b:])]
         m.d.comb += hits.eq(Mux(en_q, on_bank, 0))
@@ -242,5 +243,5 @@ class BankedScratchpad(PortGroups):
         b = bank_bits(self._config)
         hits = Signal(self._config.sp_banks, name=f"{group}_wr_hits")
         row, data = Signal(len(addr) - b, name=f"{group}_wr_row"), Signal(WORD, name=f"{group}_wr_data")
-        m.d.sync += [hits.eq(self._bank_hits(en, bank_index(addr, self._config))), row.eq(addr[b:]), data.eq(wdata)]
+        m.d.sync += [hits.eq(self._bank_hits(en, bank_index(addr, self._config.sp_banks))), row.eq(addr[b:]), data.eq(wdata)]
         return hits, row, data
