@@ -7,19 +7,21 @@ from amaranth.lib.wiring import In, Out, connect, flipped
 
 from ga2_sw.isa import UNITS, unit_lane, units_of
 from ga2_sw.banking import rq_follow_decision
+from ga2_sw.packing import beat_bytes
 from ga2_sw.timing import (SP_WRITE_DELAY, compute_read_latency, debug_read_latency, dma_data_at_banks,
-                           dma_read_latency, online_schedule, rq_latency, sm_overhead, vector_read_latency)
+                           dma_read_latency, online_schedule, rq_latency, sm_overhead, st_latency,
+                           vector_read_latency)
 
 from .control.sequencer import Sequencer
 from .dma.axi_dma import AxiDMA
-from .dma.burst_plan import precomputed
+from .dma.burst_plan import page_beats, plan_layout, precomputed
 from .dma.dma import DMA
 from .dma.packed_dma import PackedDMA
 from .matrix.matrix_unit import MatrixUnit
 from .memory.banked_scratchpad import BankedScratchpad
 from .memory.scratchpad import Scratchpad
-from .ports import (DebugSignature, HostSignature, SpReadSignature, check_config, ext_addr_width, ext_signature,
-                    sp_addr_width)
+from .ports import (DebugSignature, HostSignature, SpReadSignature, check_config, ext_addr_width,
+                    ext_beat_addr_width, ext_byte_addr_width, ext_signature, sp_addr_width)
 from .valid_chain import delayed
 from .vector.online_unit import OnlineUnit
 from .vector.overlapped_requantiser import OverlappedRequantiser
@@ -52,11 +54,21 @@ def unit_class(name, config):
 
 def unit_parameters(name, config):
     """The keyword parameters unit ``name`` is built with on ``config``'s chip: what each unit takes of the
-    configuration, in one place. (The packed and AXI4 DMAs still take the whole configuration.)"""
+    configuration, in one place."""
     cls, aw = unit_class(name, check_config(config)), sp_addr_width(config)
     banks = config.sp_banks if config.decoupled else None
     if cls is DMA:
         return dict(sp_addr_width=aw, ext_addr_width=ext_addr_width(config), read_latency=dma_read_latency(config))
+    if cls is PackedDMA:
+        return dict(addr_width=aw, banks=config.sp_banks, bus_bytes=config.bus_bytes,
+                    ext_addr_width=ext_beat_addr_width(config), read_latency=dma_read_latency(config),
+                    ld_overlap=bool(config.ld_overlap), st_words=bool(config.st_words))
+    if cls is AxiDMA:
+        return dict(addr_width=aw, bus_bytes=config.bus_bytes, ext_addr_width=ext_byte_addr_width(config),
+                    data_bytes=beat_bytes(config), page_beats=page_beats(config), ext_latency=config.ext_latency,
+                    read_latency=dma_read_latency(config), st_latency=st_latency(config),
+                    data_at_banks=dma_data_at_banks(config),
+                    plan_layout=plan_layout(config) if precomputed(config) else None, st_words=bool(config.st_words))
     if cls is Requantiser:
         return dict(addr_width=aw, read_latency=vector_read_latency(config), banks=banks)
     if cls is OverlappedRequantiser:
@@ -72,7 +84,7 @@ def unit_parameters(name, config):
     if cls is OnlineUnit:
         return dict(addr_width=aw, max_len=config.sm_max_len, read_latency=vector_read_latency(config),
                     schedule=online_schedule(config))
-    return dict(config=config)
+    raise AssertionError(f"no parameters for {cls.__name__}")
 
 
 def build_unit(name, config):

@@ -73,7 +73,7 @@ class CheckOperands(wiring.Component):
                                            Cat(*(op == o for o in LEN_LIMITED)).any() & (w.len > s.cfg.sm_max_len) |
                                            Cat(*((op == o) & (w.s > limit) for o, limit in MAX_SHIFTS.items())).any()))
         if s.cfg.st_words:      # an ST of whole words stores aligned words (ga2_sw.isa.check)
-            bad_shape = bad_shape | word_stores.misaligned(op == Op.ST, w, s.cfg)
+            bad_shape = bad_shape | word_stores.misaligned(op == Op.ST, w, st_words=s.cfg.st_words)
         s.__dict__.update(stray=stray, bad_shape=bad_shape, w=w, op=op, is_mm=is_mm)
 
     def _stage_two(self, m, s):
@@ -101,7 +101,7 @@ class CheckOperands(wiring.Component):
         with m.Elif(s.op == Op.LD):
             m.d.sync += load(a, s.w.dst, ln1) + [s.operands.ext_base.eq(ext_address(s.w, Op.LD)), s.operands.ext_tail.eq(ln1)]
         with m.Elif(s.op == Op.ST):
-            ext_tail = word_stores.ext_length(s.w, s.cfg) - 1 if s.cfg.st_words else ln1
+            ext_tail = word_stores.ext_length(s.w, st_words=s.cfg.st_words) - 1 if s.cfg.st_words else ln1
             m.d.sync += load(a, s.w.src, ln1) + [s.operands.ext_base.eq(ext_address(s.w, Op.ST)), s.operands.ext_tail.eq(ext_tail)]
         with m.Elif(s.op.matches(Op.RQ, Op.SM)):
             m.d.sync += load(a, s.w.src, ln1) + load(b, s.w.dst, ln1)

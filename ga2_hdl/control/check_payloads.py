@@ -56,7 +56,7 @@ def operands_layout(config):
     # MM's rb (row_b chips): B's range ends A's product (M-1)*lda further on; sa: A's range leaves it out
     # (ga2_sw.isa.footprints).
     return data.StructLayout({"tag": tag_layout(config), **{r: rng for r in RANGES},
-                              "ext_base": EXT_ADDR_BITS, "ext_tail": signed(tail_width(config)), "is_rq": 1,
+                              "ext_base": EXT_ADDR_BITS, "ext_tail": signed(tail_width(st_words=config.st_words)), "is_rq": 1,
                               "dst_ahead": signed(17), "src_ahead": signed(17), **row_b_flags(config)})
 
 

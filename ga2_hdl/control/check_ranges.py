@@ -75,8 +75,8 @@ class CheckRanges(wiring.Component):
                       y.prod.eq(x.x * x.y), y.lo.eq(x.base), y.rd.eq(x.rd), y.wr.eq(x.wr)]
         if precomputed(self._config):     # an LD's or ST's burst plan (burst_plan.py), for the AXI DMA
             lb, bw = lane_bits(self._config), len(ends.dma.last_beat)
-            stage += [sums.beats.eq(beat_count(ops.ext_base, ops.ext_tail, self._config)),
-                      sums.to_page.eq(first_to_page(ops.ext_base[lb:lb + bw], self._config))]
+            stage += [sums.beats.eq(beat_count(ops.ext_base, ops.ext_tail, bus_bytes=self._config.bus_bytes)),
+                      sums.to_page.eq(first_to_page(ops.ext_base[lb:lb + bw], page_beats=page_beats(self._config)))]
         if self._config.row_b:
             stage += [sums.rb.eq(ops.rb), sums.sa.eq(ops.sa)]
         chain.stage("sums", *stage)

@@ -9,15 +9,13 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from ga2_sw.isa import Op
-from ga2_sw.packing import AXI_MAX_BURST, beat_bytes
-from ga2_sw.timing import AXI_ST_DATA_DELAY, dma_data_at_banks, dma_read_latency, st_latency
+from ga2_sw.packing import AXI_MAX_BURST
+from ga2_sw.timing import AXI_ST_DATA_DELAY
 
-from .axi import BURST_INCR
-from .burst_plan import (BEATS_WIDTH, beat_count, first_to_page, page_beats, plan_layout, precomputed,
-                         shortest)
+from .axi import BURST_INCR, AxiSignature
+from .burst_plan import BEATS_WIDTH, beat_count, first_to_page, shortest
 from .packed_dma import LanePorts
-from ..ports import (SpReadSignature, SpWriteSignature, UnitSignature, WORD, check_config, ext_address,
-                    ext_signature, sp_addr_width)
+from ..ports import SpReadSignature, SpWriteSignature, UnitSignature, WORD, ext_address
 from . import word_stores
 from ..valid_chain import delayed
 
@@ -59,7 +57,7 @@ class AxiDMA(LanePorts, wiring.Component):
     ext : Out(AxiSignature)
     quiet : Out(1)
         No write burst is left unanswered on B after this cycle (the sequencer's ``ext_quiet``).
-    plan : In(burst_plan.plan_layout(config))
+    plan : In(plan_layout)
         On a decoupled chip (``burst_plan.precomputed``): the instruction's beats, first burst and last beat,
         worked out by the checker, valid with ``ctl.instr``; otherwise the DMA works them out itself.
     stalled : Out(1)
@@ -67,29 +65,54 @@ class AxiDMA(LanePorts, wiring.Component):
         instruction has already had as many such cycles as the ideal memory gives it (``ext_latency`` for an LD,
         ``st_latency`` for an ST). Their sum is the busy time beyond ``isa.OPS``'s (the sequencer's
         ``stall_cycles``; ``ga2_sw.cycles.ExternalPort.stall``).
+
+    Parameters
+    ----------
+    addr_width :
+        The scratchpad address's width.
+    bus_bytes :
+        W, the elements of a beat (``Config.bus_bytes``): a scratchpad port each.
+    ext_addr_width, data_bytes :
+        The AXI4 byte address's width and the bytes of its data bus (``ga2_sw.packing.beat_bytes``).
+    page_beats :
+        Beats in a 4 KiB page (``burst_plan.page_beats``): no burst crosses one.
+    ext_latency :
+        The ideal memory's read latency, the stall count's grace for an LD.
+    read_latency :
+        Cycles from an ST's scratchpad read request to its data (``ga2_sw.timing.dma_read_latency``).
+    st_latency :
+        What an ST costs beyond its beats (``ga2_sw.timing.st_latency``): the read latency and the data
+        register, which on a decoupled chip is at the banks (``data_at_banks``, ``ga2_sw.timing.dma_data_at_banks``).
+    plan_layout :
+        The layout of the checker's burst plan (``burst_plan.plan_layout``) where it works one out
+        (``burst_plan.precomputed``), else None.
+    st_words :
+        ST's ``wd`` flag: whole words (``Config.st_words``, ``word_stores``).
     """
 
-    def __init__(self, config):
-        self._config = check_config(config)
-        if not config.axi:
-            raise ValueError("AxiDMA is the DMA of chips with axi = 1")
-        aw, lanes = sp_addr_width(config), config.bus_bytes
+    def __init__(self, *, addr_width, bus_bytes, ext_addr_width, data_bytes, page_beats, ext_latency,
+                 read_latency, st_latency, data_at_banks, plan_layout=None, st_words=False):
+        self._w, self._addr_width, self._data_bytes, self._page_beats = bus_bytes, addr_width, data_bytes, page_beats
+        self._ext_latency, self._read_latency, self._st_latency = ext_latency, read_latency, st_latency
+        self._data_at_banks, self._precomputed, self._st_words = data_at_banks, plan_layout is not None, st_words
+        aw, lanes = addr_width, bus_bytes
         super().__init__({"ctl": In(UnitSignature()), "sp_rd": Out(SpReadSignature(aw)).array(lanes),
-                          "sp_wr": Out(SpWriteSignature(aw)).array(lanes), "ext": Out(ext_signature(config)),
+                          "sp_wr": Out(SpWriteSignature(aw)).array(lanes),
+                          "ext": Out(AxiSignature(ext_addr_width, 8 * data_bytes)),
                           "quiet": Out(1), "stalled": Out(1),
-                          **({"plan": In(plan_layout(config))} if precomputed(config) else {})})
+                          **({"plan": In(plan_layout)} if plan_layout is not None else {})})
 
     def elaborate(self, platform):
         m = Module()
-        cfg, ext = self._config, self.ext
-        w, lanes, spw = cfg.bus_bytes, len(self.sp_rd), sp_addr_width(cfg)
-        lane_bits, size = exact_log2(w), exact_log2(beat_bytes(cfg))
+        ext = self.ext
+        w, lanes, spw = self._w, len(self.sp_rd), self._addr_width
+        lane_bits, size = exact_log2(w), exact_log2(self._data_bytes)
         beat_width = len(ext.araddr) - size
         strobe_width = len(ext.wstrb)
 
         # the signals the sections share (each section adds its own for the ones after it)
-        s = SimpleNamespace(beat_width=beat_width, strobe_width=strobe_width, cfg=cfg, ext=ext, lanes=lanes,
-                            spw=spw, lane_bits=lane_bits, size=size)
+        s = SimpleNamespace(beat_width=beat_width, strobe_width=strobe_width, ext=ext, lanes=lanes, w=w,
+                            spw=spw, lane_bits=lane_bits, size=size, st_words=self._st_words)
         self._instruction_fields(m, s)
         self._requests(m, s)
         self._ld_beats(m, s)
@@ -105,9 +128,10 @@ class AxiDMA(LanePorts, wiring.Component):
         instr, ld = self.ctl.instr, self.ctl.instr.op == Op.LD
         ext_addr = Mux(ld, ext_address(instr, Op.LD), ext_address(instr, Op.ST))
         sp_addr = Mux(ld, instr.dst, instr.src)
-        length = word_stores.ext_length(instr, s.cfg)       # elements: len, or WORD_BYTES a word (ST's wd)
+        length = word_stores.ext_length(instr, st_words=s.st_words)       # elements: len, or WORD_BYTES a word (ST's wd)
         first_lane = ext_addr[:s.lane_bits] if s.lane_bits else Const(0, 1)
-        lane0 = word_stores.first_word(sp_addr, first_lane, word_stores.wide(instr, s.cfg), s.cfg)[:s.spw]
+        lane0 = word_stores.first_word(sp_addr, first_lane, word_stores.wide(instr, st_words=s.st_words),
+                                       st_words=s.st_words)[:s.spw]
 
         is_ld = Signal()
         is_wide = Signal()
@@ -117,17 +141,17 @@ class AxiDMA(LanePorts, wiring.Component):
         data_more = Signal()
         w_left, w_finished = Signal(BEATS_WIDTH), Signal()
         first_beat = ext_addr[s.lane_bits:s.lane_bits + s.beat_width]
-        if precomputed(s.cfg):            # the checker's (burst_plan.py)
+        if self._precomputed:            # the checker's (burst_plan.py)
             n_beats, first_burst, last_beat = self.plan.beats, self.plan.first_burst, self.plan.last_beat
         else:
-            assert not s.cfg.st_words, "a packed port is a decoupled chip's, whose checker plans the bursts"
-            n_beats = beat_count(ext_addr, instr.len - 1, s.cfg)          # ga2_sw.packing.beats
-            first_burst = shortest(n_beats, first_to_page(first_beat, s.cfg))
+            assert not s.st_words, "a packed port is a decoupled chip's, whose checker plans the bursts"
+            n_beats = beat_count(ext_addr, instr.len - 1, bus_bytes=s.w)          # ga2_sw.packing.beats
+            first_burst = shortest(n_beats, first_to_page(first_beat, page_beats=self._page_beats))
             last_beat = (ext_addr + instr.len - 1)[s.lane_bits:s.lane_bits + s.beat_width]
         with m.If(~self.ctl.busy):
             m.d.sync += [
                 is_ld.eq(ld), lo.eq(first_lane), hi.eq((ext_addr + length - 1)[:s.lane_bits] if s.lane_bits else 0),
-                *([is_wide.eq(word_stores.wide(instr, s.cfg))] if s.cfg.st_words else []),
+                *([is_wide.eq(word_stores.wide(instr, st_words=s.st_words))] if s.st_words else []),
                 req_beat.eq(ext_addr[s.lane_bits:s.lane_bits + s.beat_width]),
                 data_sp.eq(lane0), data_left.eq(n_beats), data_first.eq(1), data_more.eq(instr.len != 0),
                 w_left.eq(n_beats),
@@ -144,7 +168,7 @@ class AxiDMA(LanePorts, wiring.Component):
             return Cat(*((~first | (lo <= j) if j < s.lanes - 1 else 1) & (~last | (j <= hi) if j else 1)
                          for j in range(s.lanes)))
         s.__dict__.update(lane_mask=lane_mask, is_ld=is_ld, is_wide=is_wide, req_beat=req_beat, data_more=data_more,
-                          first_beat=first_beat, page=page_beats(s.cfg), ld=ld, data_sp=data_sp,
+                          first_beat=first_beat, page=self._page_beats, ld=ld, data_sp=data_sp,
                           data_left=data_left, data_first=data_first, w_left=w_left, w_finished=w_finished,
                           n_beats=n_beats, first_burst=first_burst, last_beat=last_beat)
 
@@ -159,7 +183,7 @@ class AxiDMA(LanePorts, wiring.Component):
         to_page, more = Signal(range(page + 1), name=f"{name}_to_page"), Signal(name=f"{name}_more")
         with m.If(~self.ctl.busy):
             m.d.sync += [length.eq(s.first_burst), left.eq(s.n_beats),
-                         to_page.eq(first_to_page(s.first_beat, s.cfg)), more.eq(self.ctl.instr.len != 0)]
+                         to_page.eq(first_to_page(s.first_beat, page_beats=s.page)), more.eq(self.ctl.instr.len != 0)]
         # The next burst: min(next_left, next_to_page, 256) (burst_plan.shortest), with every comparison
         # taken from the registers or from the subtractions' bits, beside the subtractions rather than after
         # them (compared after them, as shortest() does, the advance was a 17 ns path on a 25F): both lose
@@ -240,15 +264,15 @@ class AxiDMA(LanePorts, wiring.Component):
         # A beat's words are on sp_rd.data dma_read_latency cycles after its read, registered (AXI_ST_DATA_DELAY)
         # here a cycle later, or already at the banks (a decoupled chip: timing.dma_data_at_banks): `arriving`
         # the cycle the registered beat is ready, st_latency cycles after the read.
-        latency, at_banks = st_latency(s.cfg), dma_data_at_banks(s.cfg)
-        assert AXI_ST_DATA_DELAY == 1 and latency == dma_read_latency(s.cfg) + (0 if at_banks else AXI_ST_DATA_DELAY)
+        latency, at_banks = self._st_latency, self._data_at_banks
+        assert AXI_ST_DATA_DELAY == 1 and latency == self._read_latency + (0 if at_banks else AXI_ST_DATA_DELAY)
         arriving = delayed(m, reading, latency, "st_arriving")
         arriving_mask = delayed(m, Mux(reading, s.data_mask, 0), latency, "st_arriving_mask")
         m.d.sync += in_flight.eq(in_flight + reading - arriving)
-        enables = word_stores.read_enables(s.data_mask, s.is_wide, s.cfg)
+        enables = word_stores.read_enables(s.data_mask, s.is_wide, bus_bytes=s.w, st_words=s.st_words)
         for j, port in enumerate(self.sp_rd):
             m.d.comb += [port.en.eq(reading & enables[j]), port.addr.eq(s.data_sp + j)]
-        words = word_stores.beat_data(self.sp_rd, s.is_wide, s.cfg) if s.lane_bits else self.sp_rd[0].data
+        words = word_stores.beat_data(self.sp_rd, s.is_wide, st_words=s.st_words) if s.lane_bits else self.sp_rd[0].data
         read_words = Signal(len(words))
         m.d["comb" if at_banks else "sync"] += read_words.eq(words)
         if s.lane_bits:
@@ -284,7 +308,7 @@ class AxiDMA(LanePorts, wiring.Component):
                          w_full.eq(~s.ext.wlast & (w_count == AXI_MAX_BURST - 2))]
 
         with m.If(s.receiving | reading):
-            m.d.sync += [s.data_sp.eq(s.data_sp + word_stores.words_per_beat(s.is_wide, s.cfg)),
+            m.d.sync += [s.data_sp.eq(s.data_sp + word_stores.words_per_beat(s.is_wide, bus_bytes=s.w, st_words=s.st_words)),
                          s.data_left.eq(s.data_left - 1), s.data_first.eq(0),
                          s.data_more.eq(s.data_left != 1)]
         s.__dict__.update(sending=sending, latency=latency, w_final=w_final)
@@ -305,9 +329,9 @@ class AxiDMA(LanePorts, wiring.Component):
     def _stall_count(self, m, s):
         """The stall count: busy cycles without a beat past the ones the ideal memory also has."""
         # -- the stall count: busy cycles without a beat, past the ones the ideal memory also has --
-        grace = Signal(range(max(s.cfg.ext_latency, s.latency) + 1))
+        grace = Signal(range(max(self._ext_latency, s.latency) + 1))
         with m.If(~self.ctl.busy):
-            m.d.sync += grace.eq(Mux(s.ld, s.cfg.ext_latency, s.latency))
+            m.d.sync += grace.eq(Mux(s.ld, self._ext_latency, s.latency))
         idle_beat = self.ctl.busy & ~s.receiving & ~s.sending
         with m.If(idle_beat & (grace != 0)):
             m.d.sync += grace.eq(grace - 1)

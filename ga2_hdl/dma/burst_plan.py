@@ -39,17 +39,18 @@ def page_beats(config):
     return AXI_PAGE_BYTES // beat_bytes(config)
 
 
-def beat_count(ext_addr, tail, config):
-    """Beats of ``tail + 1`` elements from external address ``ext_addr``: ``ceil((lane + tail + 1) / W)``."""
-    lb = lane_bits(config)
+def beat_count(ext_addr, tail, *, bus_bytes):
+    """Beats of ``tail + 1`` elements from external address ``ext_addr`` on a port of W = ``bus_bytes``:
+    ``ceil((lane + tail + 1) / W)``."""
+    lb = exact_log2(bus_bytes)
     first_lane = ext_addr[:lb] if lb else Const(0, 1)
-    return ((first_lane + tail + config.bus_bytes) >> lb)[:BEATS_WIDTH]
+    return ((first_lane + tail + bus_bytes) >> lb)[:BEATS_WIDTH]
 
 
-def first_to_page(first_beat, config):
-    """Beats from ``first_beat`` to the end of its page."""
-    page_bits = exact_log2(page_beats(config))
-    return page_beats(config) - Cat(first_beat, Const(0, page_bits))[:page_bits]
+def first_to_page(first_beat, *, page_beats):
+    """Beats from ``first_beat`` to the end of its page of ``page_beats`` (``page_beats(config)``)."""
+    page_bits = exact_log2(page_beats)
+    return page_beats - Cat(first_beat, Const(0, page_bits))[:page_bits]
 
 
 def shortest(left, to_page):

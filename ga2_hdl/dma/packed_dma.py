@@ -8,10 +8,8 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from ga2_sw.isa import Op
-from ga2_sw.timing import dma_read_latency
 
-from ..ports import (SpReadSignature, SpWriteSignature, UnitSignature, WORD, check_config, ext_address,
-                    ext_signature, sp_addr_width)
+from ..ports import ExtSignature, SpReadSignature, SpWriteSignature, UnitSignature, WORD, ext_address
 from . import word_stores
 from ..valid_chain import delayed
 
@@ -19,12 +17,8 @@ __all__ = ["PackedDMA", "LanePorts"]
 
 
 class LanePorts:
-    """What the DMAs with a scratchpad port per element of a beat share (``PackedDMA``, ``AxiDMA``): their
-    configuration and their port lists, which ``ga2_hdl.top`` puts in the DMA lane's groups on port A."""
-
-    @property
-    def config(self):
-        return self._config
+    """What the DMAs with a scratchpad port per element of a beat share (``PackedDMA``, ``AxiDMA``): their port
+    lists, which ``ga2_hdl.top`` puts in the DMA lane's groups on port A."""
 
     @property
     def read_ports(self):
@@ -63,28 +57,48 @@ class PackedDMA(LanePorts, wiring.Component):
         ``busy`` is the issue side (an LD's requests, a whole ST) or ``older``, ``ctl.draining`` is high while an
         LD has a beat to write, and ``done`` comes with an LD's last write or an ST's last beat
         (docs/ARCHITECTURE.md, "Overlapped loads").
+
+    Parameters
+    ----------
+    addr_width :
+        The scratchpad address's width.
+    banks :
+        The scratchpad's banks (more than W: a beat's words lie on distinct banks).
+    bus_bytes :
+        W, the bytes of a beat (2 or more; the chapter's port of one is :class:`~ga2_hdl.dma.dma.DMA`'s).
+    ext_addr_width :
+        The width of the external port's beat address.
+    read_latency :
+        Cycles from an ST's scratchpad read request to its data (``ga2_sw.timing.dma_read_latency``).
+    ld_overlap :
+        An LD may start while the one before it still writes (``Config.ld_overlap``).
+    st_words :
+        ST's ``wd`` flag: whole words (``Config.st_words``, ``word_stores``).
     """
 
-    def __init__(self, config):
-        self._config = check_config(config)
-        if config.bus_bytes < 2:
+    def __init__(self, *, addr_width, banks, bus_bytes, ext_addr_width, read_latency, ld_overlap=False,
+                 st_words=False):
+        if bus_bytes < 2:
             raise ValueError("PackedDMA needs bus_bytes > 1; the chapter's port is ga2_hdl.dma.dma.DMA")
-        aw, w = sp_addr_width(config), config.bus_bytes
+        assert bus_bytes < banks, "a beat's words lie in distinct banks (Config requires it)"
+        self._addr_width, self._w, self._read_latency = addr_width, bus_bytes, read_latency
+        self._ld_overlap, self._st_words = bool(ld_overlap), bool(st_words)
+        aw, w = addr_width, bus_bytes
         super().__init__({"ctl": In(UnitSignature()), "sp_rd": Out(SpReadSignature(aw)).array(w),
-                          "sp_wr": Out(SpWriteSignature(aw)).array(w), "ext": Out(ext_signature(config)),
-                          **({"older": Out(1)} if config.ld_overlap else {})})
+                          "sp_wr": Out(SpWriteSignature(aw)).array(w),
+                          "ext": Out(ExtSignature(ext_addr_width, bus_bytes)),
+                          **({"older": Out(1)} if ld_overlap else {})})
 
     def elaborate(self, platform):
         m = Module()
-        w, spw = self._config.bus_bytes, sp_addr_width(self._config)
+        w, spw = self._w, self._addr_width
         lane_bits, beat_bits = exact_log2(w), len(self.ext.addr)
-        assert w < self._config.sp_banks, "a beat's words lie in distinct banks (Config requires it)"
 
         # the signals the sections share (each section adds its own for the ones after it)
         s = SimpleNamespace(w=w, spw=spw, lane_bits=lane_bits, beat_bits=beat_bits)
         self._issue(m, s)
         self._beats(m, s)
-        if self._config.ld_overlap:
+        if self._ld_overlap:
             self._overlapped_loads(m, s)
         return m
 
@@ -94,20 +108,21 @@ class PackedDMA(LanePorts, wiring.Component):
         # Registered from the sequencer's instruction register while idle, as in the chapter's DMA, so the
         # start pulse drives only `busy`. The external address splits into its beat and the byte lane of its
         # first element; the scratchpad address of lane 0 of the first beat is the range's start less that lane.
-        instr, ld, cfg = self.ctl.instr, self.ctl.instr.op == Op.LD, self._config
-        overlap = cfg.ld_overlap
+        instr, ld, st_words = self.ctl.instr, self.ctl.instr.op == Op.LD, self._st_words
+        overlap = self._ld_overlap
         # The issue side's register: the unit's busy bit, or with ld_overlap a register of its own (an LD's
         # requests, or a whole ST), busy being it or an older LD still writing.
         active = Signal(name="active") if overlap else self.ctl.busy
         ext_addr = Mux(ld, ext_address(instr, Op.LD), ext_address(instr, Op.ST))
         sp_addr = Mux(ld, instr.dst, instr.src)
-        length = word_stores.ext_length(instr, cfg)         # bytes: len, or WORD_BYTES a word (ST's wd)
+        length = word_stores.ext_length(instr, st_words=st_words)         # bytes: len, or WORD_BYTES a word (ST's wd)
         first_lane, beat = ext_addr[:s.lane_bits], ext_addr[s.lane_bits:s.lane_bits + s.beat_bits]
         last_lane = (ext_addr + length - 1)[:s.lane_bits]
         n_beats = (Cat(first_lane, Const(0, 1)) + length + s.w - 1) >> s.lane_bits      # ga2_sw.packing.beats
         is_ld = Signal()
         is_wide = Signal()
-        lane0 = word_stores.first_word(sp_addr, first_lane, word_stores.wide(instr, cfg), cfg)[:s.spw]
+        lane0 = word_stores.first_word(sp_addr, first_lane, word_stores.wide(instr, st_words=st_words),
+                                       st_words=st_words)[:s.spw]
 
         lo, hi = Signal(s.lane_bits), Signal(s.lane_bits)       # the first beat's first lane, the last beat's last
         issue_sp, issue_beat = Signal(s.spw), Signal(s.beat_bits)
@@ -117,7 +132,7 @@ class PackedDMA(LanePorts, wiring.Component):
         with m.If(~active):
             m.d.sync += [
                 is_ld.eq(ld), lo.eq(first_lane), hi.eq(last_lane),
-                *([is_wide.eq(word_stores.wide(instr, cfg))] if cfg.st_words else []),
+                *([is_wide.eq(word_stores.wide(instr, st_words=st_words))] if st_words else []),
                 issue_sp.eq(lane0), issue_beat.eq(beat), issue_left.eq(n_beats),
                 issue_more.eq(instr.len != 0), issue_first.eq(1),
                 write_sp.eq(lane0), write_beat.eq(beat), write_left.eq(n_beats), write_first.eq(1),
@@ -134,11 +149,11 @@ class PackedDMA(LanePorts, wiring.Component):
         issuing = active & issue_more
         issue_lanes = lanes(issue_first, issue_left == 1)
         with m.If(issuing):
-            m.d.sync += [issue_sp.eq(issue_sp + word_stores.words_per_beat(is_wide, cfg)), issue_beat.eq(issue_beat + 1),
+            m.d.sync += [issue_sp.eq(issue_sp + word_stores.words_per_beat(is_wide, bus_bytes=s.w, st_words=st_words)), issue_beat.eq(issue_beat + 1),
                          issue_left.eq(issue_left - 1),
                          issue_more.eq(issue_left != 1), issue_first.eq(0)]
         # The lanes of an ST beat whose words are on sp_rd.data now (read dma_read_latency cycles ago).
-        st_lanes = delayed(m, Mux(issuing & ~is_ld, issue_lanes, 0), dma_read_latency(self._config), "st_lanes")
+        st_lanes = delayed(m, Mux(issuing & ~is_ld, issue_lanes, 0), self._read_latency, "st_lanes")
         s.__dict__.update(lanes=lanes, overlap=overlap, active=active, last_lane=last_lane, n_beats=n_beats,
                           lane0=lane0, is_ld=is_ld, issuing=issuing, issue_lanes=issue_lanes, st_lanes=st_lanes,
                           ld=ld, is_wide=is_wide, first_lane=first_lane, issue_sp=issue_sp, issue_beat=issue_beat,
@@ -166,9 +181,9 @@ class PackedDMA(LanePorts, wiring.Component):
                 self.ext.we.eq(writing),
                 self.ext.wstrb.eq(s.st_lanes),
                 self.ext.addr.eq(s.write_beat),
-                self.ext.wdata.eq(word_stores.beat_data(self.sp_rd, s.is_wide, self._config)),
+                self.ext.wdata.eq(word_stores.beat_data(self.sp_rd, s.is_wide, st_words=self._st_words)),
             ]
-            enables = word_stores.read_enables(s.issue_lanes, s.is_wide, self._config)
+            enables = word_stores.read_enables(s.issue_lanes, s.is_wide, bus_bytes=s.w, st_words=self._st_words)
             for j, port in enumerate(self.sp_rd):
                 m.d.comb += [port.en.eq(s.issuing & enables[j]), port.addr.eq(s.issue_sp + j)]
         with m.If(writing):
