@@ -28,7 +28,7 @@ from .vector.overlapped_requantiser import OverlappedRequantiser
 from .vector.requantiser import Requantiser
 from .vector.softmax import Softmax
 
-__all__ = ["GA2", "UNIT_CLASSES", "unit_class", "unit_parameters", "build_unit"]
+__all__ = ["GA2", "UNIT_CLASSES", "unit_class", "unit_parameters", "build_unit", "scratchpad_parameters"]
 
 # The execution unit of each name in ga2_sw.isa.UNITS (built by build_unit).
 UNIT_CLASSES = {
@@ -87,6 +87,12 @@ def unit_parameters(name, config):
     raise AssertionError(f"no parameters for {cls.__name__}")
 
 
+def scratchpad_parameters(config):
+    """The keyword parameters of ``config``'s scratchpad: its words and address width, decoupled its banks."""
+    sizes = dict(depth=config.sp_words, addr_width=sp_addr_width(config))
+    return {**sizes, "banks": config.sp_banks} if config.decoupled else sizes
+
+
 def build_unit(name, config):
     """Unit ``name`` of ``config``'s chip (``unit_class``, ``unit_parameters``)."""
     return unit_class(name, config)(**unit_parameters(name, config))
@@ -142,9 +148,9 @@ class GA2(wiring.Component):
         all_groups = groups["reads"].keys() | groups["writes"].keys()
         dma_groups = tuple(sorted(g for g in all_groups if g.startswith("dma")))
         vector_groups = tuple(sorted(g for g in all_groups if g.startswith("vector")))
-        self.scratchpad = (BankedScratchpad(config, **groups, port_a=dma_groups, first=vector_groups,
-                                            port_a_data_registered=dma_data_at_banks(config))
-                           if config.decoupled else Scratchpad(config, **groups))
+        self.scratchpad = (BankedScratchpad(**scratchpad_parameters(config), **groups, port_a=dma_groups,
+                                            first=vector_groups, port_a_data_registered=dma_data_at_banks(config))
+                           if config.decoupled else Scratchpad(**scratchpad_parameters(config), **groups))
         if config.decoupled:        # the units wait as long for their data as the banks take
             assert all(self.scratchpad.read_latency(g) == compute_read_latency(config)
                        for g in self._reads if g not in dma_groups + vector_groups), \

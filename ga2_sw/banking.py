@@ -23,7 +23,7 @@ from functools import lru_cache
 
 from .timing import BANKED_DATA_DELAY, BANKED_SELECT_DELAY, PORT_B_ANNOUNCE, RQ_DEPTH, SP_WRITE_DELAY
 
-__all__ = ["key_stride", "bank_bits", "bank_of", "row_of", "slice_addresses", "slice_rounds", "most_on_one_bank", "mm_extra_cycles",
+__all__ = ["key_stride", "bank_bits", "bank_of", "bank_among", "row_of", "row_among", "slice_addresses", "slice_rounds", "most_on_one_bank", "mm_extra_cycles",
            "rq_write_skew", "rq_window_may_collide", "rq_beats", "RQ_MAX_SKEW", "RQ_READ_TO_WRITE",
            "rq_follow_wait", "rq_follow_decision", "RQ_FOLLOW_MAX_WAIT", "rq_write_track", "may_collide", "spread_stride", "operand_stride", "operand_start"]
 
@@ -44,16 +44,23 @@ def bank_bits(config):
 
 def bank_of(addr, config):
     """The bank holding scratchpad word ``addr``."""
-    return _bank(addr, config.sp_banks)
+    return bank_among(addr, config.sp_banks)
 
 
-def _bank(addr, nb):
-    return (addr + (addr >> (nb.bit_length() - 1))) % nb
+def bank_among(addr, banks):
+    """The bank holding scratchpad word ``addr`` among ``banks`` (a power of two): ``(addr + (addr >> b)) mod
+    banks``, ``b = log2(banks)``."""
+    return (addr + (addr >> (banks.bit_length() - 1))) % banks
 
 
 def row_of(addr, config):
     """The row of word ``addr`` in its bank."""
-    return addr >> bank_bits(config)
+    return row_among(addr, config.sp_banks)
+
+
+def row_among(addr, banks):
+    """The row of word ``addr`` in its bank, among ``banks``."""
+    return addr >> (banks.bit_length() - 1)
 
 
 def slice_addresses(instr, k):
@@ -78,7 +85,7 @@ def most_on_one_bank(banks):
 
 
 def _rounds(addresses, nb):
-    return most_on_one_bank(_bank(a, nb) for a in addresses)
+    return most_on_one_bank(bank_among(a, nb) for a in addresses)
 
 
 @lru_cache(maxsize=65536)

@@ -53,14 +53,15 @@ class UnitBench(Elaboratable):
     through the announce register)."""
 
     def __init__(self, unit, config, sp_init=()):
-        from ga2_hdl.top import UNIT_CLASSES
+        from ga2_hdl.top import UNIT_CLASSES, scratchpad_parameters
         from ga2_sw.isa import OPS, unit_ops
         self.unit = unit
         reads = {f"rd{n}": 1 for n in range(len(unit.read_ports))}
         name = next(n for n, cls in UNIT_CLASSES.items() if isinstance(unit, cls))
         first = tuple(reads) + ("shared",) if OPS[unit_ops(name)[0]].lane == "vector" else ()
-        self.sp = (BankedScratchpad(config, init=sp_init, reads=reads, writes={"shared": 1}, first=first)
-                   if config.decoupled else Scratchpad(config, init=sp_init, reads=reads))
+        sizes = scratchpad_parameters(config)
+        self.sp = (BankedScratchpad(**sizes, init=sp_init, reads=reads, writes={"shared": 1}, first=first)
+                   if config.decoupled else Scratchpad(**sizes, init=sp_init, reads=reads))
 
     def elaborate(self, platform):
         m = Module()

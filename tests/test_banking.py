@@ -14,6 +14,7 @@ from ga2_sw.banking import (RQ_MAX_SKEW, RQ_READ_TO_WRITE, bank_of, mm_extra_cyc
 from ga2_sw.config import Config
 from ga2_hdl.memory.banked_scratchpad import BankedScratchpad, bank_index
 from ga2_hdl.vector.requantiser import write_skew
+from ga2_hdl.top import scratchpad_parameters
 from sim.testing import arbitrated_rounds
 
 DECOUPLED = Config(mode="decoupled")
@@ -111,8 +112,8 @@ def _scratchpad_bench(config, accesses):
     group saw in each cycle after the first (seen[t]: the cycle after request cycle t) and, last, the
     collided flag and the words. Port A's reads (dma) are registered once, their data in seen[t+1]; port B's (mm0,
     mm1) three times, their data in seen[t+3]."""
-    sp = BankedScratchpad(config, reads={"dma": 1, "mm0": 1, "mm1": 1}, writes={"dma": 1, "compute": 1},
-                          port_a=("dma",), init=list(range(config.sp_words)))
+    sp = BankedScratchpad(**scratchpad_parameters(config), reads={"dma": 1, "mm0": 1, "mm1": 1},
+                          writes={"dma": 1, "compute": 1}, port_a=("dma",), init=list(range(config.sp_words)))
     assert [sp.read_latency(g) for g in ("dma", "mm0", "mm1")] == [2, 4, 4]
     seen = []
 

@@ -276,9 +276,11 @@ def test_a_scratchpad_bank_is_true_dual_port_block_ram(tmp_path):
     port), none of it flip-flops; a port's read and write on one address merge into one block-RAM port."""
     from amaranth.back import verilog
     from ga2_hdl.memory.banked_scratchpad import BankedScratchpad
+    from ga2_hdl.top import scratchpad_parameters
     from synth.yosys import run_yosys
     config = Config(mode="decoupled", sp_words=256, sp_banks=4)
-    sp = BankedScratchpad(config, reads={"dma": 1, "compute": 2}, writes={"dma": 1, "compute": 1}, port_a=("dma",))
+    sp = BankedScratchpad(**scratchpad_parameters(config), reads={"dma": 1, "compute": 2},
+                          writes={"dma": 1, "compute": 1}, port_a=("dma",))
     (tmp_path / "sp.v").write_text(verilog.convert(sp, name="sp"))
     run_yosys(["read_verilog sp.v", "synth_ecp5 -top sp", "tee -o stat.txt stat"], tmp_path)
     stat = (tmp_path / "stat.txt").read_text()

@@ -6,11 +6,11 @@ from amaranth.lib import memory
 from amaranth.lib.wiring import Out
 from amaranth.utils import exact_log2
 
-from ga2_sw.banking import bank_bits, bank_of, row_of
+from ga2_sw.banking import bank_among, row_among
 from ga2_sw.timing import (AXI_ST_DATA_DELAY, BANKED_DATA_DELAY, BANKED_READ_DELAY, BANKED_SELECT_DELAY,
                            PORT_B_ANNOUNCE, SP_WRITE_DELAY)
 
-from ..ports import check_config, WORD
+from ..ports import WORD
 from .scratchpad import PortGroups, and_or, or_all
 
 __all__ = ["BankedScratchpad", "bank_index"]
@@ -25,7 +25,7 @@ def bank_index(addr, banks):
 
 
 class BankedScratchpad(PortGroups):
-    """``config.sp_words`` words in ``config.sp_banks`` banks (``ga2_sw.banking``: word ``a`` is row ``a >> b`` of
+    """``depth`` words in ``banks`` banks (``ga2_sw.banking``: word ``a`` is row ``a >> b`` of
     bank ``(a + (a >> b)) mod sp_banks``), with the named port groups of :class:`~ga2_hdl.memory.scratchpad.Scratchpad`.
 
     Each bank is one memory with two ports, each able to read or write a word per cycle: port A serves the
@@ -74,10 +74,11 @@ class BankedScratchpad(PortGroups):
         they take in its cycle.
     """
 
-    def __init__(self, config, *, reads, writes, port_a=(), first=(), init=(), port_a_data_registered=False):
-        self._config = check_config(config)
-        super().__init__(config, reads, writes,
-                         members={"first_banks_next": Out(config.sp_banks)} if first else None)
+    def __init__(self, *, depth, addr_width, banks, reads, writes, port_a=(), first=(), init=(),
+                 port_a_data_registered=False):
+        self._banks = banks
+        super().__init__(addr_width=addr_width, reads=reads, writes=writes,
+                         members={"first_banks_next": Out(banks)} if first else None)
         for names, what in ((port_a, "Port A"), (first, "First")):
             unknown = set(names) - set(self._reads) - set(self._writes)
             if unknown:
@@ -86,18 +87,18 @@ class BankedScratchpad(PortGroups):
             raise ValueError("A group on port A cannot go first on port B")
         self._port_a, self._first = tuple(port_a), tuple(first)
         self._port_a_data_registered = bool(port_a_data_registered)
-        nb, depth = config.sp_banks, config.sp_words // config.sp_banks
-        words = list(init) + [0] * (config.sp_words - len(init))
-        images = [[0] * depth for _ in range(nb)]
+        nb, rows = banks, depth // banks
+        words = list(init) + [0] * (depth - len(init))
+        images = [[0] * rows for _ in range(nb)]
         for addr, word in enumerate(words):
-            images[bank_of(addr, config)][row_of(addr, config)] = word
+            images[bank_among(addr, nb)][row_among(addr, nb)] = word
         self.collided = Signal()            # see elaborate()
-        self.banks = [memory.Memory(shape=WORD, depth=depth, init=images[n], attrs={"no_rw_check": 1})
+        self.banks = [memory.Memory(shape=WORD, depth=rows, init=images[n], attrs={"no_rw_check": 1})
                       for n in range(nb)]
 
     def cell(self, addr):
         """The simulator's handle on word ``addr`` (for ``ctx.get``/``ctx.set``)."""
-        return self.banks[bank_of(addr, self._config)].data[row_of(addr, self._config)]
+        return self.banks[bank_among(addr, self._banks)].data[row_among(addr, self._banks)]
 
     def read_latency(self, group):
         """Cycles from a read request of ``group`` to its data."""
@@ -176,8 +177,8 @@ class BankedScratchpad(PortGroups):
         suffix = "_wr" if data is not None else ""
         en_q = Signal(name=f"{group}{suffix}_announce_en")
         addr_q = Signal(len(addr), name=f"{group}{suffix}_announce_addr")
-        hits = Signal(self._config.sp_banks, name=f"{group}{suffix}_announcing_banks")
-        m.d.comb += hits.eq(self._bank_hits(en, bank_index(addr, self._config.sp_banks)))
+        hits = Signal(self._banks, name=f"{group}{suffix}_announcing_banks")
+        m.d.comb += hits.eq(self._bank_hits(en, bank_index(addr, self._banks)))
         m.d.sync += [en_q.eq(en), addr_q.eq(addr)]
         self._announced.append(hits)
         if data is None:
@@ -188,7 +189,7 @@ class BankedScratchpad(PortGroups):
 
     def _bank_hits(self, en, bank):
         """One bit per bank: ``en`` and the bank is ``bank`` (a bank index)."""
-        return Mux(en, Const(1, self._config.sp_banks) << bank, 0)
+        return Mux(en, Const(1, self._banks) << bank, 0)
 
     def _read_request(self, m, group, bank_data):
         """(bank hits, row) of a read group's request as the banks see it; connects its requesters' data to
@@ -202,17 +203,17 @@ class BankedScratchpad(PortGroups):
         addr = and_or([(r.en, r.addr) for r in requesters]) if len(requesters) > 1 else requesters[0].addr
         if group in self._first:
             en, addr, _ = self._announce(m, group, en, addr)
-        b = bank_bits(self._config)
+        b = exact_log2(self._banks)
         bank, bank_q = Signal(b, name=f"{group}_bank"), Signal(b, name=f"{group}_bank_q")
-        hits, row = Signal(self._config.sp_banks, name=f"{group}_hits"), Signal(len(addr) - b, name=f"{group}_row")
+        hits, row = Signal(self._banks, name=f"{group}_hits"), Signal(len(addr) - b, name=f"{group}_row")
         # The request's bank is registered apart from its enable, and the two meet at the banks: registered
         # together (the bank's bits reset where the request is off), the matrix unit's arbitration, each operand's
         # read enable, drove the reset inputs of eight bank bits beside the banks (`mm.writer.claim` -> the
         # feeder's arbitration -> `scratchpad.mm6_hits` LSR, 11.0 ns, 8.4 of routing: the AXI chip's worst path,
         # 90.9 MHz on a 25F).
-        on_bank, en_q = Signal(self._config.sp_banks, name=f"{group}_bank_bits"), Signal(name=f"{group}_en")
-        index = bank_index(addr, self._config.sp_banks)
-        m.d.sync += [bank.eq(index), on_bank.eq(Const(1, self._config.sp_banks) << index), en_q.eq(en),
+        on_bank, en_q = Signal(self._banks, name=f"{group}_bank_bits"), Signal(name=f"{group}_en")
+        index = bank_index(addr, self._banks)
+        m.d.sync += [bank.eq(index), on_bank.eq(Const(1, self._banks) << index), en_q.eq(en),
                      row.eq(addr[b:])]
         m.d.comb += hits.eq(Mux(en_q, on_bank, 0))
         m.d.sync += bank_q.eq(bank)         # the data comes from the bank the request register addressed
@@ -240,8 +241,8 @@ class BankedScratchpad(PortGroups):
         wdata = and_or([(r.en, r.data) for r in requesters]) if len(requesters) > 1 else requesters[0].data
         if group in self._first:
             en, addr, wdata = self._announce(m, group, en, addr, wdata)
-        b = bank_bits(self._config)
-        hits = Signal(self._config.sp_banks, name=f"{group}_wr_hits")
+        b = exact_log2(self._banks)
+        hits = Signal(self._banks, name=f"{group}_wr_hits")
         row, data = Signal(len(addr) - b, name=f"{group}_wr_row"), Signal(WORD, name=f"{group}_wr_data")
-        m.d.sync += [hits.eq(self._bank_hits(en, bank_index(addr, self._config.sp_banks))), row.eq(addr[b:]), data.eq(wdata)]
+        m.d.sync += [hits.eq(self._bank_hits(en, bank_index(addr, self._banks))), row.eq(addr[b:]), data.eq(wdata)]
         return hits, row, data

@@ -6,19 +6,20 @@ from amaranth.lib.wiring import In
 
 from ga2_sw.timing import SP_WRITE_DELAY
 
-from ..ports import SpReadSignature, SpWriteSignature, sp_addr_width, WORD
+from ..ports import SpReadSignature, SpWriteSignature, WORD
 
 __all__ = ["Scratchpad", "PortGroups", "and_or", "or_all", "check_groups"]
 
 
 class PortGroups(wiring.Component):
     """What both scratchpads share: named groups of read and write requesters as signature members
-    (``rd_<group>``, ``wr_<group>``), validated, and the accessors of the groups."""
+    (``rd_<group>``, ``wr_<group>``, of ``addr_width``-bit addresses), validated, and the accessors of the
+    groups."""
 
-    def __init__(self, config, reads, writes, members=None):
+    def __init__(self, *, addr_width, reads, writes, members=None):
         self._reads = check_groups(reads, "Read")
         self._writes = check_groups(writes, "Write")
-        aw = sp_addr_width(config)
+        aw = addr_width
         super().__init__({
             **{f"rd_{g}": In(SpReadSignature(aw)).array(n) for g, n in self._reads.items()},
             **{f"wr_{g}": In(SpWriteSignature(aw)).array(n) for g, n in self._writes.items()},
@@ -40,7 +41,8 @@ class PortGroups(wiring.Component):
 
 
 class Scratchpad(PortGroups):
-    """``config.sp_words`` words of 32 bits with named groups of read and write ports.
+    """``depth`` words of 32 bits (``Config.sp_words``; addresses ``addr_width`` bits wide) with named groups of
+    read and write ports.
 
     Each group is one port of the memory, shared by the requesters of the group; ``reads`` and ``writes``
     map a group's name to its number of requesters. The requesters of a group must never ask in the same
@@ -72,9 +74,9 @@ class Scratchpad(PortGroups):
         If a group's name is not an identifier or its number of requesters is not a positive integer.
     """
 
-    def __init__(self, config, *, reads=None, writes=None, init=()):
-        super().__init__(config, reads or {"shared": 1}, writes or {"shared": 1})
-        self.mem = memory.Memory(shape=WORD, depth=config.sp_words, init=list(init))
+    def __init__(self, *, depth, addr_width, reads=None, writes=None, init=()):
+        super().__init__(addr_width=addr_width, reads=reads or {"shared": 1}, writes=writes or {"shared": 1})
+        self.mem = memory.Memory(shape=WORD, depth=depth, init=list(init))
 
     def cell(self, addr):
         """The simulator's handle on word ``addr`` (for ``ctx.get``/``ctx.set``)."""
