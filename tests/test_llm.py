@@ -87,12 +87,18 @@ def _perplexity(reference, text):
 
 
 def test_perplexity_of_english(model, reference):
-    """English reads far likelier than its words shuffled, and likelier with RoPE on interleaved pairs (what
-    GGUF's permuted q and k rows need) than with RoPE on halves (what the original checkpoint's rows need)."""
+    """English reads far likelier than its words shuffled."""
     words = TEXT.split()
     shuffled = " ".join(np.random.default_rng(0).permutation(words))
     ppl = _perplexity(reference, TEXT)
     assert ppl < 60 and _perplexity(reference, shuffled) > 10 * ppl      # measured: 32.8 and 2,244
+
+
+@pytest.mark.slow
+def test_rope_on_interleaved_pairs(model, reference):
+    """English reads likelier with RoPE on interleaved pairs (what GGUF's permuted q and k rows need) than with
+    RoPE on halves (what the original checkpoint's rows need)."""
+    ppl = _perplexity(reference, TEXT)
 
     class Halves(FloatModel):
         def _rope(self, x, pos):
@@ -135,6 +141,7 @@ def test_generate_command(model_file, monkeypatch, capsys, tmp_path):
     assert r["total_cycles"] == sum(s["cycles"] for s in r["steps"]) > 0
 
 
+@pytest.mark.slow
 def test_logit_ranges_count_every_query(model, capsys, tmp_path):
     """`ga2 llm scores`: every block sees every query of every prompt against every earlier key (9 heads x
     T(T+1)/2 logits a prompt); real logits leave the chapter's int8 range in every block and never the
