@@ -171,7 +171,7 @@ def test_programs_with_row_writes(sims, batch):
     check_batch(sims(ROW_WRITES), ROW_WRITES, batch)
 
 
-@settings(max_examples=5, **SETTINGS)
+@settings(max_examples=2, **SETTINGS)
 @given(st.lists(cases(ROW_B, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
 def test_programs_with_a_b_per_row(sims, batch):
     """MMs with and without rb and sa, back to back, beside the vector lane and the DMA; B's range spans every

@@ -79,16 +79,19 @@ class MatrixUnit(Unit):
     def __init__(self, *, rows, cols, addr_width, banks=None, read_latency=None, row_b=False, row_writes=False):
         self._rows, self._cols, self._row_b, self._row_writes = rows, cols, bool(row_b), bool(row_writes)
         self._decoupled = banks is not None
+        # The feeder of the mode, and the result writer, built in elaborate(); their read ports are mirrored on
+        # the unit under the same names.
+        self._writer_parameters = dict(rows=rows, cols=cols, addr_width=addr_width, banks=banks,
+                                       row_writes=row_writes)
         if self._decoupled:
-            self._feeder = StreamFeeder(rows=rows, cols=cols, addr_width=addr_width, banks=banks,
-                                        read_latency=read_latency, row_b=row_b)
+            self._feeder_class, self._feeder_parameters = StreamFeeder, dict(
+                rows=rows, cols=cols, addr_width=addr_width, banks=banks, read_latency=read_latency, row_b=row_b)
             members = StreamFeeder.read_members(rows=rows, cols=cols, addr_width=addr_width, row_b=row_b)
             members["vector_banks_next"] = In(banks)
         else:
-            self._feeder = StagedFeeder(rows=rows, cols=cols, addr_width=addr_width)
+            self._feeder_class, self._feeder_parameters = StagedFeeder, dict(rows=rows, cols=cols,
+                                                                             addr_width=addr_width)
             members = StagedFeeder.read_members(addr_width=addr_width)
-        # (the feeder's read ports are mirrored on the unit under the same names)
-        self._writer = ResultWriter(rows=rows, cols=cols, addr_width=addr_width, banks=banks, row_writes=row_writes)
         if row_writes:              # the result writer's port per column, each a requester of its own
             members["sp_wr"] = Out(SpWriteSignature(addr_width)).array(cols)
         super().__init__(addr_width=addr_width, members=members, read_port=False)
@@ -103,8 +106,8 @@ class MatrixUnit(Unit):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.feeder = feeder = self._feeder
-        m.submodules.writer = writer = self._writer
+        m.submodules.feeder = feeder = self._feeder_class(**self._feeder_parameters)
+        m.submodules.writer = writer = ResultWriter(**self._writer_parameters)
         for port, feeder_port in zip(self.read_ports, feeder.read_ports):
             connect(m, flipped(port), feeder_port)
         for port, writer_port in zip(self.write_ports, writer.write_ports):
