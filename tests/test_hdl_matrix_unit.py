@@ -13,7 +13,8 @@ from ga2_sw import isa
 from ga2_sw.banking import bank_of, mm_extra_cycles
 from ga2_sw.config import Config
 from ga2_sw.timing import STREAM_MM_OVERHEAD
-from ga2_hdl.top import build_unit
+from ga2_hdl.matrix.matrix_unit import MatrixUnit
+from ga2_hdl.top import build_unit, unit_parameters
 from sim.testing import arbitrated_rounds, UnitBench, run_bench, start_and_wait, unit_verilog, verilog_ports
 
 STAGED = dict(mode="inorder", sp_words=512)
@@ -201,9 +202,9 @@ def write_schedule(c, first):
 
 def test_read_ports():
     """One read port in order; decoupled one per array row (``a_rd``), then one per array column (``b_rd``)."""
-    staged = build_unit("mm", Config(rows=2, cols=3, mode="inorder"))
+    staged = MatrixUnit(**unit_parameters("mm", Config(rows=2, cols=3, mode="inorder")))
     assert staged.read_ports == [staged.sp_rd]
-    stream = build_unit("mm", Config(rows=2, cols=3, mode="decoupled"))
+    stream = MatrixUnit(**unit_parameters("mm", Config(rows=2, cols=3, mode="decoupled")))
     assert stream.read_ports == [*stream.a_rd, *stream.b_rd] and len(stream.read_ports) == 5
 
 
