@@ -180,6 +180,14 @@ def test_programs_with_a_b_per_row(sims, batch):
 
 
 @pytest.mark.slow
+@settings(max_examples=8, **SETTINGS)
+@given(st.lists(cases(ROW_B, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
+def test_more_programs_with_a_b_per_row(sims, batch):
+    """The same on more batches (the default tier draws two)."""
+    check_batch(sims(ROW_B), ROW_B, batch)
+
+
+@pytest.mark.slow
 @settings(max_examples=6, **SETTINGS)
 @given(st.lists(cases(ROW_B_8, (None, None, None) + FAULT_KINDS), min_size=BATCH, max_size=BATCH))
 def test_programs_with_a_b_per_row_on_8_banks(sims, batch):
