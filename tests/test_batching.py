@@ -81,14 +81,14 @@ def test_batch_invariance_on_an_8x8_array():
     assert check_batching(cfg, batches=(1, 3, 8), lengths=(1, 5, 16), seeds=(0,)) == []
 
 
-# Batches up to R on the bigger arrays: 8x8 at B = 8 and 16x16 at B = 16, in both modes (Verilator
+# Batches up to R on the bigger arrays: 8x8 at B = 8 and 16x16 at B = 16 (slow), in both modes (Verilator
 # runs the same in tests/test_verilator.py, and the mutation test at B = 8 is test_mutants_at_batch_8, slow).
 CFG_8X8 = Config(rows=8, cols=8, sp_words=8192, ext_words=16384)
 CFG_16X16 = Config(rows=16, cols=16, sp_words=16384, ext_words=32768)
 
 
 @pytest.mark.parametrize("mode", ["inorder", "decoupled"])
-@pytest.mark.parametrize("config", [CFG_8X8, CFG_16X16], ids=["8x8", "16x16"])
+@pytest.mark.parametrize("config", [CFG_8X8, pytest.param(CFG_16X16, marks=pytest.mark.slow)], ids=["8x8", "16x16"])
 def test_batch_invariance_at_batch_r(config, mode):
     cfg = config.replace(mode=mode)
     assert len(ragged_lengths(cfg)) == cfg.rows
@@ -257,6 +257,7 @@ def test_batch_invariance_decoupled_on_a_2x2_array():
     assert check_batching(cfg, lengths=(1, 2, 9, 16)) == []
 
 
+@pytest.mark.slow
 def test_v_block_mutants_are_caught_decoupled():
     """The builder's V-block code is one block in order (its mutants are equivalent there); the decoupled
     check catches each of them."""
@@ -270,6 +271,7 @@ def test_v_block_mutants_are_caught_decoupled():
     assert [(m.label, f.status) for m, f, _ in rows[1:]] == [(m.label, "caught") for m in chosen]
 
 
+@pytest.mark.slow
 def test_row_b_attention_mutants_are_caught_on_a_row_b_chip():
     """The builder's tiles a row (MM's rb and sa, decode.column_tiles) exist only on row_b chips: each of its
     mutants is caught on a row_b chip, where the check holds the step to the integer reference (and survives

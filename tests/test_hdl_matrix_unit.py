@@ -526,7 +526,8 @@ def test_smm_random_chains(rows, cols, count, density):
 
 
 @pytest.mark.parametrize("rows, cols, banks, density", [pytest.param(4, 4, 32, 0.0, marks=pytest.mark.slow),
-                                                        (4, 4, 8, 0.3), (2, 3, 16, 0.5)])
+                                                        pytest.param(4, 4, 8, 0.3, marks=pytest.mark.slow),
+                                                        (2, 3, 16, 0.5)])
 def test_smm_a_b_per_row(rows, cols, banks, density):
     """A row_b chip (Config.row_b): random MMs with and without rb and sa back to back, beside random
     vector-lane banks, against numpy's per-row products (``reference``); with rb the B operands of rows 1.. are
@@ -548,7 +549,8 @@ def test_smm_a_b_per_row(rows, cols, banks, density):
 
 
 @pytest.mark.parametrize("rows, cols, count, density", [pytest.param(4, 4, 24, 0.3, marks=pytest.mark.slow),
-                                                        (4, 4, 16, 0.8), (2, 3, 16, 0.5)])
+                                                        pytest.param(4, 4, 16, 0.8, marks=pytest.mark.slow),
+                                                        (2, 3, 16, 0.5)])
 def test_smm_gives_way_to_the_vector_lane(rows, cols, count, density):
     """The vector lane (RQ, SM) has port B first: with random banks asked for on ``vector_banks_next`` for each
     cycle (one to three banks in a ``density`` share of the cycles), no read or write of the MM ever goes to a

@@ -225,7 +225,8 @@ def test_chunk_loop_on_verilator(mode):
         assert output(lay, got.ext) == want
 
 
-@pytest.mark.parametrize("mode", ["decoupled", pytest.param("inorder", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["decoupled", "inorder"])
 def test_random_online_instructions_on_pysim(mode):
     """Single SMC, RSA and NRM on random words (pysim), each beside an MM on the decoupled chip; NRM also with a
     running sum of 0 and below (its outputs are 0 then)."""

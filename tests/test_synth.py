@@ -367,6 +367,7 @@ def test_sweep_places_a_row_where_every_resource_has_room():
     assert fits({**four, "MULT18X18D": 25}, "25k", most=0.9) is None          # 25/28 = 89%
 
 
+@pytest.mark.slow
 def test_sweep_banks_stop_at_eight_where_more_buy_no_cycles():
     """A bank per operand port (2n) up to SWEEP_MAX_BANKS: the 4 x 4 needs its 8 (4 banks cost 5% more cycles),
     while the 8 x 8's batched step is within 0.1% on 8 banks of its 16 (the cycle model's count)."""

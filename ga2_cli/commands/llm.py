@@ -67,10 +67,6 @@ def _check_generate(args):
     config = config_of(args.chip)
     if not config.online_unit:
         raise ValueError(f"--chip {args.chip}: the steps' attention needs a chip with the online unit (llm)")
-    try:
-        step_phases(config, [1] * (args.max_batch or config.rows))
-    except ValueError as exc:
-        raise ValueError(f"--chip {args.chip}: SmolLM2's decode step does not fit it: {exc}") from None
     if args.sim != "model" and args.path != "ga2":
         raise ValueError("--sim runs the GA-2 path's whole steps on a simulator: it needs --path ga2")
     if args.sim != "model" and not config.st_words:
@@ -82,6 +78,11 @@ def _check_generate(args):
         if reason:
             raise ToolMissing(f"--sim {args.sim}: {reason}")
     _check_model(args)
+    # last, as it builds a whole step's programs (seconds): every cheaper check has passed
+    try:
+        step_phases(config, [1] * (args.max_batch or config.rows))
+    except ValueError as exc:
+        raise ValueError(f"--chip {args.chip}: SmolLM2's decode step does not fit it: {exc}") from None
 
 
 def _runner(args, model, config):
