@@ -27,9 +27,12 @@ def _image(words, size, what):
     words = list(words or [])
     if len(words) > size:
         raise ValueError(f"{what} image has {len(words)} words but the memory holds {size}")
-    for n, w in enumerate(words):
-        if not isinstance(w, int) or not 0 <= w <= 0xFFFFFFFF:
-            raise ValueError(f"{what} image word {n} must be a 32-bit unsigned integer, not {w!r}")
+    # the common case, plain ints in range, checked at C speed (memories of millions of words); otherwise the
+    # word-by-word check names the first bad word
+    if words and not (set(map(type, words)) == {int} and min(words) >= 0 and max(words) <= 0xFFFFFFFF):
+        for n, w in enumerate(words):
+            if not isinstance(w, int) or not 0 <= w <= 0xFFFFFFFF:
+                raise ValueError(f"{what} image word {n} must be a 32-bit unsigned integer, not {w!r}")
     return words + [0] * (size - len(words))
 
 

@@ -95,4 +95,8 @@ def held_image(words, config):
     """An external-memory image as the memory holds it: 32-bit words as given, or, packed, each word's low
     byte (the decode builders write int8 values as 32-bit words; a packed memory keeps their bytes)."""
     words = list(words or [])
-    return words if not packed(config) else [w & 0xFF if isinstance(w, int) else w for w in words]
+    if not packed(config):
+        return words
+    if set(map(type, words)) <= {int}:
+        return [w & 0xFF for w in words]
+    return [w & 0xFF if isinstance(w, int) else w for w in words]
