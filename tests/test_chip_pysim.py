@@ -55,7 +55,7 @@ def test_decode_sequence_of_steps():
 
 @pytest.mark.parametrize("config, batch, length", [
     (Config(rows=2, cols=2), 2, 5),
-    (Config(rows=8, cols=8, sp_words=8192, ext_words=16384), 8, 3),
+    pytest.param(Config(rows=8, cols=8, sp_words=8192, ext_words=16384), 8, 3, marks=pytest.mark.slow),
     (Config(rows=3, cols=5, d_model=12, d=10, max_ctx=7), 3, 7),
 ], ids=["2x2", "8x8", "3x5-d10"])
 def test_other_array_sizes(config, batch, length):

@@ -148,11 +148,23 @@ def test_reset_leaves_a_prefix_of_the_program(reset_at, partial):
     assert (sp_left != before.sp) == partial and sp_left != after.sp
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(reset_at=hst.integers(0, TOTAL + 8), second=hst.sampled_from(["same", "other"]))
 def test_reset_anywhere_then_any_program(reset_at, second):
     """A reset in any running cycle, then a program (the same one, or another loaded after the reset)
     behaves as the reference machine says from the memories the reset left."""
+    _reset_then_program(reset_at, second)
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None)
+@given(reset_at=hst.integers(0, TOTAL + 8), second=hst.sampled_from(["same", "other"]))
+def test_more_resets_anywhere_then_any_program(reset_at, second):
+    """The same on more reset cycles (the default tier draws six)."""
+    _reset_then_program(reset_at, second)
+
+
+def _reset_then_program(reset_at, second):
     prog = PROGRAM if second == "same" else PROGRAM_2
     bench = ChipBench(CONFIG, EXT)
     out = {}

@@ -491,6 +491,7 @@ def test_smm_back_to_back():
     assert run_chain(config, cases, image) == 3
 
 
+@pytest.mark.slow
 def test_smm_last_slice_waits_for_the_writer_at_every_distance():
     """A one-slice MM (its only slice is its last) started 0 to 13 cycles after it could be, behind an MM whose
     result writer is busy until its plan cycle, or before it, or after: the wait (or none) at every distance

@@ -110,11 +110,12 @@ def _slow(*case):
 
 
 @pytest.mark.parametrize("config, instr, code", [
-    # (each case on the row_b chip elaborates it in pysim, about 15 s: the one that kills the range mutant runs
-    # in the default tier, the rest in the slow one)
+    # (each case on the row_b chip elaborates it in pysim, about 15 s: they run in the slow tier and in
+    # `ga2 mutants --rtl`, which runs a file's every test; in the default tier the random programs on a row_b
+    # chip draw MMs whose rb runs row M-1's B past the end, on Verilator: tests/test_differential.py)
     _slow(ROW_B, mm(0, 100, 200, 3, 5, 2, 0, 20, 4, 2, rb=1), Err.SP_RANGE),  # row 2's B ends at 200 + 40 + 17
     _slow(ROW_B, mm(0, 100, 198, 3, 5, 2, 0, 20, 4, 2, rb=1), Err.NONE),      # ... at 255, the last word
-    (ROW_B, mm(0, 100, 199, 3, 5, 2, 0, 20, 4, 2, rb=1), Err.SP_RANGE),  # row 0's B fits, row 2's does not
+    _slow(ROW_B, mm(0, 100, 199, 3, 5, 2, 0, 20, 4, 2, rb=1), Err.SP_RANGE),  # row 0's B fits, row 2's does not
     _slow(ROW_B, mm(0, 100, 199, 3, 5, 2, 0, 20, 4, 2), Err.NONE),            # without rb only row 0's B is read
     (SMALL.replace(mode="decoupled"), mm(0, 0, 0, 2, 3, 2, rb=1), Err.ILLEGAL),   # no row_b: rb is stray
     (SMALL, mm(0, 0, 0, 2, 3, 2, rb=1), Err.ILLEGAL),
