@@ -288,3 +288,15 @@ def test_cycle_model_matches_the_machine_on_any_program(program):
     res = Machine(cfg).run(program)
     counters, err, pc = cycle_counts(program, cfg)
     assert (counters, err, pc) == (res.counters, res.error, res.pc)
+
+
+@pytest.mark.parametrize("bad", [-1, 1 << 32, 2.0, "7"])
+def test_a_bad_image_word_is_named(bad):
+    """The reference machine checks its images at C speed when they are plain; any bad word is still found and
+    named by its index, in a long image as in a short one."""
+    cfg = Config()
+    for at, image in ((2, [1, 3, bad]), (3000, [5] * 3000 + [bad] + [6] * 100)):
+        with pytest.raises(ValueError, match=rf"^External memory image word {at} must be a 32-bit unsigned"):
+            Machine(cfg).run([isa.halt()], image)
+        with pytest.raises(ValueError, match=rf"^Scratchpad image word {at} must be a 32-bit unsigned"):
+            Machine(cfg).run([isa.halt()], None, image)
