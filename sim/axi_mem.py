@@ -31,9 +31,13 @@ class AxiMemoryModel:
 
     def __init__(self, config, init=(), *, pause=0.0, seed=0):
         self._config, self.pause, self._seed = config, pause, seed
-        self._elements = held_image(init, config)
-        self._elements += [0] * (config.ext_words - len(self._elements))
+        self.load(init)
         self.port = self.running = None
+
+    def load(self, init):
+        """Hold image ``init`` (elements, as ``__init__`` takes them) in place of the memory's contents."""
+        self._elements = held_image(init, self._config)
+        self._elements += [0] * (self._config.ext_words - len(self._elements))
 
     def elements(self, ctx=None):
         """The memory's elements now."""

@@ -36,6 +36,16 @@ class ExtMemoryModel(wiring.Component):
             beats = [sum(elements[b * w + j] << (8 * j) for j in range(w)) for b in range(config.ext_words // w)]
             self.mem = memory.Memory(shape=len(self.port.wdata), depth=config.ext_words // w, init=beats)
 
+    def nonzero_cells(self, init):
+        """(cell, value) of each memory row that image ``init`` (elements, as ``__init__`` takes them) makes
+        nonzero: what a testbench sets (``ctx.set``) to load the image into a memory that is all zeros."""
+        w, elements = self._config.bus_bytes, held_image(init, self._config)
+        rows = {}
+        for addr, value in enumerate(elements):
+            if value:
+                rows[addr // w] = rows.get(addr // w, 0) | value << (8 * (addr % w) if w > 1 else 0)
+        return [(self.mem.data[row], value) for row, value in rows.items()]
+
     def elements(self, ctx):
         """The memory's elements now (in a testbench)."""
         w = self._config.bus_bytes

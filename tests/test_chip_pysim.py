@@ -8,7 +8,7 @@ from ga2_sw.cycles import cycle_counts
 from ga2_sw.isa import Err, ld, st, mm, rq, sm, halt, encode
 from ga2_sw.machine import run
 from ga2_sw.workloads import decode_table_programs
-from sim.jobs import HangError
+from sim.jobs import HangError, Job, check_job
 from sim.pysim_runner import run_pysim
 from sim.testing import assert_same
 
@@ -116,3 +116,25 @@ def test_dma_latencies(latency):
     assert_same(run(prog, config, EXT), r, f"latency {latency}")
     assert r.counters.dma == (50 + latency) + 51 + (52 + latency) + 2 + (1 + latency)
     assert r.sp[3:53] == EXT[17:67] and r.ext[200:250] == EXT[17:67]
+
+
+@pytest.mark.parametrize("config", [
+    pytest.param(DECOUPLED, id="decoupled", marks=pytest.mark.slow),    # its loading: every pysim test
+    pytest.param(DECOUPLED.replace(bus_bytes=4), id="packed"),
+    pytest.param(DECOUPLED.replace(bus_bytes=4, axi=1, memory="ddr3-1600"), id="axi-ddr3")])
+def test_a_reused_chip_runs_as_a_fresh_one(config):
+    """``run_pysim`` elaborates a chip once and resets it between programs (``PysimChip``): after a program that
+    is stopped midway (its loads and matrix products in flight), each next program (one that faults on whole
+    memory images, one that runs every unit, one that stores over a whole image) leaves the memories,
+    counters, error and pc of the reference machine, as a fresh chip does."""
+    from sim.pysim_runner import PysimChip
+    from sim.random_programs import cycle_limit_for, fuzz_job
+    p = PROGRAMS[0]
+    chip = PysimChip(config)
+    stopped = chip.run(check_job(Job(p.program, p.ext, None, 300), config), p.ext, None, 300, on_hang="return")
+    assert stopped.hang and stopped.counters.cycles < run(p.program, config, p.ext).counters.cycles
+    for seed in (31, 5, 38):
+        program, ext, sp = fuzz_job(config, seed)
+        limit = cycle_limit_for(program, config)
+        r = chip.run(check_job(Job(program, ext, sp, limit), config), ext, sp, limit)
+        assert_same(run(program, config, ext, sp), r, f"seed {seed}")
