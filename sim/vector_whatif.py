@@ -25,8 +25,9 @@ from ga2_sw.chips import chip
 
 __all__ = ["FASTEST", "WHAT_IFS", "patched", "step_cycles", "main"]
 
-# The fast chip with one requantiser lane and one softmax lane: the chip the what-ifs patch.
-FASTEST = chip("fast").config.replace(rq_lanes=1, sm_lanes=1)
+# The fast chip on 32 banks with one requantiser lane and one softmax lane: the chip the what-ifs patch (the
+# lane studies of docs/ARCHITECTURE.md; 32 banks do not route on the fast chip's 85F, docs/SYNTH.md).
+FASTEST = chip("fast").config.replace(sp_banks=32, rq_lanes=1, sm_lanes=1)
 
 # (label, the chip's changes, patch arguments), in the table's order
 WHAT_IFS = [

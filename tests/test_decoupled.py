@@ -350,7 +350,7 @@ def test_a_sequences_tiles_a_row_in_the_decode_step():
     ones included, for the ragged batch too); every step is faster, and the B = 4 step gains more than a tenth
     (1,180 -> 972 cycles when this was written); the outputs are the integer reference's (``check_batching``
     on the same chip)."""
-    tiles = chip("fast").config.replace(rq_lanes=1, sm_lanes=1)
+    tiles = chip("fast").config.replace(sp_banks=32, rq_lanes=1, sm_lanes=1)
     base = tiles.replace(row_b=0)
     plain, by_rows = decode_table_programs(base), decode_table_programs(tiles)
     projections = 3 * base.d // base.cols          # a column tile of each projection an MM, in both

@@ -66,8 +66,8 @@ def test_an_mm_held_by_a_later_rq_told_from_its_final_schedule():
 
 
 @pytest.mark.parametrize("config", [Config(mode="decoupled"),
-                                    chip("fast").config.replace(row_b=0, rq_lanes=1, sm_lanes=1),
-                                    chip("fast").config.replace(rq_lanes=1, sm_lanes=1)],
+                                    chip("fast").config.replace(sp_banks=32, row_b=0, rq_lanes=1, sm_lanes=1),
+                                    chip("fast").config.replace(sp_banks=32, rq_lanes=1, sm_lanes=1)],
                          ids=["word port", "fastest 4-byte chip", "with tiles a row (sa)"])
 def test_every_cycle_of_the_decode_steps_told_once(config):
     """On the decode steps: the categories add up to the cycle model's count, the slices to the K of the

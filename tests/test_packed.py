@@ -195,6 +195,7 @@ def test_bus_width_command(tmp_path, capsys):
     from ga2_cli import main
     out = tmp_path / "bus.json"
     assert main(["bus-width", "--widths", "1,4", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["config"]["sp_banks"] == 8           # the chip's banks: enough for 4
     rows = json.loads(out.read_text())["rows"]
     assert [r["bus_bytes"] for r in rows] == [1] * 5 + [4] * 5 and all(r["matches_reference"] for r in rows)
     step = {r["bus_bytes"]: r for r in rows if r["name"].startswith("B=4 (")}
@@ -205,3 +206,7 @@ def test_bus_width_command(tmp_path, capsys):
     assert main(["bus-width", "--widths", "2"]) == 2
     assert "--widths: each must be one of 1, 4, 8, 16, not 2" in capsys.readouterr().err
     assert main(["bus-width", "--widths", "16", "--sp-banks", "16"]) == 2
+    capsys.readouterr()
+    assert main(["bus-width", "--widths", "16", "--json", str(out)]) == 0     # more banks than the chip's
+    assert json.loads(out.read_text())["config"]["sp_banks"] == 32
+    assert "32 banks (the chip's 8 are too few for 16 bytes a beat)" in capsys.readouterr().out

@@ -142,7 +142,8 @@ def test_random_programs_with_waits_on_pysim(lanes, banks):
     check_random_programs_with_waits(config, 3)
 
 
-FASTEST = chip("fast").config.replace(rq_lanes=1, sm_lanes=1)
+# The lane studies' chip: the fast chip on 32 banks, with one requantiser and one softmax lane.
+FASTEST = chip("fast").config.replace(sp_banks=32, rq_lanes=1, sm_lanes=1)
 
 
 def test_the_decode_step_meets_its_target():

@@ -243,4 +243,4 @@ def test_bus_width_says_which_chip(capsys):
     from ga2_cli import main
     assert main(["bus-width", "--widths", "4", "--rq-overlap", "1"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
-    assert "32 banks, overlapped RQs," in first and "a row of results" not in first, first
+    assert "8 banks, overlapped RQs," in first and "a row of results" not in first, first

@@ -10,6 +10,8 @@ from ga2_sw.analyses.common import chip_options, emit, finish_plot, json_option,
 __all__ = ["bus_rows", "register", "check_widths"]
 
 WIDTHS = IntList(1, max(BUS_BYTES), max_items=len(BUS_BYTES))
+# The banks the table runs on when a width asked needs more than the chip has: more than 16 bytes a beat.
+WIDE_BANKS = 32
 
 
 def bus_rows(config, widths, sim="model", seed=4242, ld_overlap=0):
@@ -32,6 +34,10 @@ def _run(args):
     from ga2_sw.cli import config_from_args
     widths = args.widths or list(BUS_BYTES)         # validated by _check before any work
     config = config_from_args(args)
+    banks = f"{config.sp_banks} banks"
+    if args.cfg_sp_banks is None and max(widths) >= config.sp_banks:
+        banks = f"{WIDE_BANKS} banks (the chip's {config.sp_banks} are too few for {max(widths)} bytes a beat)"
+        config = config.replace(sp_banks=WIDE_BANKS)
     overlap = config.ld_overlap if args.ld_overlap is None else args.ld_overlap     # default: the chip's
     rows = bus_rows(config, widths, args.sim, args.seed, overlap)
     body = []
@@ -43,7 +49,7 @@ def _run(args):
     options = chip_options(config.replace(ld_overlap=0))     # ld_overlap named below: the packed widths only
     if overlap:
         options += ", overlapped LDs (packed widths)"
-    print(f"decode steps on {args.sim}: the decoupled {config.rows}x{config.cols} chip, {config.sp_banks} banks"
+    print(f"decode steps on {args.sim}: the decoupled {config.rows}x{config.cols} chip, {banks}"
           f"{options}, as the external port widens (a beat per cycle)")
     print(table(["bytes/beat", "program", "cycles", "beats", "x beats", "matrix busy", "vector busy", "bound by",
                  "x bound", "= model"], body, [">", "<"] + [">"] * 6 + ["<", ">"]))
@@ -91,11 +97,13 @@ def register(sub):
     p.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
     p.add_argument("--plot", metavar="FILE.png", type=plot_option(), help="draw the B = R step against the widths")
     add_config_arguments(p, mode=False)
-    # Decoupled only (a packed port needs the banks), with banks enough for 16 bytes a beat unless given.
-    p.set_defaults(func=_run, cfg_mode="decoupled", cfg_sp_banks=32, check=_check)
+    # Decoupled only (a packed port needs the banks): the chip's banks, or WIDE_BANKS where a width asked needs
+    # more than the chip has.
+    p.set_defaults(func=_run, cfg_mode="decoupled", check=_check)
     for action in p._actions:
         if action.dest == "cfg_sp_banks":
-            action.help = action.help.replace("default: the chip's", "default 32 here: more than 16 bytes a beat")
+            action.help = action.help.replace("default: the chip's", f"default: the chip's, or {WIDE_BANKS} where "
+                                              "a width asked needs more banks than the chip has")
         if action.dest == "cfg_ld_overlap":     # the packed widths' chips only: not a field of the base chip
             action.dest, action.default = "ld_overlap", None
             action.help = action.help.replace("; default: the chip's", "; here at 4, 8 and 16 bytes a beat only; "
@@ -114,7 +122,8 @@ def check_widths(widths, sp_banks):
 
 
 def _check(args):
-    check_widths(args.widths or list(BUS_BYTES), args.cfg_sp_banks)
+    # The banks given, or the chip's, or WIDE_BANKS where a width needs more (_run): enough for every width.
+    check_widths(args.widths or list(BUS_BYTES), args.cfg_sp_banks or WIDE_BANKS)
     if args.ld_overlap:         # validated here: the base chip (config_from_args) leaves it out
         from ga2_sw.cli import config_from_args
         config = config_from_args(args)
