@@ -155,6 +155,26 @@ def ga2(model):
     return Ga2Model(model, calibrate(model))
 
 
+def test_a_calibration_is_kept_and_read_back(model, tmp_path, monkeypatch):
+    """``calibrate`` keeps the peaks it measured in the cache and reads them back the next time, without
+    running the float reference, equal in every value and type; other prompts are another calibration."""
+    from ga2_sw.llm.ga2_path import _Recorder, calibrate
+    from ga2_sw.llm.scores import PROMPTS
+    monkeypatch.setenv("GA2_CACHE", str(tmp_path))
+    first = calibrate(model, PROMPTS[:1])
+    assert len(list(tmp_path.glob("llm/calibration-*.npz"))) == 1
+
+    def not_run(self, tokens, cache=None):
+        raise AssertionError("the float reference ran")
+    monkeypatch.setattr(_Recorder, "prefill", not_run)
+    again = calibrate(model, PROMPTS[:1])
+    assert again.peaks.keys() == first.peaks.keys() and again.prompts == first.prompts
+    assert all(np.array_equal(again.peaks[k], v) and again.peaks[k].dtype == v.dtype for k, v in first.peaks.items())
+    assert all(np.array_equal(getattr(again, k), getattr(first, k)) for k in ("x", "v_proj", "k_cache", "out"))
+    with pytest.raises(AssertionError, match="the float reference ran"):
+        calibrate(model, PROMPTS[1:2])
+
+
 def _real_projection(model, ga2, block):
     """Block ``block``'s value projection of one real token: (config, program, ext, out address, expected
     values of key/value head 0 as the path computes them: with two input digits the int32 sums of each digit

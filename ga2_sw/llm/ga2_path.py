@@ -21,12 +21,16 @@ measured effect of each choice):
 The integer steps are ``vector_numerics`` (numpy; proven equal to ``ga2_sw.numerics``, the functions the
 reference machine runs, in tests/test_llm_ga2.py)."""
 
+import hashlib
 import math
+import os
+import sys
+from pathlib import Path
 
 import numpy as np
 
 from ..numerics import KEY_DIGITS, KEY_LIMIT, SCORE_UNIT, mantissa_shift
-from . import vector_numerics as V
+from . import files, vector_numerics as V
 from .float_model import FloatModel
 from .scores import PROMPTS
 
@@ -202,13 +206,41 @@ class _Recorder(FloatModel):
         return out
 
 
-def calibrate(model, prompts=PROMPTS):
+def calibrate(model, prompts=PROMPTS, cache=True):
     """Run the float reference over ``prompts`` (the ``ga2 llm scores`` prompts by default, none of them the
-    evaluation's text) and return the ``Calibration`` of what it saw."""
+    evaluation's text) and return the ``Calibration`` of what it saw.
+
+    The float reference takes a quarter of a minute over the default prompts, so with ``cache`` the peaks are
+    kept in ``files.cache_dir()`` under a key of everything they depend on (``_calibration_key``) and read
+    from there the next time; a file that cannot be read is computed again."""
+    path = files.cache_dir() / f"calibration-{_calibration_key(model, prompts)}.npz" if cache else None
+    if path is not None and path.is_file():
+        try:
+            with np.load(path) as stored:
+                return Calibration({name: stored[name] for name in stored.files}, tuple(prompts))
+        except (OSError, ValueError):
+            pass
     rec = _Recorder(model)
     for text in prompts:
         rec.prefill(model.encode(text))
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f"{path.name}.{os.getpid()}.part.npz")   # written whole, then renamed
+        np.savez(part, **rec.peaks)
+        os.replace(part, path)
     return Calibration(rec.peaks, tuple(prompts))
+
+
+def _calibration_key(model, prompts):
+    """A digest of what a calibration depends on: the model file (path, size, modification time), the prompts,
+    the float reference's and this module's source (the recorder), and numpy's version."""
+    from . import float_model
+    stat = os.stat(model.path)
+    digest = hashlib.sha256(repr((os.path.abspath(model.path), stat.st_size, stat.st_mtime_ns, tuple(prompts),
+                                  np.__version__)).encode())
+    for module in (float_model, sys.modules[__name__]):
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()[:24]
 
 
 class Ga2Model(FloatModel):
