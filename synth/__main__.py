@@ -126,7 +126,7 @@ def _datasheet(args):
     records = []
     for name in args.chips:
         record = measure(chip(name), sims=args.sims, limit=args.limit, jobs=args.jobs or 1, cache_dir=args.cache_dir,
-                         progress=lambda text: print(text, file=sys.stderr, flush=True))
+                         progress=lambda text: print(text, file=sys.stderr, flush=True), router=args.router)
         store_record(record, args.record)
         records.append(record)
         print(datasheet_text(record))
@@ -159,6 +159,9 @@ def _add_datasheet(sub, common):
                         "(default %(default)s)")
     p.add_argument("--jobs", type=Int(1, 3), default=None, metavar="N",
                    help="seeds placed at once, 1..3 (default 1)")
+    p.add_argument("--router", choices=ROUTERS, default=ROUTERS[0],
+                   help="nextpnr's router for every seed, recorded in the datasheet (default %(default)s; router2 "
+                        "converges where router1 oscillates on a crowded netlist)")
     p.add_argument("--sims", default=("model", "verilator"), type=Names(lambda: ("model", "verilator", "pysim"),
                                                                         many=True, what="simulator"),
                    help="simulators that run the decode steps (default model,verilator)")

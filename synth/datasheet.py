@@ -54,10 +54,13 @@ def _decode(config, sims, progress):
     return steps, agreeing
 
 
-def measure(chip, sims=("model", "verilator"), limit=DEFAULT_LIMIT, jobs=1, cache_dir=None, progress=print):
-    """The datasheet of catalogue chip ``chip`` (a ``ga2_sw.chips.Chip``): a record for ``datasheets.json``."""
+def measure(chip, sims=("model", "verilator"), limit=DEFAULT_LIMIT, jobs=1, cache_dir=None, progress=print,
+            router=None):
+    """The datasheet of catalogue chip ``chip`` (a ``ga2_sw.chips.Chip``): a record for ``datasheets.json``.
+    ``router``: nextpnr's router for every seed (default router1, ``synth.nextpnr.ROUTERS``), recorded."""
     from ga2_hdl.generate import body_sha256
-    from .nextpnr import DoesNotFit, ecp5_summary, fmax_seeds
+    from .nextpnr import ROUTERS, DoesNotFit, ecp5_summary, fmax_seeds
+    router = router or ROUTERS[0]
     from .yosys import _verilog, ecp5_netlist
     config = chip.config
     path, sha = _verilog(config, cache_dir)
@@ -67,7 +70,7 @@ def measure(chip, sims=("model", "verilator"), limit=DEFAULT_LIMIT, jobs=1, cach
     progress(f"{chip.name}: placing and routing on {chip.device_name}, seeds {', '.join(map(str, SEEDS))}")
     try:
         r = fmax_seeds(config, chip.device, seeds=SEEDS, cache_dir=cache_dir, jobs=jobs, progress=True,
-                       limit=limit)
+                       limit=limit, router=router)
         seeds = [{"seed": p["seed"], "fmax_mhz": p["fmax_mhz"], "seconds": p["seconds"],
                   **({"unrouted": p["unrouted"]} if p.get("unrouted") else {})} for p in r["per_seed"]]
         paths = [{"seed": p["seed"], **{k: p["critical_path"][k] for k in ("from", "to", "total_ns", "logic_ns",
@@ -84,8 +87,10 @@ def measure(chip, sims=("model", "verilator"), limit=DEFAULT_LIMIT, jobs=1, cach
              "decode_words": [s["beats"] for s in decode], "decode_x_bound": [s["x_bound"] for s in decode],
              "tokens_per_s": tokens_per_s(decode, fmax_mhz), "simulators": agreeing,
              "verilog_sha256": sha, "verilog_body_sha256": body_sha256(Path(path).read_text()),
-             "command": f"python -m synth datasheet --chip {chip.name}" + (f" --limit {limit}" if limit != DEFAULT_LIMIT
-                                                                         else "")}
+             "router": router,
+             "command": f"python -m synth datasheet --chip {chip.name}"
+                        + (f" --limit {limit}" if limit != DEFAULT_LIMIT else "")
+                        + (f" --router {router}" if router != ROUTERS[0] else "")}
     if fit:
         sheet["does_not_fit"] = fit
     return {"name": chip.name, "purpose": chip.purpose, "device": chip.device_name, "config": config.to_dict(),

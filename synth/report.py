@@ -108,7 +108,9 @@ def datasheet_text(record):
     d = record["datasheet"]
     seeds = ", ".join(f"seed {s['seed']} " + (f"{s['fmax_mhz']} MHz" if s["fmax_mhz"] is not None else "unrouted")
                       for s in d["fmax_seeds"]) or d.get("does_not_fit", "not placed")
-    fmax = f"{d['fmax_mhz']} MHz (median of {seeds})" if d["fmax_mhz"] is not None else f"none ({seeds})"
+    router = f", nextpnr {d['router']}" if d.get("router", "router1") != "router1" else ""
+    fmax = (f"{d['fmax_mhz']} MHz (median of {seeds}{router})" if d["fmax_mhz"] is not None
+            else f"none ({seeds}{router})")
     lines = [f"{record['name']}: {record['purpose']}",
              f"  {record['device']}: LUT4 {d['lut4']:,} and CCU2C {d['ccu2c']:,} ({d['lut_sites']:,} LUT sites), FF "
              f"{d['ff']:,}, multipliers {d['dsp']}, block RAM {d['bram']}",

@@ -308,3 +308,32 @@ def test_the_fmax_text_says_a_seed_did_not_route():
     r.update(device="25k", target_mhz=100, utilisation={})
     text = fmax_text(r)
     assert "no Fmax: of seeds 1, 2, 3, seed 2 did not route" in text and "seed 2: unrouted, stopped after 60 s" in text
+
+
+def test_a_datasheet_records_the_router_its_seeds_were_routed_with(tmp_path, monkeypatch, capsys):
+    """`python -m synth datasheet --router router2` routes every seed with router2 and says so in the record
+    (a field and the command that measured it); router1, the default, leaves the command as it was; another
+    router is refused in one line (exit status 2). Yosys and nextpnr are stood in for here."""
+    import json
+    import synth.nextpnr as nextpnr
+    import synth.yosys as yosys
+    from synth.__main__ import main as synth_main
+    asked = []
+
+    def fake_seeds(config, device, seeds, router, **kw):
+        asked.append(router)
+        per = [{"seed": s, "fmax_mhz": 100.0 + s, "seconds": 1.0, "critical_path": None} for s in seeds]
+        return {"fmax_mhz": 102.0, "per_seed": per}
+    monkeypatch.setattr(nextpnr, "fmax_seeds", fake_seeds)
+    monkeypatch.setattr(yosys, "ecp5_netlist", lambda config, cache_dir=None: {"total": {"LUT4": 10}})
+    record = tmp_path / "sheets.json"
+    for router in ("router2", "router1"):
+        assert synth_main(["datasheet", "--chip", "chapter", "--router", router, "--sims", "model",
+                           "--record", str(record)]) == 0
+        sheet = json.loads(record.read_text())["chips"]["chapter"]["datasheet"]
+        assert asked[-1] == sheet["router"] == router and sheet["fmax_mhz"] == 102.0
+        assert sheet["command"] == "python -m synth datasheet --chip chapter" + (
+            " --router router2" if router == "router2" else "")
+    assert "nextpnr router2" in capsys.readouterr().out.split("recorded")[0]
+    assert synth_main(["datasheet", "--chip", "chapter", "--router", "router3"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
