@@ -160,8 +160,7 @@ def _add_datasheet(sub, common):
     p.add_argument("--jobs", type=Int(1, 3), default=None, metavar="N",
                    help="seeds placed at once, 1..3 (default 1)")
     p.add_argument("--router", choices=ROUTERS, default=ROUTERS[0],
-                   help="nextpnr's router for every seed, recorded in the datasheet (default %(default)s; router2 "
-                        "converges where router1 oscillates on a crowded netlist)")
+                   help="nextpnr's router for every seed, recorded in the datasheet (default %(default)s)")
     p.add_argument("--sims", default=("model", "verilator"), type=Names(lambda: ("model", "verilator", "pysim"),
                                                                         many=True, what="simulator"),
                    help="simulators that run the decode steps (default model,verilator)")

@@ -60,9 +60,8 @@ def measure(chip, sims=("model", "verilator"), limit=DEFAULT_LIMIT, jobs=1, cach
     ``router``: nextpnr's router for every seed (default router1, ``synth.nextpnr.ROUTERS``), recorded."""
     from ga2_hdl.generate import body_sha256
     from .nextpnr import ROUTERS, DoesNotFit, ecp5_summary, fmax_seeds
-    router = router or ROUTERS[0]
     from .yosys import _verilog, ecp5_netlist
-    config = chip.config
+    config, router = chip.config, router or ROUTERS[0]
     path, sha = _verilog(config, cache_dir)
     progress(f"{chip.name}: synthesis for the ECP5")
     total = ecp5_netlist(config, cache_dir)["total"]
