@@ -11,7 +11,7 @@ from ga2_sw.packing import beat_bytes, element_bytes
 from ga2_sw.isa import EXT_ADDR_BITS, FIELDS, OPTIONAL_FIELDS, SLOTS, INSTR_BITS, WIDE, Err
 
 __all__ = ["InstrLayout", "optional_field", "ext_address", "access_layout", "UnitSignature", "HostSignature", "DebugSignature", "SpReadSignature",
-           "SpWriteSignature", "ExtSignature", "ext_signature", "ext_beat_addr_width", "ext_byte_addr_width", "Unit", "check_config", "sp_addr_width", "ext_addr_width", "imem_addr_width",
+           "SpWriteSignature", "ExtSignature", "ext_signature", "ext_beat_addr_width", "ext_byte_addr_width", "Unit", "check_config", "sp_addr_width", "ext_addr_width", "imem_addr_width", "address_width",
            "pc_width", "WORD", "COUNTER_WIDTH", "COUNTERS", "ERR_WIDTH"]
 
 WORD = 32
@@ -60,26 +60,32 @@ def ext_address(instr, op):
 InstrLayout = _instr_layout()
 
 
-def access_layout(config):
-    """The scratchpad ranges of an instruction for the decoupled scoreboard: up to three inclusive ranges
-    ``a``, ``b``, ``c`` (``ga2_sw.cycles.accesses``: LD writes a; ST reads a; MM reads a, b and writes c;
-    RQ and SM read a and write b), each flagged as read and/or written; an unused range has neither flag."""
-    aw = sp_addr_width(config)
+def access_layout(addr_width):
+    """The scratchpad ranges of an instruction for the decoupled scoreboard, as addresses of ``addr_width``
+    bits: up to three inclusive ranges ``a``, ``b``, ``c`` (``ga2_sw.cycles.accesses``: LD writes a; ST reads a;
+    MM reads a, b and writes c; RQ and SM read a and write b), each flagged as read and/or written; an unused
+    range has neither flag."""
+    aw = addr_width
     rng = data.StructLayout({"lo": unsigned(aw), "hi": unsigned(aw), "rd": unsigned(1), "wr": unsigned(1)})
     return data.StructLayout({"a": rng, "b": rng, "c": rng})
 
 
+def address_width(words):
+    """Bits of an address into a memory of ``words`` words (at least one)."""
+    return max(1, ceil_log2(words))
+
+
 def imem_addr_width(config):
-    return max(1, ceil_log2(config.imem_words))
+    return address_width(config.imem_words)
 
 
-def pc_width(config):
+def pc_width(imem_words):
     """The program counter reaches ``imem_words`` (one past the end: the PC_OVERFLOW fault)."""
-    return ceil_log2(config.imem_words + 1)
+    return ceil_log2(imem_words + 1)
 
 
 def sp_addr_width(config):
-    return max(1, ceil_log2(config.sp_words))
+    return address_width(config.sp_words)
 
 
 def ext_addr_width(config):
@@ -174,8 +180,8 @@ class HostSignature(wiring.Signature):
     Write the program with ``imem_we``/``imem_addr``/``imem_data`` (one 128-bit instruction per cycle),
     pulse ``start``, wait for ``done``; then read ``error``, ``pc`` and the counters (``COUNTERS``)."""
 
-    def __init__(self, config):
-        self._imem_addr_width, self._pc_width = imem_addr_width(config), pc_width(config)
+    def __init__(self, imem_words):
+        self._imem_addr_width, self._pc_width = address_width(imem_words), pc_width(imem_words)
         super().__init__({
             "start": Out(1), "running": In(1), "done": In(1), "error": In(ERR_WIDTH), "pc": In(self._pc_width),
             **{name: In(COUNTER_WIDTH) for name in COUNTERS},

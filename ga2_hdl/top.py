@@ -5,13 +5,15 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
-from ga2_sw.isa import UNITS, unit_lane, units_of
+from ga2_sw.isa import UNITS, features_of, unit_lane, units_of
 from ga2_sw.banking import rq_follow_decision
 from ga2_sw.packing import beat_bytes
 from ga2_sw.timing import (SP_WRITE_DELAY, compute_read_latency, debug_read_latency, dma_data_at_banks,
                            dma_read_latency, online_schedule, rq_latency, sm_overhead, st_latency,
                            vector_read_latency)
 
+from .control.checker import InstrChecker
+from .control.scoreboard import Scoreboard
 from .control.sequencer import Sequencer
 from .dma.axi_dma import AxiDMA
 from .dma.burst_plan import page_beats, plan_layout, precomputed
@@ -28,7 +30,8 @@ from .vector.overlapped_requantiser import OverlappedRequantiser
 from .vector.requantiser import Requantiser
 from .vector.softmax import Softmax
 
-__all__ = ["GA2", "UNIT_CLASSES", "unit_class", "unit_parameters", "build_unit", "scratchpad_parameters"]
+__all__ = ["GA2", "UNIT_CLASSES", "unit_class", "unit_parameters", "build_unit", "scratchpad_parameters",
+           "checker_parameters", "scoreboard_parameters", "build_sequencer"]
 
 # The execution unit of each name in ga2_sw.isa.UNITS (built by build_unit).
 UNIT_CLASSES = {
@@ -98,6 +101,28 @@ def build_unit(name, config):
     return unit_class(name, config)(**unit_parameters(name, config))
 
 
+def checker_parameters(config):
+    """The keyword parameters of ``config``'s instruction checker: the sizes and features a legal word is held
+    to, and on a decoupled AXI4 chip the burst plan it works out for the DMA."""
+    plan = (dict(bus_bytes=config.bus_bytes, plan_layout=plan_layout(config), page_beats=page_beats(config))
+            if precomputed(config) else {})
+    return dict(imem_words=config.imem_words, sp_words=config.sp_words, ext_words=config.ext_words,
+                rows=config.rows, cols=config.cols, sm_max_len=config.sm_max_len, features=features_of(config),
+                **plan)
+
+
+def scoreboard_parameters(config):
+    """The keyword parameters of a decoupled chip's scoreboard."""
+    return dict(sp_addr_width=sp_addr_width(config), features=features_of(config),
+                rq_overlap=bool(config.rq_overlap), ld_overlap=bool(config.ld_overlap))
+
+
+def build_sequencer(config):
+    """The sequencer of ``config``'s chip, with its checker and, decoupled, its scoreboard."""
+    scoreboard = Scoreboard(**scoreboard_parameters(config)) if config.decoupled else None
+    return Sequencer(checker=InstrChecker(**checker_parameters(config)), scoreboard=scoreboard)
+
+
 # The units with a scratchpad port per element of a beat or cycle whose ports stay in their lane's groups: port 0
 # in the lane's (shared with its other units), port n in "<lane><n>". The packed DMAs' byte lanes are port A's;
 # the requantiser's and the softmax's lanes (Config.rq_lanes, sm_lanes) go first on port B with the rest of the
@@ -131,15 +156,15 @@ class GA2(wiring.Component):
     @staticmethod
     def top_signature(config):
         """The chip's ports, without building it (what a wrapper such as ga2_soc's reads its widths from)."""
-        return wiring.Signature({"host": In(HostSignature(config)), "debug": In(DebugSignature(sp_addr_width(config))),
+        return wiring.Signature({"host": In(HostSignature(config.imem_words)), "debug": In(DebugSignature(sp_addr_width(config))),
                                  "ext": Out(ext_signature(config))})
 
     def __init__(self, config):
         self._config = config
         super().__init__(dict(self.top_signature(config).members))
         # Built here, not in elaborate(), so that testbenches can peek at the memories.
-        self.sequencer = Sequencer(config)
-        self.units = {name: build_unit(name, config) for name in units_of(config)}
+        self.sequencer = build_sequencer(config)
+        self.units = {name: build_unit(name, config) for name in units_of(features_of(config))}
         self._debug_rd = SpReadSignature(sp_addr_width(config)).create(path=("debug_rd",))
         self._reads, self._writes = self._port_groups()
         groups = dict(reads={g: len(p) for g, p in self._reads.items()},
@@ -192,7 +217,7 @@ class GA2(wiring.Component):
         m.submodules.sequencer = seq = self.sequencer
         m.submodules.scratchpad = sp = self.scratchpad
         connect(m, flipped(self.host), seq.host)
-        for name, port in zip(units_of(self._config), seq.units):
+        for name, port in zip(units_of(features_of(self._config)), seq.units):
             m.submodules[name] = unit = self.units[name]
             connect(m, port, unit.ctl)
         connect(m, flipped(self.ext), self.units["dma"].ext)

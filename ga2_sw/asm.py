@@ -102,9 +102,9 @@ def _config_problem(i, config):
     err = isa.check(i, config)
     if err == Err.NONE:
         return ""
-    unbuilt = isa.unbuilt_fields(i, config)
+    unbuilt = isa.unbuilt_fields(i, isa.features_of(config))
     if err == Err.ILLEGAL and unbuilt:      # a flag of hardware this chip is built without
-        option = isa.OPTIONAL_FIELDS[unbuilt[0]]
+        option = isa.OPTIONAL_FIELDS[unbuilt[0]].value
         return (f"field {unbuilt[0]!r}={getattr(i, unbuilt[0])} needs a chip built with {option}=1 "
                 f"(--mode decoupled --{option.replace('_', '-')} 1, Config field {option!r}; docs/ISA.md)")
     if err == Err.ILLEGAL:          # an instruction of a unit this chip is built without

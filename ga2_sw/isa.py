@@ -1,7 +1,7 @@
 """GA-2 instructions: the 128-bit encoding, static validation and the error codes (docs/ISA.md)."""
 
 from dataclasses import dataclass, fields as dc_fields
-from enum import IntEnum
+from enum import Enum, IntEnum
 
 from .banking import mm_extra_cycles, rq_beats, rq_write_skew
 from .numerics import MAX_SHIFT, NRM_MAX_SHIFT
@@ -10,7 +10,7 @@ from .timing import (STREAM_MM_OVERHEAD, mm_write_cycles, nrm_busy, rq_latency, 
                      sm_pass_cycles, smc_busy, st_latency)
 
 __all__ = ["rows_moved", "Op", "Err", "Instr", "FIELDS", "SLOTS", "OPS", "OpSpec", "UNITS", "LANES", "unit_ops", "unit_lane", "encode",
-           "decode", "check", "WIDE", "ONLINE_OPS", "enabled", "units_of", "smc", "rsa", "nrm", "EXT_ADDR_BITS", "ext_length", "field_slots", "rq_overlaps_partly", "footprints", "OPTIONAL_FIELDS", "unbuilt_fields", "used_bits", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS",
+           "decode", "check", "WIDE", "ONLINE_OPS", "enabled", "units_of", "Feature", "features_of", "smc", "rsa", "nrm", "EXT_ADDR_BITS", "ext_length", "field_slots", "rq_overlaps_partly", "footprints", "OPTIONAL_FIELDS", "unbuilt_fields", "used_bits", "ld", "st", "mm", "rq", "sm", "halt", "INSTR_BITS",
            "EncodingError"]
 
 INSTR_BITS = 128
@@ -81,21 +81,36 @@ FIELDS = {
     Op.NRM:  (("dst", "dst"), ("src", "src"), ("len", "len"), ("m", "m"), ("s", "s"), ("st", "st")),
 }
 
-# Fields that only chips built with an option take (MM's rb and sa: Config.row_b; ST's wd: Config.st_words);
+class Feature(Enum):
+    """An optional part of the ISA, which a chip is built with or without; its value is the ``Config`` field that
+    builds it. A chip's features are a set (``features_of``): the RTL's checker and scoreboard take that set, not
+    the whole configuration."""
+    ROW_B = "row_b"                 # MM's rb and sa fields: a tile a row (docs/ISA.md)
+    WORD_STORES = "st_words"        # ST's wd field: stores of whole int32 words
+    ONLINE = "online_unit"          # SMC, RSA and NRM: the online unit (docs/LONG_CONTEXT.md)
+
+
+def features_of(config):
+    """The set of ``Feature`` a chip of ``config`` is built with."""
+    return frozenset(f for f in Feature if getattr(config, f.value))
+
+
+# Fields that only chips built with a feature take (MM's rb and sa: Feature.ROW_B; ST's wd: Feature.WORD_STORES);
 # elsewhere a set one is ILLEGAL, as a stray bit is.
-OPTIONAL_FIELDS = {"rb": "row_b", "sa": "row_b", "wd": "st_words"}
+OPTIONAL_FIELDS = {"rb": Feature.ROW_B, "sa": Feature.ROW_B, "wd": Feature.WORD_STORES}
 
 
-def unbuilt_fields(instr, config):
-    """The optional fields set in ``instr`` that chips of ``config`` are built without (each makes it ILLEGAL)."""
-    return [name for name, option in OPTIONAL_FIELDS.items() if getattr(instr, name) and not getattr(config, option)]
+def unbuilt_fields(instr, features):
+    """The optional fields set in ``instr`` that chips of ``features`` (a set of ``Feature``) are built without
+    (each makes it ILLEGAL)."""
+    return [name for name, feature in OPTIONAL_FIELDS.items() if getattr(instr, name) and feature not in features]
 
 
-def used_bits(op, config):
-    """The bits an ``op`` word may set on chips of ``config``: ``USED_BITS`` less the slots of the optional
-    fields the chip is built without (where they are stray bits: ILLEGAL)."""
+def used_bits(op, features):
+    """The bits an ``op`` word may set on chips of ``features`` (a set of ``Feature``): ``USED_BITS`` less the
+    slots of the optional fields the chip is built without (where they are stray bits: ILLEGAL)."""
     unbuilt = sum(_mask(slot) for name, slot in FIELDS[op]
-                  if name in OPTIONAL_FIELDS and not getattr(config, OPTIONAL_FIELDS[name]))
+                  if name in OPTIONAL_FIELDS and OPTIONAL_FIELDS[name] not in features)
     return USED_BITS[op] & ~unbuilt
 
 
@@ -154,14 +169,15 @@ UNITS = tuple(dict.fromkeys(spec.unit for spec in OPS.values() if spec.unit))
 LANES = ("dma", "matrix", "vector")
 
 
-def enabled(op, config):
-    """Whether chips of ``config`` execute opcode ``op`` (the online ones only with ``config.online_unit``)."""
-    return op not in ONLINE_OPS or bool(config.online_unit)
+def enabled(op, features):
+    """Whether chips of ``features`` (a set of ``Feature``) execute opcode ``op`` (the online ones only with
+    ``Feature.ONLINE``)."""
+    return op not in ONLINE_OPS or Feature.ONLINE in features
 
 
-def units_of(config):
-    """The execution units a chip of ``config`` has, in ``UNITS`` order."""
-    return tuple(u for u in UNITS if any(enabled(op, config) for op in unit_ops(u)))
+def units_of(features):
+    """The execution units a chip of ``features`` (a set of ``Feature``) has, in ``UNITS`` order."""
+    return tuple(u for u in UNITS if any(enabled(op, features) for op in unit_ops(u)))
 
 
 def unit_ops(unit):
@@ -391,8 +407,8 @@ def rq_overlaps_partly(instr):
 
 def check(instr, config):
     """Static validation of a decoded instruction against a configuration: the hardware's error code."""
-    i = instr
-    if not enabled(i.op, config) or unbuilt_fields(i, config):
+    i, features = instr, features_of(config)
+    if not enabled(i.op, features) or unbuilt_fields(i, features):
         return Err.ILLEGAL
     if i.op == Op.HALT:
         return Err.NONE
@@ -440,9 +456,9 @@ def explain(instr, config):
         if i.wd and i.dst % WORD_BYTES:
             return f"dst={i.dst} is not a multiple of {WORD_BYTES} (an ST of whole words, wd=1, stores aligned words)"
         return f"len={i.len} is outside 1..{config.sm_max_len} (sm_max_len)"
-    if err == Err.ILLEGAL and enabled(i.op, config):
-        field = unbuilt_fields(i, config)[0]
-        return f"{field}={getattr(i, field)} needs a chip built with {OPTIONAL_FIELDS[field]}=1 (docs/ISA.md)"
+    if err == Err.ILLEGAL and enabled(i.op, features_of(config)):
+        field = unbuilt_fields(i, features_of(config))[0]
+        return f"{field}={getattr(i, field)} needs a chip built with {OPTIONAL_FIELDS[field].value}=1 (docs/ISA.md)"
     if err == Err.ILLEGAL:
         return f"{i.op.name} exists only on chips built with online_unit=1 (docs/LONG_CONTEXT.md)"
     if err == Err.OVERLAP:

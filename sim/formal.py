@@ -43,12 +43,11 @@ from ga2_sw.isa import Op
 from ga2_hdl.matrix.pe import ProcessingElement
 from ga2_hdl.vector.requant_pipeline import (rounding_term, saturate, half_shift, round_half_flags, round_half_saturate,
                                       saturation_thresholds)
-from ga2_hdl.top import build_unit
-from ga2_hdl.control.sequencer import Sequencer
-from ga2_sw.isa import units_of
+from ga2_hdl.top import build_sequencer, build_unit
+from ga2_sw.isa import features_of, units_of
 
 # The units of the chips the harnesses build (none is built with the online unit, Config.online_unit = 0).
-UNITS = units_of(Config())
+UNITS = units_of(features_of(Config()))
 
 __all__ = ["FormalResult", "Check", "CHECKS", "MUTANTS", "KNOWN_BUGS", "EXTRA", "tools_available", "run_sby",
            "run_check", "main", "RequantExprSpec", "RequantMulSpec", "RequantUnitSpec", "PESpec", "DMASpec", "SeqCheckSpec",
@@ -747,7 +746,7 @@ class SeqCheckSpec(Elaboratable):
         m = Module()
         _sync_domain(m, "never")
         cfg = self._config
-        m.submodules.seq = seq = Sequencer(cfg)
+        m.submodules.seq = seq = build_sequencer(cfg)
         h = _SeqHarness(m, seq, cfg)
         word = h.words[0]
         expect, op = _expected_error(m, word, cfg, self._order)
@@ -797,7 +796,7 @@ class SeqErrorSpec(Elaboratable):
         m = Module()
         _sync_domain(m, "never")
         cfg = self._config
-        m.submodules.seq = seq = Sequencer(cfg)
+        m.submodules.seq = seq = build_sequencer(cfg)
         h = _SeqHarness(m, seq, cfg, restart=True)
 
         since_done = Signal()             # a unit was started and has not finished yet
@@ -882,7 +881,7 @@ class SeqHazardSpec(Elaboratable):
         m = Module()
         _sync_domain(m, "never")
         cfg = self._config
-        m.submodules.seq = seq = Sequencer(cfg)
+        m.submodules.seq = seq = build_sequencer(cfg)
         h = _SeqHarness(m, seq, cfg)
         # The lanes of docs/ISA.md, written out here rather than read from isa.OPS.
         lane_units = {"dma": ("dma",), "matrix": ("mm",), "vector": ("rq", "sm")}
@@ -1025,7 +1024,7 @@ class SeqReloadSpec(Elaboratable):
         m.domains.dut = dut_domain = ClockDomain("dut")
         dut_rst = Signal()
         m.d.comb += [dut_domain.clk.eq(ClockSignal("sync")), dut_domain.rst.eq(dut_rst)]
-        m.submodules.seq = seq = DomainRenamer({"sync": "dut"})(Sequencer(cfg))
+        m.submodules.seq = seq = DomainRenamer({"sync": "dut"})(build_sequencer(cfg))
 
         w0, w1 = AnyConst(128), AnyConst(128)
         cycle = Signal(8)

@@ -11,7 +11,7 @@ import random
 from ga2_sw import isa
 from ga2_sw.config import Config
 from ga2_sw.cycles import cycle_counts
-from ga2_sw.isa import FIELDS, INSTR_BITS, OPS, SLOTS, Err, Instr, Op, enabled, encode, field_range, used_bits
+from ga2_sw.isa import FIELDS, INSTR_BITS, OPS, SLOTS, Err, Instr, Op, enabled, encode, features_of, field_range, used_bits
 from ga2_sw.numerics import MAX_SHIFT, NRM_MAX_SHIFT
 from ga2_sw.packing import WORD_BYTES
 
@@ -40,12 +40,12 @@ ILLEGAL_OPCODES = tuple(code for code in range(1 << _OP_BITS) if code not in set
 
 def _valid_ops(config):
     """VALID_OPS that chips of ``config`` have (the online ones only with config.online_unit)."""
-    return tuple(op for op in VALID_OPS if enabled(op, config))
+    return tuple(op for op in VALID_OPS if enabled(op, features_of(config)))
 
 
 def _illegal_opcodes(config):
     """Opcodes that fault ILLEGAL on ``config``: those that do not exist and those its chip is built without."""
-    return ILLEGAL_OPCODES + tuple(int(op) for op in Op if not enabled(op, config))
+    return ILLEGAL_OPCODES + tuple(int(op) for op in Op if not enabled(op, features_of(config)))
 LEN_OPS = tuple(op for op in Op if "len" in dict(FIELDS[op]))
 M_RANGE = field_range(Op.RQ, "m")
 S_MAX = field_range(Op.RQ, "s")[1]              # the s field holds more than MAX_SHIFT: SHAPE above it
@@ -181,7 +181,7 @@ def _online_instr(draw, config, op):
 def _stray_bit(draw, op, config):
     """A bit ``op`` does not use on ``config``'s chips: outside its fields, or an optional field's
     (``isa.OPTIONAL_FIELDS``) on a chip built without it."""
-    used = used_bits(op, config)
+    used = used_bits(op, features_of(config))
     free = [b for b in range(INSTR_BITS) if not (used >> b) & 1]
     return 1 << _pick(draw, free)
 
@@ -215,7 +215,7 @@ def _shape_fault(draw, config):
         return isa.st(draw(0, 100), WORD_BYTES * draw(0, 100) + draw(1, WORD_BYTES - 1), draw(1, 8), wd=1), Err.SHAPE
     variant = draw(0, 8 if config.online_unit else 7)
     if variant == 0:
-        return Instr(_pick(draw, tuple(o for o in LEN_OPS if enabled(o, config))), dst=draw(0, 100),
+        return Instr(_pick(draw, tuple(o for o in LEN_OPS if enabled(o, features_of(config)))), dst=draw(0, 100),
                      src=draw(0, 100), len=0), Err.SHAPE
     if variant == 8:                             # the online instructions' len and shift limits
         op = _pick(draw, (Op.SMC, Op.RSA, Op.NRM))

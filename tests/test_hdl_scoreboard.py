@@ -8,6 +8,7 @@ from amaranth.back import verilog
 from ga2_hdl.control import checker
 from ga2_hdl.control.checker import InstrChecker
 from ga2_hdl.control.scoreboard import Scoreboard
+from ga2_hdl.top import checker_parameters, scoreboard_parameters
 from sim.testing import assert_build_refused, run_bench, unit_verilog, verilog_ports
 from ga2_sw.config import Config
 from ga2_sw.cycles import accesses, conflict, lane_of
@@ -65,7 +66,7 @@ def test_blocked_is_the_software_conflict_rule():
     candidate decoded next, a lane's ``blocked`` bit must be ``conflict`` exactly while the in-flight lane is
     busy and the candidate's lane is another (or both are the matrix lane, whose entry outlives its busy
     time: ``test_an_mm_is_in_flight_until_its_last_write``), and 0 once it is idle."""
-    dut = Scoreboard(CONFIG)
+    dut = Scoreboard(**scoreboard_parameters(CONFIG))
     pairs = list(zip(_instrs(1, 300), _instrs(2, 300)))
     seen = {True: 0, False: 0}
 
@@ -89,7 +90,7 @@ def test_ranges_that_share_one_end_word_conflict():
     """Inclusive ranges: a candidate whose first word is the in-flight range's last, or whose last word is its
     first, conflicts (random pairs rarely land exactly there)."""
     from ga2_sw import isa
-    dut = Scoreboard(CONFIG)
+    dut = Scoreboard(**scoreboard_parameters(CONFIG))
     load = isa.ld(dst=10, src=0, len=5)                          # writes 10 .. 14
     cases = [isa.rq(dst=100, src=14, len=3, m=1, s=0),           # reads 14 .. 16: its first is the load's last
              isa.rq(dst=100, src=6, len=5, m=1, s=0),            # reads 6 .. 10: its last is the load's first
@@ -112,7 +113,7 @@ def test_every_entry_is_kept():
     """An entry stays while the other lanes issue: a DMA load and an MM in flight each still block after
     the other lanes issued beside them, each only while its own lane is busy."""
     from ga2_sw import isa
-    dut = Scoreboard(CONFIG)
+    dut = Scoreboard(**scoreboard_parameters(CONFIG))
     load = isa.ld(dst=10, src=0, len=20)
     mm = isa.mm(dst=100, A=40, B=60, M=2, K=4, N=2, lda=4, ldb=2, ldc=2)
     rq = isa.rq(dst=300, src=250, len=4, m=1, s=0)
@@ -141,7 +142,7 @@ def test_an_mm_is_in_flight_until_its_last_write():
     drains; once the next MM has issued, through the second entry, while the lane is busy and the unit drains
     (its reads beside the last MM's writes), and then no more (the next MM does not touch its words)."""
     from ga2_sw import isa
-    dut = Scoreboard(CONFIG)
+    dut = Scoreboard(**scoreboard_parameters(CONFIG))
     mm = isa.mm(dst=100, A=40, B=60, M=2, K=4, N=2, lda=4, ldb=2, ldc=2)
     next_mm = isa.mm(dst=200, A=0, B=8, M=1, K=2, N=1, lda=2, ldb=1, ldc=1)
     readers = [isa.st(src=101, dst=0, len=2), isa.rq(dst=150, src=102, len=1, m=1, s=0),
@@ -173,7 +174,7 @@ def test_an_mm_is_in_flight_until_its_last_write():
 def test_checker_computes_the_ranges_of_accesses():
     """The ranges the checker writes beside each error code are ``accesses`` of the word, for every
     opcode, strided and transposed MMs included."""
-    dut = InstrChecker(CONFIG)
+    dut = InstrChecker(**checker_parameters(CONFIG))
     words = _instrs(3, 200)
 
     async def writer(ctx):
@@ -205,7 +206,7 @@ def test_checker_computes_the_ranges_of_accesses():
 
 def test_verilog():
     """Module `sb` with the scoreboard's ports, deterministic, lint clean (sim.testing.unit_verilog)."""
-    text = unit_verilog(lambda: Scoreboard(CONFIG), "sb")
+    text = unit_verilog(lambda: Scoreboard(**scoreboard_parameters(CONFIG)), "sb")
     ports, _ = verilog_ports(text, "sb")
     assert ports["blocked"] == ("output", len(LANES)) and ports["issue"] == ("input", len(LANES))
 
@@ -213,8 +214,8 @@ def test_verilog():
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 def test_checker_latency_is_the_cycle_models(monkeypatch):
     """The checker's stages must add up to the cycle model's CHECK_LATENCY."""
-    verilog.convert(InstrChecker(CONFIG), name="chk")
+    verilog.convert(InstrChecker(**checker_parameters(CONFIG)), name="chk")
     monkeypatch.setattr(checker, "CHECK_LATENCY", CHECK_LATENCY + 1)
-    assert_build_refused(lambda: InstrChecker(CONFIG),
+    assert_build_refused(lambda: InstrChecker(**checker_parameters(CONFIG)),
                          "The checker's stages add up to 2 + 2 cycles where the cycle model "
                          '(ga2_sw.timing) says CHECK_LATENCY = 5')

@@ -55,7 +55,7 @@ def test_generation_is_deterministic_and_the_cache_serves_it(text):
 def test_top_module_has_the_chips_ports(text):
     """The ports of the documented interface (docs/ARCHITECTURE.md: host and debug in, external memory out)."""
     from ga2_hdl.ports import DebugSignature, ExtSignature, HostSignature, ext_addr_width, sp_addr_width
-    signature = wiring.Signature({"host": In(HostSignature(CONFIG)), "debug": In(DebugSignature(sp_addr_width(CONFIG))),
+    signature = wiring.Signature({"host": In(HostSignature(CONFIG.imem_words)), "debug": In(DebugSignature(sp_addr_width(CONFIG))),
                                   "ext": Out(ExtSignature(ext_addr_width(CONFIG)))})
     expect = {"clk": ("input", 1), "rst": ("input", 1)}
     for path, member in signature.members.flatten():

@@ -7,10 +7,9 @@ outranks the range errors, so their values do not matter then."""
 from amaranth.hdl import Cat, Signal, Value, signed
 from amaranth.lib import data
 
-from ga2_sw.isa import EXT_ADDR_BITS, INSTR_BITS, units_of
+from ga2_sw.isa import EXT_ADDR_BITS, INSTR_BITS, Feature, units_of
 
-from ..dma.burst_plan import plan_layout, precomputed
-from ..ports import imem_addr_width
+from ..ports import address_width
 from ..dma.word_stores import tail_width
 
 __all__ = ["RESET_LESS", "RANGES", "RANGE_WIDTH", "EXT_RANGE_WIDTH", "pipeline_reg", "tag_layout", "word_layout",
@@ -35,40 +34,42 @@ def pipeline_reg(shape, name):
     return data.View(shape, Cat(*(Value.cast(f) for f in fields)))
 
 
-def tag_layout(config):
+def tag_layout(imem_words, features):
     """The word's instruction-memory address, its ILLEGAL, SHAPE and OVERLAP verdicts (OVERLAP from stage 3
-    on) and the unit its opcode starts (one bit per ``ga2_sw.isa.units_of(config)``, none for HALT), carried to the last
-    stage."""
-    return data.StructLayout({"addr": imem_addr_width(config), "stray": 1, "bad_shape": 1, "overlap": 1,
-                              "units": len(units_of(config))})
+    on) and the unit its opcode starts (one bit per ``ga2_sw.isa.units_of(features)``, none for HALT), carried
+    to the last stage."""
+    return data.StructLayout({"addr": address_width(imem_words), "stray": 1, "bad_shape": 1, "overlap": 1,
+                              "units": len(units_of(features))})
 
 
-def word_layout(config):
+def word_layout(imem_words):
     """The host's instruction-memory write."""
-    return data.StructLayout({"addr": imem_addr_width(config), "word": INSTR_BITS})
+    return data.StructLayout({"addr": address_width(imem_words), "word": INSTR_BITS})
 
 
-def operands_layout(config):
+def operands_layout(imem_words, features):
     """Stage 2: the verdicts, and each range's base, tail, the factors of its footprint product and whether
     it is read and/or written (``ga2_sw.cycles.accesses``)."""
     rng = data.StructLayout({"base": RANGE_WIDTH, "x": signed(17), "y": 12, "tail": signed(18), "rd": 1, "wr": 1})
     # RQ: dst - src and src - dst, for the OVERLAP verdict of the next stage (tag.overlap is set there).
     # MM's rb (row_b chips): B's range ends A's product (M-1)*lda further on; sa: A's range leaves it out
     # (ga2_sw.isa.footprints).
-    return data.StructLayout({"tag": tag_layout(config), **{r: rng for r in RANGES},
-                              "ext_base": EXT_ADDR_BITS, "ext_tail": signed(tail_width(st_words=config.st_words)), "is_rq": 1,
-                              "dst_ahead": signed(17), "src_ahead": signed(17), **row_b_flags(config)})
+    tail = signed(tail_width(st_words=Feature.WORD_STORES in features))
+    return data.StructLayout({"tag": tag_layout(imem_words, features), **{r: rng for r in RANGES},
+                              "ext_base": EXT_ADDR_BITS, "ext_tail": tail, "is_rq": 1,
+                              "dst_ahead": signed(17), "src_ahead": signed(17), **row_b_flags(features)})
 
 
-def row_b_flags(config):
+def row_b_flags(features):
     """MM's rb and sa, carried through the checker's stages on row_b chips (none elsewhere)."""
-    return {"rb": 1, "sa": 1} if config.row_b else {}
+    return {"rb": 1, "sa": 1} if Feature.ROW_B in features else {}
 
 
-def ends_layout(config):
+def ends_layout(imem_words, features, plan_layout=None):
     """Stage 4: the verdicts, each range's extreme addresses (``hi`` may exceed the memory) and whether it does
     (``over``: ``hi >= sp_words``; ``ext_over``: the external range's end ``>= ext_words``); with an AXI DMA
-    plan (``burst_plan.precomputed``), the LD's or ST's ``dma`` plan."""
+    plan (``plan_layout``, ``burst_plan.precomputed``), the LD's or ST's ``dma`` plan."""
     rng = data.StructLayout({"lo": RANGE_WIDTH, "hi": signed(RANGE_WIDTH + 3), "over": 1, "rd": 1, "wr": 1})
-    plan = {"dma": plan_layout(config)} if precomputed(config) else {}
-    return data.StructLayout({"tag": tag_layout(config), **{r: rng for r in RANGES}, "ext_over": 1, **plan})
+    plan = {"dma": plan_layout} if plan_layout is not None else {}
+    return data.StructLayout({"tag": tag_layout(imem_words, features), **{r: rng for r in RANGES}, "ext_over": 1,
+                              **plan})

@@ -11,14 +11,13 @@ from ga2_sw.timing import CHECK_LATENCY
 from .check_operands import CheckOperands
 from .check_payloads import RANGES
 from .check_ranges import CheckRanges
-from ..dma.burst_plan import plan_layout, precomputed
-from ..ports import access_layout, imem_addr_width, sp_addr_width
+from ..ports import access_layout, address_width
 
 __all__ = ["InstrChecker", "CHECK_LATENCY"]
 
 
 class InstrChecker(wiring.Component):
-    """Validates instruction words against the configuration (docs/ISA.md, "Validation and error codes").
+    """Validates instruction words against the chip's sizes and features (docs/ISA.md, "Validation and error codes").
 
     The check depends only on the word and on fixed sizes, so it runs in a pipeline beside the instruction
     memory's write port: :class:`CheckOperands` registers the word, then its ILLEGAL, SHAPE and OVERLAP
@@ -26,6 +25,12 @@ class InstrChecker(wiring.Component):
     addresses; then these are compared with the memory sizes and the code is written (``err_we``),
     ``CHECK_LATENCY`` cycles after the host's write. Doing it at issue time instead put an instruction-memory
     read, a multiplier and two adders in series, which held the whole chip to about 40 MHz on ECP5.
+
+    Parameters: the instruction memory's ``imem_words``; the scratchpad's ``sp_words`` and the external memory's
+    ``ext_words``, which every range must lie within; the largest MM, ``rows`` x ``cols``; the longest vector
+    row, ``sm_max_len``; the chip's ``features`` (a set of ``ga2_sw.isa.Feature``); on a decoupled AXI4 chip
+    (``ga2_hdl.dma.burst_plan.precomputed``) the port's ``bus_bytes``, the DMA's ``plan_layout`` and the
+    ``page_beats`` of a 4 KiB page, so that each LD's and ST's burst plan is worked out here.
 
     Members
     -------
@@ -35,32 +40,37 @@ class InstrChecker(wiring.Component):
         Write of the code into the error memory, ``CHECK_LATENCY`` cycles after the host's write.
     err : Out(3)
         ``ga2_sw.isa.Err`` code of the word.
-    access : Out(access_layout(config))
+    access : Out(access_layout(address_width(sp_words)))
         The word's scratchpad ranges and whether each is read or written (``ga2_sw.cycles.accesses``),
         valid with ``err_we`` when ``err`` is 0: the decoupled scoreboard compares them.
-    units : Out(len(UNITS))
-        The unit the word starts (one bit per ``ga2_sw.isa.units_of(config)``), valid with ``err_we``; none when it faults
+    units : Out(len(units_of(features)))
+        The unit the word starts (one bit per ``ga2_sw.isa.units_of(features)``), valid with ``err_we``; none when it faults
         or halts. Decoupled, the sequencer's issue logic starts from these bits.
     busy : Out(1)
         A word is still in the pipeline.
-    dma : Out(burst_plan.plan_layout(config))
-        On a decoupled AXI4 chip (``burst_plan.precomputed``): an LD's or ST's beats, first burst and last
+    dma : Out(plan_layout)
+        With a ``plan_layout``: an LD's or ST's beats, first burst and last
         beat, valid with ``err_we``; the sequencer keeps them beside the word for the DMA.
     """
 
-    def __init__(self, config):
-        self._config = config
-        aw = imem_addr_width(config)
+    def __init__(self, *, imem_words, sp_words, ext_words, rows, cols, sm_max_len, features=frozenset(),
+                 bus_bytes=1, plan_layout=None, page_beats=None):
+        self.imem_words, self.features, self.plan_layout = imem_words, frozenset(features), plan_layout
+        self._operands = dict(imem_words=imem_words, rows=rows, cols=cols, sm_max_len=sm_max_len,
+                              features=self.features)
+        self._ranges = dict(imem_words=imem_words, sp_words=sp_words, ext_words=ext_words, features=self.features,
+                            bus_bytes=bus_bytes, plan_layout=plan_layout, page_beats=page_beats)
+        aw = address_width(imem_words)
         super().__init__({"we": In(1), "addr": In(aw), "word": In(INSTR_BITS),
                           "err_we": Out(1), "err_addr": Out(aw), "err": Out(3), "busy": Out(1),
-                          "access": Out(access_layout(config)), "units": Out(len(units_of(config))),
-                          **({"dma": Out(plan_layout(config))} if precomputed(config) else {})})
+                          "access": Out(access_layout(address_width(sp_words))),
+                          "units": Out(len(units_of(self.features))),
+                          **({"dma": Out(plan_layout)} if plan_layout is not None else {})})
 
     def elaborate(self, platform):
         m = Module()
-        cfg = self._config
-        m.submodules.operands = operands = CheckOperands(cfg)
-        m.submodules.ranges = ranges = CheckRanges(cfg)
+        m.submodules.operands = operands = CheckOperands(**self._operands)
+        m.submodules.ranges = ranges = CheckRanges(**self._ranges)
         if operands.latency + ranges.latency != CHECK_LATENCY:
             raise AssertionError(f"The checker's stages add up to {operands.latency} + {ranges.latency} cycles "
                                  f"where the cycle model (ga2_sw.timing) says CHECK_LATENCY = {CHECK_LATENCY}")
@@ -72,7 +82,7 @@ class InstrChecker(wiring.Component):
         # Stage 5 (combinational into the error memory's write port): rank the verdicts.
         sp_out = ends.a.over | ends.b.over | ends.c.over
         ext_out = ends.ext_over
-        aw = sp_addr_width(cfg)
+        aw = len(self.access.a.lo)
         for r in RANGES:
             end, out = getattr(ends, r), getattr(self.access, r)
             m.d.comb += [out.rd.eq(end.rd), out.wr.eq(end.wr), out.lo.eq(end.lo[:aw]), out.hi.eq(end.hi[:aw])]
@@ -83,7 +93,7 @@ class InstrChecker(wiring.Component):
                    Mux(ends.tag.overlap, Err.OVERLAP,
                        Mux(sp_out, Err.SP_RANGE, Mux(ext_out, Err.EXT_RANGE, Err.NONE)))))),
             self.err.eq(err),
-            *([self.dma.eq(ends.dma)] if precomputed(cfg) else []),
+            *([self.dma.eq(ends.dma)] if self.plan_layout is not None else []),
             self.units.eq(Mux(err == Err.NONE, ends.tag.units, 0)),
             self.busy.eq(operands.busy | ranges.busy),
         ]

@@ -44,9 +44,13 @@ class Scoreboard(wiring.Component):
     cycle later (``SP_WRITE_DELAY``); a waiting instruction starts, at the earliest, in the cycle after and
     reads from the cycle after its start, so it sees the write.
 
+    Parameters: the scratchpad's address width ``sp_addr_width``; the chip's ``features`` (a set of
+    ``ga2_sw.isa.Feature``: which opcodes each lane runs, so which flags its entries keep); ``rq_overlap`` and
+    ``ld_overlap``, the requantiser and the DMA that hold two instructions (below).
+
     Members
     -------
-    ranges : In(access_layout)
+    ranges : In(access_layout(sp_addr_width))
         Ranges of the instruction being decoded, valid with ``load``.
     load : In(1)
         The decode cycle: the candidate becomes ``ranges``.
@@ -71,22 +75,21 @@ class Scoreboard(wiring.Component):
         The candidate, were it on lane ``n``, conflicts with an instruction in flight.
     """
 
-    def __init__(self, config):
-        self._config = config
-        layout = access_layout(config)
-        super().__init__({"ranges": In(layout), "load": In(1), "issue": In(len(LANES)), "busy": In(len(LANES)),
-                          "draining": In(1), "blocked": Out(len(LANES)),
-                          **({"vector_draining": In(1), "vector_older": In(1)} if config.rq_overlap else {}),
-                          **({"dma_draining": In(1), "dma_older": In(1)} if config.ld_overlap else {})})
+    def __init__(self, *, sp_addr_width, features=frozenset(), rq_overlap=False, ld_overlap=False):
+        self.features, self.rq_overlap, self.ld_overlap = frozenset(features), bool(rq_overlap), bool(ld_overlap)
+        super().__init__({"ranges": In(access_layout(sp_addr_width)), "load": In(1), "issue": In(len(LANES)),
+                          "busy": In(len(LANES)), "draining": In(1), "blocked": Out(len(LANES)),
+                          **({"vector_draining": In(1), "vector_older": In(1)} if rq_overlap else {}),
+                          **({"dma_draining": In(1), "dma_older": In(1)} if ld_overlap else {})})
 
     def _two_deep(self):
         """``(lane, draining, older)`` of each lane whose unit holds two instructions on this chip."""
-        return ([("vector", self.vector_draining, self.vector_older)] if self._config.rq_overlap else []) + \
-               ([("dma", self.dma_draining, self.dma_older)] if self._config.ld_overlap else [])
+        return ([("vector", self.vector_draining, self.vector_older)] if self.rq_overlap else []) + \
+               ([("dma", self.dma_draining, self.dma_older)] if self.ld_overlap else [])
 
     def elaborate(self, platform):
         m = Module()
-        layout = access_layout(self._config)
+        layout = self.ranges.shape()
         matrix = LANES.index("matrix")
         two_deep = self._two_deep()
         cand = Signal(layout)
@@ -102,7 +105,7 @@ class Scoreboard(wiring.Component):
                                                  for meet, entry in zip(meets, entries))]
         for n, lane in enumerate(LANES):
             with m.If(self.issue[n]):
-                m.d.sync += _copy_kinds(entries[n], cand, lane_kinds(lane, self._config))
+                m.d.sync += _copy_kinds(entries[n], cand, lane_kinds(lane, self.features))
         with m.If(self.issue[matrix]):
             m.d.sync += entries[-1].eq(entries[matrix])
         in_flight = [*self.busy, self.busy[matrix] & self.draining]
@@ -113,7 +116,7 @@ class Scoreboard(wiring.Component):
             # one before it, in flight while `older`.
             n, second = LANES.index(lane), names.index(f"{lane}_before")
             with m.If(self.issue[n]):
-                m.d.sync += _copy_kinds(entries[second], entries[n], lane_kinds(lane, self._config))
+                m.d.sync += _copy_kinds(entries[second], entries[n], lane_kinds(lane, self.features))
             in_flight[n] = self.busy[n] | draining
             in_flight.insert(second, older)
         assert len(in_flight) == len(entries)
@@ -127,11 +130,12 @@ class Scoreboard(wiring.Component):
         return m
 
 
-def lane_kinds(lane, config):
-    """``{range: set of "r"/"w"}``: how the instructions of ``lane`` may use each range (``ga2_sw.isa.OPS``)."""
+def lane_kinds(lane, features):
+    """``{range: set of "r"/"w"}``: how the instructions of ``lane`` may use each range (``ga2_sw.isa.OPS``) on
+    a chip of ``features``."""
     kinds = {p: set() for p in RANGES}
     for op, spec in OPS.items():
-        if spec.lane == lane and enabled(op, config):
+        if spec.lane == lane and enabled(op, features):
             for p, (_, k) in zip(RANGES, spec.sp):
                 kinds[p] |= set(k)
     return kinds

@@ -7,21 +7,18 @@ from amaranth.lib.wiring import In, Out
 
 from ga2_sw.isa import LANES, OPS, Op, Err, INSTR_BITS, unit_lane, unit_ops, units_of
 
-from ..dma.burst_plan import plan_layout, precomputed
-from .checker import InstrChecker
-from ..ports import COUNTERS, ERR_WIDTH, InstrLayout, HostSignature, UnitSignature, access_layout
-from .scoreboard import Scoreboard
+from ..ports import COUNTERS, ERR_WIDTH, InstrLayout, HostSignature, UnitSignature
 
 __all__ = ["Sequencer", "issue_layout"]
 
 
-def issue_layout(config):
-    """What the decoupled sequencer keeps of each instruction word beside it, computed by the checker at load
-    time: the ``ranges`` the scoreboard compares (``access_layout``) and the ``units`` the word may start (one
-    bit per ``ga2_sw.isa.units_of(config)``; none when it faults or halts); on an AXI4 chip, the ``dma`` plan of
-    an LD or ST (``ga2_hdl.dma.burst_plan``)."""
-    plan = {"dma": plan_layout(config)} if precomputed(config) else {}
-    return data.StructLayout({"ranges": access_layout(config), "units": unsigned(len(units_of(config))), **plan})
+def issue_layout(checker):
+    """What the decoupled sequencer keeps of each instruction word beside it, computed by ``checker`` (an
+    ``InstrChecker``) at load time: the ``ranges`` the scoreboard compares (``access_layout``) and the ``units``
+    the word may start (one bit per ``ga2_sw.isa.units_of(features)``; none when it faults or halts); on an AXI4
+    chip, the ``dma`` plan of an LD or ST (``ga2_hdl.dma.burst_plan``)."""
+    plan = {"dma": checker.plan_layout} if checker.plan_layout is not None else {}
+    return data.StructLayout({"ranges": checker.access.shape(), "units": unsigned(len(checker.units)), **plan})
 
 
 class Sequencer(wiring.Component):
@@ -34,21 +31,25 @@ class Sequencer(wiring.Component):
     instructions. A faulting instruction is never dispatched: nothing is written and the error code is
     held until the next ``start``.
 
-    Decoupled (``config.mode``): the instruction waits in CHECK until its lane (``ga2_sw.isa.LANES``: DMA,
+    Decoupled (built with a ``scoreboard``): the instruction waits in CHECK until its lane (``ga2_sw.isa.LANES``: DMA,
     matrix, vector) is free and the ``Scoreboard`` sees no conflict with the instructions in flight on the other
     lanes; it starts in that cycle and the next instruction is decoded in the cycle after, while the units run.
     A HALT or a fault waits in CHECK until every lane is idle and the matrix unit's result writer has finished
     (``draining``), so that memory and counters are final when ``done`` rises.
     ``ga2_sw.cycles.DecoupledTimer`` is this state machine as an event model.
 
+    Parameters: the ``checker`` (an ``InstrChecker``) that validates each word as the host writes it, which
+    also says the chip's instruction memory, units and features; decoupled, the ``scoreboard`` (a
+    ``Scoreboard``), which says which units hold two instructions. The sequencer holds both as submodules.
+
     Members
     -------
-    host : In(HostSignature)
+    host : In(HostSignature(imem_words))
         The host's port: program writes, ``start``, ``done``, ``error``, ``pc`` and the counters. Each
         instruction word is validated as it is written; a ``start`` within ``CHECK_LATENCY`` cycles of the
         last write is held until the check has finished.
-    units : Out(UnitSignature).array(len(units_of(config)))
-        The handshake with each execution unit, in the order of ``ga2_sw.isa.units_of(config)``; ``units[n].start``
+    units : Out(UnitSignature).array(len(units_of(features)))
+        The handshake with each execution unit, in the order of ``ga2_sw.isa.units_of(features)``; ``units[n].start``
         rises for the opcodes ``unit_ops(name)`` of unit ``n``.
     ext_quiet : In(1)
         No external write is left unanswered after this cycle (an AXI4 port's B channel, ``AxiDMA.quiet``); a
@@ -70,27 +71,31 @@ class Sequencer(wiring.Component):
         With ``ld_overlap``: the LD before the DMA's last is still writing (``PackedDMA.older``); the scoreboard
         keeps its ranges in flight. An ST waits for every LD's last write (the DMA's ``draining``): its reads
         would meet the LD's writes on the banks' port A.
-    dma_plan : Out(burst_plan.plan_layout(config))
-        On a decoupled AXI4 chip (``burst_plan.precomputed``): the burst plan of the word in CHECK (worked out by
+    dma_plan : Out(checker.plan_layout)
+        With a checker that plans the AXI4 DMA's bursts (a decoupled AXI4 chip's): the burst plan of the word in CHECK (worked out by
         the checker when the host wrote it, kept beside it), loaded with the instruction register; the AXI DMA
         takes it with the instruction.
     """
 
-    def __init__(self, config):
-        self._config = config
-        self._units = units_of(config)        # the chip's units (the online unit only with config.online_unit)
-        super().__init__({"host": In(HostSignature(config)), "units": Out(UnitSignature()).array(len(self._units)),
+    def __init__(self, *, checker, scoreboard=None):
+        self._checker, self._scoreboard_unit = checker, scoreboard
+        words = checker.imem_words
+        self._units = units_of(checker.features)   # the chip's units (the online unit only with Feature.ONLINE)
+        self._rq_overlap = scoreboard is not None and scoreboard.rq_overlap
+        self._ld_overlap = scoreboard is not None and scoreboard.ld_overlap
+        self._planned = checker.plan_layout is not None
+        super().__init__({"host": In(HostSignature(words)), "units": Out(UnitSignature()).array(len(self._units)),
                           "ext_quiet": In(1, init=1), "dma_stall": In(1),
                           "stopped": Out(1, init=1),
-                          **({"rq_older": In(1)} if config.rq_overlap else {}),
-                          **({"dma_older": In(1)} if config.ld_overlap else {}),
-                          **({"dma_plan": Out(plan_layout(config))} if precomputed(config) else {})})
-        self.imem = memory.Memory(shape=INSTR_BITS, depth=config.imem_words, init=[])
+                          **({"rq_older": In(1)} if self._rq_overlap else {}),
+                          **({"dma_older": In(1)} if self._ld_overlap else {}),
+                          **({"dma_plan": Out(checker.plan_layout)} if self._planned else {})})
+        self.imem = memory.Memory(shape=INSTR_BITS, depth=words, init=[])
         # A zero word is illegal, so the error memory starts out saying so.
-        self.errmem = memory.Memory(shape=ERR_WIDTH, depth=config.imem_words, init=[Err.ILLEGAL] * config.imem_words)
+        self.errmem = memory.Memory(shape=ERR_WIDTH, depth=words, init=[Err.ILLEGAL] * words)
         # Decoupled: every word's scratchpad ranges, computed by the checker beside its error code.
-        self.accmem = (memory.Memory(shape=issue_layout(config), depth=config.imem_words, init=[])
-                       if config.decoupled else None)
+        self.accmem = (memory.Memory(shape=issue_layout(checker), depth=words, init=[])
+                       if scoreboard is not None else None)
 
     def _busy_of(self, key, value, draining=False):
         """Any unit busy (or, with ``draining``, also draining) whose opcodes have ``OPS[op].<key> == value``
@@ -125,7 +130,7 @@ class Sequencer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        cfg, host = self._config, self.host
+        host = self.host
         checker, rd, err_rd = self._memories(m)
 
         ir = Signal(InstrLayout)              # the instruction register drives every unit's instr
@@ -143,7 +148,7 @@ class Sequencer(wiring.Component):
         m.d.comb += go.eq((host.start | start_pending) & ~checker.busy)
         m.d.sync += start_pending.eq((host.start | start_pending) & checker.busy)
 
-        scoreboard = self._scoreboard(m, checker) if cfg.decoupled else None
+        scoreboard = self._scoreboard(m, checker) if self._scoreboard_unit is not None else None
         with m.FSM(name="seq"):
             for state in ("IDLE", "HALTED"):
                 with m.State(state):
@@ -158,7 +163,7 @@ class Sequencer(wiring.Component):
                 m.next = "DECODE"
             with m.State("DECODE"):
                 m.d.comb += [counting.eq(1), fetch_addr.eq(pc)]
-                past_end = pc == cfg.imem_words
+                past_end = pc == self._checker.imem_words
                 m.d.sync += [ir.as_value().eq(rd.data), word_err.eq(err_rd.data), pc_overflow.eq(past_end)]
                 if scoreboard is not None:        # the word's ranges, computed by the checker at load time
                     m.d.comb += [scoreboard.load.eq(1), self._acc_addr.eq(pc + 1)]
@@ -166,10 +171,10 @@ class Sequencer(wiring.Component):
                     # The units the word may start, from a register (_scoreboard): from the memories' outputs,
                     # the opcode's decode and the error code were a 10.87 ns path on a 25F seed.
                     m.d.sync += self._ready.eq(Mux(past_end, 0, self._next_word.units))
-                    if cfg.ld_overlap:      # an ST waits for the LDs' last writes: whether the word is one
+                    if self._ld_overlap:      # an ST waits for the LDs' last writes: whether the word is one
                         m.d.sync += self._store.eq(self._next_word.units[self._units.index("dma")] &
                                                    self._next_word.ranges.a.rd)
-                    if precomputed(cfg):
+                    if self._planned:
                         m.d.sync += self.dma_plan.eq(self._next_word.dma)
                 m.next = "CHECK"
             if scoreboard is not None:
@@ -181,10 +186,10 @@ class Sequencer(wiring.Component):
     def _memories(self, m):
         """The instruction memory and, beside it, the memory of each word's error code, both written by the host;
         (the checker, the instruction memory's read port, the error codes' read port)."""
-        cfg, host = self._config, self.host
+        host = self.host
         m.submodules.imem = imem = self.imem
         m.submodules.errmem = errmem = self.errmem
-        m.submodules.checker = checker = InstrChecker(cfg)
+        m.submodules.checker = checker = self._checker
         wr, rd = imem.write_port(), imem.read_port()
         err_wr, err_rd = errmem.write_port(), errmem.read_port()
         # Every word's error code is computed as the host writes it (checker.py), so issuing an
@@ -234,29 +239,29 @@ class Sequencer(wiring.Component):
         second); before the first DECODE (IDLE, HALTED, FETCH) it reads word 0. The checker writes every word
         before ``start`` is taken, so word 0 is read after its last write."""
         m.submodules.accmem = accmem = self.accmem
-        m.submodules.scoreboard = scoreboard = Scoreboard(self._config)
+        m.submodules.scoreboard = scoreboard = self._scoreboard_unit
         acc_wr, acc_rd = accmem.write_port(), accmem.read_port()
         # The read address is 0 but in DECODE and CHECK (set there).
         self._acc_addr, self._next_word = Signal.like(acc_rd.addr), Signal.like(acc_rd.data, name="next_word")
         # The units the word in CHECK may start: loaded in DECODE, two terms of each start in CHECK.
         self._ready = Signal(len(self._units), name="ready")
         self._first_check = Signal(name="first_check")      # the word in CHECK arrived in the last cycle
-        if self._config.ld_overlap:
+        if self._ld_overlap:
             # A DMA word that reads its (first) scratchpad range is an ST, one that writes it an LD.
             assert OPS[Op.ST].sp[0][1] == "r" and OPS[Op.LD].sp[0][1] == "w"
             self._store = Signal(name="store")
         m.d.sync += self._next_word.eq(acc_rd.data)
         m.d.comb += [acc_wr.en.eq(checker.err_we), acc_wr.addr.eq(checker.err_addr),
                      acc_wr.data.ranges.eq(checker.access), acc_wr.data.units.eq(checker.units),
-                     *([acc_wr.data.dma.eq(checker.dma)] if precomputed(self._config) else []),
+                     *([acc_wr.data.dma.eq(checker.dma)] if self._planned else []),
                      acc_rd.addr.eq(self._acc_addr), scoreboard.ranges.eq(self._next_word.ranges),
                      scoreboard.busy.eq(Cat(*(self._busy_of("lane", lane) for lane in LANES)))]
-        if self._config.rq_overlap or self._config.ld_overlap:     # each lane's draining unit apart
+        if self._rq_overlap or self._ld_overlap:     # each lane's draining unit apart
             m.d.comb += scoreboard.draining.eq(self._unit("mm").draining)
-            if self._config.rq_overlap:
+            if self._rq_overlap:
                 m.d.comb += [scoreboard.vector_draining.eq(self._unit("rq").draining),
                              scoreboard.vector_older.eq(self.rq_older)]
-            if self._config.ld_overlap:
+            if self._ld_overlap:
                 m.d.comb += [scoreboard.dma_draining.eq(self._unit("dma").draining),
                              scoreboard.dma_older.eq(self.dma_older)]
         else:
@@ -274,13 +279,13 @@ class Sequencer(wiring.Component):
         lane_busy = scoreboard.busy
         lanes = [LANES.index(unit_lane(name)) for name in self._units]       # each unit's lane, by index
         starts = [self._ready[n] & ~lane_busy[lane] & ~scoreboard.blocked[lane] for n, lane in enumerate(lanes)]
-        if self._config.rq_overlap:
+        if self._rq_overlap:
             # The requantiser takes an RQ while it drains the one before; the vector lane's other units wait for
             # its last write (their requests would meet its writes on port B).
             rq_draining = self._unit("rq").draining
             starts = [start & ~rq_draining if unit_lane(name) == "vector" and name != "rq" else start
                       for name, start in zip(self._units, starts)]
-        if self._config.ld_overlap:
+        if self._ld_overlap:
             # The DMA takes an LD while the last one's beats still come in; an ST waits for the last write.
             dma = self._units.index("dma")
             starts[dma] = starts[dma] & ~(self._store & self._unit("dma").draining)
@@ -302,9 +307,9 @@ class Sequencer(wiring.Component):
             with m.If(self._first_check & (err == Err.NONE)):
                 m.d.sync += host.instructions.eq(host.instructions + 1)
             idle = ~lane_busy.any() & ~scoreboard.draining & self.ext_quiet
-            if self._config.rq_overlap:
+            if self._rq_overlap:
                 idle &= ~self._unit("rq").draining
-            if self._config.ld_overlap:
+            if self._ld_overlap:
                 idle &= ~self._unit("dma").draining
             with m.If(err != Err.NONE):
                 with m.If(idle):
