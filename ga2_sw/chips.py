@@ -57,10 +57,10 @@ def _catalogue():
                    "memory", "25k", Config())
     decoupled = chapter.derive("decoupled", "the default: the chapter's chip with the DMA beside the compute units "
                                "under a scoreboard, on 8 banks, near its memory bound", "45k", mode="decoupled")
-    fast = decoupled.derive("fast", "the fastest decode step: a 4-byte port, 16 banks, a row of results a cycle, "
-                            "overlapped loads and requantisations, a tile a row, 4 requantiser and 2 softmax lanes",
-                            "85k", bus_bytes=4, sp_banks=16, row_writes=1, rq_overlap=1, ld_overlap=1, row_b=1,
-                            rq_lanes=4, sm_lanes=2)
+    fast = decoupled.derive("fast", "the fastest decode step that routes: a 4-byte port, a row of results a cycle, "
+                            "overlapped loads and requantisations, a tile a row, 2 requantiser and 2 softmax lanes "
+                            "on the 8 banks", "85k", bus_bytes=4, row_writes=1, rq_overlap=1, ld_overlap=1, row_b=1,
+                            rq_lanes=2, sm_lanes=2)
     axi = decoupled.derive("axi", "an AXI4 manager of 4 bytes a beat, measured against a DDR3-1600 device's "
                            "timing: the chip an SoC can hold", bus_bytes=4, axi=1, memory="ddr3-1600")
     long = decoupled.derive("long", "the online unit: attention over contexts to 4,096 tokens with KV caches "

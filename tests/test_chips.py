@@ -30,8 +30,8 @@ def test_the_chips_are_the_configurations_spelled_by_hand():
     """Independent of the derivations: each chip as its fields would be written out in full."""
     assert chip("chapter").config == Config()
     assert chip("decoupled").config == Config(mode="decoupled")
-    assert chip("fast").config == Config(mode="decoupled", bus_bytes=4, sp_banks=16, row_writes=1, rq_overlap=1,
-                                         ld_overlap=1, row_b=1, rq_lanes=4, sm_lanes=2)
+    assert chip("fast").config == Config(mode="decoupled", bus_bytes=4, row_writes=1, rq_overlap=1, ld_overlap=1,
+                                         row_b=1, rq_lanes=2, sm_lanes=2)
     assert chip("axi").config == Config(mode="decoupled", bus_bytes=4, axi=1, memory="ddr3-1600")
     assert chip("long").config == Config(mode="decoupled", online_unit=1, sp_words=32768, imem_words=4096,
                                          ext_words=131072, d=64, d_model=256, max_ctx=4096)

@@ -64,8 +64,8 @@ def test_the_port_schedule_worked_by_hand():
     assert cycle_counts([isa.sm(40, 7, 5), isa.halt()], config)[0].vec == 36
 
 
-# The lane studies' chip: the fast chip on 32 banks, with one softmax lane.
-FASTEST = chip("fast").config.replace(sp_banks=32, sm_lanes=1)
+# The lane studies' chip: the fast chip on 32 banks, with four RQ lanes and one softmax lane.
+FASTEST = chip("fast").config.replace(sp_banks=32, rq_lanes=4, sm_lanes=1)
 
 
 def test_the_decode_step_gains():
