@@ -14,6 +14,7 @@ import concurrent.futures as cf
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -214,7 +215,9 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
     otherwise) or ``router2`` (which converges where router1 oscillates on a crowded netlist). ``progress``:
     report on stderr, one line at a time prefixed with the seed, where the run is (``run_with_progress``), and
     its result. ``limit``: CPU seconds a seed may place and route; a seed still running then is stopped and its
-    result is unrouted (``fmax_mhz`` None, ``unrouted`` saying where it stopped), cached for that limit.
+    result is unrouted (``fmax_mhz`` None, ``unrouted`` saying where it stopped), cached for that limit. A result
+    records the run's ``cpu_seconds``; one cached by a run without a limit that took more CPU than ``limit``
+    is unrouted under it too.
 
     Raises DoesNotFit (message names the resource and the numbers) when the design is too big."""
     if device not in DEVICES:
@@ -235,6 +238,14 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
     hit = cache.load(d, "fmax", key)
     if hit is not None and hit.get("unrouted") and (limit is None or hit["limit"] < limit):
         hit = None                      # stopped sooner than this run may take: place it again
+    if hit is not None and limit is not None and hit.get("fmax_mhz") is not None \
+            and hit.get("cpu_seconds", 0) > limit:
+        # Routed by a run without this limit, after more CPU than it allows: under the limit it would not have
+        # routed (a seed's run is deterministic), so it is unrouted here, and the routed result stays cached.
+        if say:
+            say(f"unrouted: routed only after {hit['cpu_seconds']:,.0f} s of CPU time (limit {limit:,} s)")
+        return {**_unrouted(config, device, seed, freq, net, router, OutOfTime(limit, "not routed yet"), limit),
+                "unrouted": f"routed only after {hit['cpu_seconds']:,.0f} s of CPU time (limit {limit:,} s)"}
     if hit is not None:
         if "does_not_fit" in hit:
             raise DoesNotFit(hit["does_not_fit"])
@@ -249,6 +260,7 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
                "--report", "report.json", "-l", "nextpnr.log", "-q", "--router", router]
         if say:
             say(f"placing and routing on LFE5U-{device.upper()} ({router}; the phases follow as nextpnr logs them)")
+        cpu_before = _children_cpu()
         try:
             returncode, output = run_with_progress(cmd, work, "nextpnr.log", say, limit=limit)
         except OutOfTime as exc:
@@ -274,10 +286,17 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
               "utilisation": {r: [u["used"], u["available"]] for r, u in sorted(report["utilization"].items())
                               if u["used"]},
               "critical_path": _path_summary(report), "synthesis": net["flow"],
-              "flow": FLOW, "router": router, "seconds": round(time.perf_counter() - t0, 1)}
+              "flow": FLOW, "router": router, "seconds": round(time.perf_counter() - t0, 1),
+              "cpu_seconds": round(_children_cpu() - cpu_before, 1)}
     if say:
         say(f"{result['fmax_mhz']} MHz after {result['seconds']:,.0f} s")
     return cache.store(d, "fmax", key, result)
+
+
+def _children_cpu():
+    """CPU seconds (user and system) of this process's finished children: around one nextpnr run, its own."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _unrouted(config, device, seed, freq, net, router, exc, limit):

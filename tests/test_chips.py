@@ -135,6 +135,34 @@ def test_a_place_and_route_past_its_limit_stops_with_where_it_was(tmp_path):
                              limit=0.5)[0] == 0                     # asleep, it uses none
 
 
+def test_a_seed_routed_past_the_limit_is_unrouted_under_it(tmp_path, monkeypatch):
+    """A seed routed by `synth fmax` (no limit) after more CPU time than a datasheet's limit allows is unrouted
+    under that limit, read from the cache without placing it again; within the limit it is the routed result.
+    nextpnr is stood in for by a process that burns CPU and writes its report."""
+    import json
+    import synth.nextpnr as nextpnr
+    monkeypatch.setattr(nextpnr, "ecp5_netlist", lambda config, cache_dir=None: {
+        "json": str(tmp_path / "net.json"), "total": {}, "flow": "stand-in"})
+    monkeypatch.setattr(nextpnr, "pinned_netlist", lambda src, dst, top="ga2": None)
+    burn = ("import json, time\nt = time.process_time()\nwhile time.process_time() - t < 1.0: pass\n"
+            "json.dump({'fmax': {'clk': {'achieved': 90.0}}, 'utilization': {}}, open('report.json', 'w'))\n")
+    monkeypatch.setattr(nextpnr.shutil, "which", lambda name: None)
+    runs = []
+
+    def stand_in(cmd, cwd, log, progress=None, limit=None):
+        runs.append(limit)
+        return nextpnr.subprocess.run([sys.executable, "-c", burn], cwd=cwd).returncode, ""
+    monkeypatch.setattr(nextpnr, "run_with_progress", stand_in)
+    config = chip("chapter").config
+    routed = nextpnr.fmax(config, "25k", seed=1, cache_dir=tmp_path, precheck=False)
+    assert routed["fmax_mhz"] == 90.0 and routed["cpu_seconds"] >= 0.9 and runs == [None]
+    late = nextpnr.fmax(config, "25k", seed=1, cache_dir=tmp_path, precheck=False, limit=0.5)
+    assert late["fmax_mhz"] is None and "routed only after 1 s of CPU time (limit 0.5 s)" in late["unrouted"]
+    assert runs == [None]                                       # from the cache, not placed again
+    assert nextpnr.fmax(config, "25k", seed=1, cache_dir=tmp_path, precheck=False, limit=60)["fmax_mhz"] == 90.0
+    assert nextpnr.median_of_seeds([routed, late, routed])["fmax_mhz"] is None
+
+
 def test_tokens_per_s_is_the_largest_batch_over_its_step():
     from synth.datasheet import tokens_per_s
     steps = [{"name": "B=1 (all at token 16)", "batch": 1, "cycles": 1000},
