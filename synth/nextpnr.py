@@ -240,12 +240,7 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
         hit = None                      # stopped sooner than this run may take: place it again
     if hit is not None and limit is not None and hit.get("fmax_mhz") is not None \
             and hit.get("cpu_seconds", 0) > limit:
-        # Routed by a run without this limit, after more CPU than it allows: under the limit it would not have
-        # routed (a seed's run is deterministic), so it is unrouted here, and the routed result stays cached.
-        if say:
-            say(f"unrouted: routed only after {hit['cpu_seconds']:,.0f} s of CPU time (limit {limit:,} s)")
-        return {**_unrouted(config, device, seed, freq, net, router, OutOfTime(limit, "not routed yet"), limit),
-                "unrouted": f"routed only after {hit['cpu_seconds']:,.0f} s of CPU time (limit {limit:,} s)"}
+        return _routed_too_late(hit, limit, say, (config, device, seed, freq, net, router))
     if hit is not None:
         if "does_not_fit" in hit:
             raise DoesNotFit(hit["does_not_fit"])
@@ -291,6 +286,16 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
     if say:
         say(f"{result['fmax_mhz']} MHz after {result['seconds']:,.0f} s")
     return cache.store(d, "fmax", key, result)
+
+
+def _routed_too_late(hit, limit, say, run):
+    """A cached result routed by a run without ``limit``, after more CPU time than it allows: under the limit it
+    would not have routed (a seed's run is deterministic), so it is unrouted here (``run``: ``_unrouted``'s first
+    six arguments); the routed result stays cached for calls without a limit."""
+    why = f"routed only after {hit['cpu_seconds']:,.0f} s of CPU time (limit {limit:,} s)"
+    if say:
+        say(f"unrouted: {why}")
+    return {**_unrouted(*run, OutOfTime(limit, "not routed yet"), limit), "unrouted": why}
 
 
 def _children_cpu():
