@@ -26,9 +26,21 @@ CHAPTER = [
 ]
 
 
+def test_a_mutant_only_the_ragged_batch_catches():
+    """The default tier's part of the chapter's mutation test (the slow tier runs all 16 below): a broken
+    builder that only the ragged batch catches, and one that any batch catches."""
+    from ga2_sw import mutants as M
+    ragged_only = next(m for m in M.CHAPTER_MUTANTS if m.label in M.NO_RAGGED_SURVIVORS)
+    anyway = M.CHAPTER_MUTANTS[0]
+    assert anyway.label not in M.NO_RAGGED_SURVIVORS
+    (_, full_r, plain_r), (_, full_a, plain_a) = M.run_mutants([ragged_only, anyway])
+    assert full_r.caught and not plain_r.caught and plain_r.status == "survived"
+    assert full_a.caught and plain_a.caught
+
+
+@pytest.mark.slow
 def test_mutants_of_the_chapter():
-    """The chapter's 16 broken builders: all caught by the full check, 13 without the ragged batch.
-    (First in the file: it is the longest test, so xdist should start it early.)"""
+    """The chapter's 16 broken builders: all caught by the full check, 13 without the ragged batch."""
     from ga2_sw import mutants as M
     start = time.perf_counter()
     rows = M.run_mutants(M.CHAPTER_MUTANTS)

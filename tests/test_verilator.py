@@ -153,10 +153,11 @@ def test_batched_step_other_arrays(config):
         assert_same(ref, got, f"{config.rows}x{config.cols} {p.name}")
 
 
-# Batches up to R: the invariance check at B = rows with Verilator running every program; the 8x8
-# decoupled chip in the default tier, the 16x16 chips (256 PEs, about a minute's build each) in the slow one.
+# Batches up to R: the invariance check at B = rows with Verilator running every program, in the slow tier (the
+# 8x8 about 18 s, the 16x16 chips, 256 PEs, about a minute's build each); the default tier has the 4x4's
+# (test_decoupled_decode_table_and_invariance).
 @pytest.mark.parametrize("config", [
-    pytest.param(CFG_8X8.replace(mode="decoupled"), id="8x8-decoupled"),
+    pytest.param(CFG_8X8.replace(mode="decoupled"), id="8x8-decoupled", marks=pytest.mark.slow),
     pytest.param(Config(rows=16, cols=16, sp_words=16384, ext_words=32768), id="16x16-inorder",
                  marks=pytest.mark.slow),
     pytest.param(Config(rows=16, cols=16, sp_words=16384, ext_words=32768, mode="decoupled"),
@@ -323,7 +324,7 @@ def _wide_ext_program():
     return prog, ext
 
 
-@pytest.mark.parametrize("mode", ["inorder", "decoupled"])
+@pytest.mark.parametrize("mode", ["inorder", pytest.param("decoupled", marks=pytest.mark.slow)])
 def test_external_addresses_above_16_bits(mode):
     config = Config(sp_words=256, ext_words=WIDE_EXT, imem_words=8, mode=mode)
     prog, ext = _wide_ext_program()

@@ -121,7 +121,7 @@ def _weight_reads(program, rows, cols, pitch):
     return reads.reshape(rows, pitch)[:, :cols]
 
 
-@pytest.mark.parametrize("batch,digits", [(1, 2), (4, 2), (8, 1)])
+@pytest.mark.parametrize("batch,digits", [(1, 2), (4, 2), pytest.param(8, 1, marks=pytest.mark.slow)])
 def test_a_step_reads_every_weight_once_whatever_the_batch(batch, digits):
     phases = step_phases(LLM, [64] * batch, digits=digits)
     assert sum(p.repeat * p.weights for p in phases) == WEIGHTS_PER_TOKEN
