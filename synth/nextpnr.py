@@ -261,7 +261,8 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
         except OutOfTime as exc:
             if say:
                 say(f"unrouted: {exc}")
-            return cache.store(d, "fmax", key, _unrouted(config, device, seed, freq, net, router, exc, limit))
+            return cache.store(d, "fmax", key, _unrouted((config, device, seed, freq, net, router), limit,
+                                                         f"{exc} (limit {limit:,} s)", exc.seconds))
         log = (Path(work) / "nextpnr.log").read_text(errors="replace") if (Path(work) / "nextpnr.log").exists() \
             else output
         if returncode != 0:
@@ -290,12 +291,12 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
 
 def _routed_too_late(hit, limit, say, run):
     """A cached result routed by a run without ``limit``, after more CPU time than it allows: under the limit it
-    would not have routed (a seed's run is deterministic), so it is unrouted here (``run``: ``_unrouted``'s first
-    six arguments); the routed result stays cached for calls without a limit."""
+    would not have routed (a seed's run is deterministic), so it is unrouted here (``run``: what ``_unrouted``
+    records of the run); the routed result stays cached for calls without a limit."""
     why = f"routed only after {hit['cpu_seconds']:,.0f} s of CPU time (limit {limit:,} s)"
     if say:
         say(f"unrouted: {why}")
-    return {**_unrouted(*run, OutOfTime(limit, "not routed yet"), limit), "unrouted": why}
+    return _unrouted(run, limit, why, limit)
 
 
 def _children_cpu():
@@ -304,12 +305,13 @@ def _children_cpu():
     return usage.ru_utime + usage.ru_stime
 
 
-def _unrouted(config, device, seed, freq, net, router, exc, limit):
-    """The result of a seed stopped at its limit (``OutOfTime`` ``exc``): no Fmax, and where it stopped."""
+def _unrouted(run, limit, why, seconds):
+    """The result of a seed that did not route within ``limit`` CPU seconds (``run``: its config, device, seed,
+    target frequency, netlist and router): no Fmax, ``why`` (where it stopped), after ``seconds``."""
+    config, device, seed, freq, net, router = run
     return {"config": config.to_dict(), "device": device, "seed": seed, "target_mhz": freq, "fmax_mhz": None,
-            "unrouted": f"{exc} (limit {limit:,} s)", "limit": limit, "fmax_line": None, "utilisation": {},
-            "critical_path": None, "synthesis": net["flow"], "flow": FLOW, "router": router,
-            "seconds": round(exc.seconds, 1)}
+            "unrouted": why, "limit": limit, "fmax_line": None, "utilisation": {}, "critical_path": None,
+            "synthesis": net["flow"], "flow": FLOW, "router": router, "seconds": round(seconds, 1)}
 
 
 def median_of_seeds(runs):
