@@ -6,6 +6,8 @@ float reference on text it was not calibrated on."""
 
 import json
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -342,11 +344,12 @@ def test_the_step_s_attention_on_the_llm_chip_continues_from_the_simulator(ga2):
 
 def test_the_step_s_products_on_the_llm_chip_give_the_path_s_sums(model, ga2, monkeypatch):
     """``ChipProducts``: the output projection of a real token as the step's own programs on the llm chip
-    returns ChipLinear's int32 sums, one program a piece, counted; a chip that reads a wrong weight is caught,
+    returns ChipLinear's int32 sums, one program a piece, counted, with int8 and with wide weights; a chip that
+    reads a wrong weight is caught,
     naming the product and the rows (here the image the simulator is given has one weight changed)."""
     import sim.llm_step as llm_step
     from ga2_sw.chips import config_of
-    from ga2_sw.llm.ga2_path import fifteen_bit
+    from ga2_sw.llm.ga2_path import ChipLinear, fifteen_bit
     from sim.llm_attention import ChipMismatch
     name = "blk.3.attn_output.weight"
     lin = ga2.chip_linears[name]
@@ -354,6 +357,9 @@ def test_the_step_s_products_on_the_llm_chip_give_the_path_s_sums(model, ga2, mo
     chip = llm_step.ChipProducts(_simulator(), config_of("llm"))
     assert np.array_equal(chip("o", lin.w8, digits, name), lin.sums(digits))
     assert chip.tally.programs == {"o": 1} and chip.tally.total_cycles > 0
+    # wide weights: the two planes streamed as one matrix of twice the rows
+    wide = ChipLinear(ga2.w[name], ga2.cal.inputs[name], ga2.smoothing, weight_digits=2)
+    assert np.array_equal(chip("o", wide.w8, digits, name), wide.sums(digits)) and wide.w8.shape[0] == 1152
     image = llm_step.linear_image
 
     def one_weight_off(w, x, config):
@@ -545,22 +551,48 @@ def test_chip_linear_sums_are_exact_at_the_extremes():
     assert (lin.sums(digits) == (lin.w8.astype(np.int64) @ digits.T).T).all()
 
 
-def test_chip_linear_tracks_the_float_product():
-    """A 15-bit input and int8 rows with a scale each, on random weights and an input with a few large channels:
-    each output within the rounding bound worked out from the scales (half a weight step times the input's
-    magnitudes, plus half an input step times the weights'), and within 2% of the largest float output."""
+@pytest.mark.parametrize("weight_digits, within", [(1, 0.02), (2, 0.001)])
+def test_chip_linear_tracks_the_float_product(weight_digits, within):
+    """A 15-bit input and int8 rows with a scale each (or wide weights: 15 bits, the step 1/128 of it), on random
+    weights and an input with a few large channels: each output within the rounding bound worked out from the
+    scales (half a weight step times the input's magnitudes, plus half an input step times the weights'), and
+    within 2% (wide weights: 0.1%) of the largest float output."""
     from ga2_sw.llm.ga2_path import ChipLinear, INPUT_LIMIT
     rng = np.random.default_rng(5)
     w = rng.normal(size=(64, 576)).astype(np.float32)
     x = rng.normal(size=576).astype(np.float32)
     x[[3, 100, 400]] *= 40                                       # outlier channels, as real activations have
-    lin = ChipLinear(w, np.abs(x))
+    lin = ChipLinear(w, np.abs(x), weight_digits=weight_digits)
     want = w.astype(np.float64) @ x
     xs, ws = x / lin.smooth, w * lin.smooth                      # the smoothed input and weights
+    w_step = np.abs(ws).max(axis=1) / 127 / 128 ** (weight_digits - 1)
     x_step = np.abs(xs).max() / INPUT_LIMIT
-    bound = lin.scale / 2 * np.abs(xs).sum() + x_step / 2 * np.abs(ws).sum(axis=1) * 1.01
+    bound = w_step / 2 * np.abs(xs).sum() + x_step / 2 * np.abs(ws).sum(axis=1) * 1.01
     assert (np.abs(lin(x) - want) <= bound).all()
-    assert np.abs(lin(x) - want).max() < 0.02 * np.abs(want).max()
+    assert np.abs(lin(x) - want).max() < within * np.abs(want).max()
+
+
+def test_wide_weights_are_two_int8_planes_of_15_bit_weights():
+    """``ChipLinear(weight_digits=2)``: what the chip streams is the high plane's rows then the low plane's, int8
+    digits of the weights rounded (half away from zero) at 1/128 of the row's int8 step, worked out here in plain
+    Python for every weight of a few rows; the host's combination of the planes' sums is the wide weights'
+    exact integer product, and the matrix keeps its own shape."""
+    from ga2_sw.llm.ga2_path import ChipLinear
+    rng = np.random.default_rng(8)
+    w = rng.normal(size=(6, 40)) * np.array([1, 3, 0.01, 1, 5, 1])[:, None]
+    lin = ChipLinear(w, np.ones(40), smoothing=None, weight_digits=2)
+    assert lin.shape == (6, 40) and lin.w8.shape == (12, 40)
+    hi, lo = lin.w8[:6].astype(np.int64), lin.w8[6:].astype(np.int64)
+    assert np.abs(hi).max() <= 127 and np.abs(lo).max() <= 64
+    for r in range(6):
+        step = max(abs(v) for v in w[r]) / 127 / 128
+        for c in range(40):
+            y = w[r, c] / step
+            wide = int(math.copysign(math.floor(abs(y) + 0.5), y))
+            assert hi[r, c] * 128 + lo[r, c] == wide, (r, c)
+    rows = rng.integers(-127, 128, (2, 40))
+    wide = hi * 128 + lo
+    assert (lin.weight_sums(lin.sums(rows)) == (wide @ rows.T).T).all()
 
 
 def _linear_inputs(model, ga2, text=" lighthouse"):

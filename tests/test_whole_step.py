@@ -144,6 +144,29 @@ def test_the_bounds_worked_by_hand():
     assert bounds(LLM, cost) == (round((WEIGHTS_PER_TOKEN + kv) / 16), -(-macs // 64))
 
 
+def test_wide_weights_and_keys_are_read_once_and_counted_by_hand():
+    """Wide weights (two int8 planes for o, gate, up, down and the head) and wide keys (two planes of K), on the
+    small block: every byte of each plane read once a step (the LDs' ranges counted byte by byte), the weights
+    after q, k and v twice the int8 step's bytes, K half as many bytes again as the int8 caches' (one key/value
+    head: K and V 64 tokens x 64 each, K twice), and the MACs the model's, so the compute bound is the int8
+    step's."""
+    phases = step_phases(LLM, [64], SMALL, weight_digits=2, key_digits=2)
+    for p in phases:
+        if p.name != "attention":
+            cols = SMALL["d_ff"] if p.name == "down" else SMALL["d_model"]
+            rows = p.weights // cols
+            assert (_weight_reads(p.program, rows, cols, weight_pitch(cols, LLM)) == 1).all(), p.name
+
+    def totals(phases):
+        return {k: sum(p.repeat * getattr(p, k) for p in phases) for k in ("weights", "kv", "macs")}
+    wide, plain = totals(phases), totals(step_phases(LLM, [64], SMALL))
+    qkv, after = 320 * 128, 192 * 128 + 2 * 256 * 128 + 128 * 256 + 512 * 128
+    assert plain["weights"] == qkv + after and wide["weights"] == qkv + 2 * after
+    assert (wide["kv"], plain["kv"]) == (64 * 64 * 3, 64 * 64 * 2)
+    assert wide["macs"] == plain["macs"] == qkv + after + 2 * 3 * 64 * 64
+    assert bounds(LLM, wide) == (round((wide["weights"] + wide["kv"]) / 16), -(-plain["macs"] // 64))
+
+
 def test_a_round_trip_counts_its_latency_program_and_bytes():
     host = Host(sync_cycles=100, load_bytes_per_cycle=4)
     assert host.cycles(LLM, [None] * 10, 64, 96) == 100 + 10 * 16 // 4 + (64 + 96) // 16
@@ -181,11 +204,14 @@ def test_throughput_command_json(tmp_path):
         clock = data["fmax_mhz"] or data["clock_mhz"]
         assert row["tokens_per_s"] == round(row["batch"] * clock * 1e6 / row["cycles"], 3)
     assert [r["batch"] for r in data["rows"]] == [1, 2]
+    assert (data["weight_digits"], data["key_digits"], data["input_digits"]) == (1, 1, 2)
 
 
 @pytest.mark.parametrize("argv,words", [
     (["--batches", "0"], "--batches"),
     (["--contexts", "5000"], "--contexts"),
+    (["--weight-digits", "3"], "--weight-digits"),
+    (["--key-digits", "0"], "--key-digits"),
     (["--chip", "chapter"], "online unit"),
     (["--batches", "16", "--contexts", "4096"], "--batches 16"),
 ])

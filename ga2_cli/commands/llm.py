@@ -11,7 +11,7 @@ import sys
 import time
 
 from ga2_sw.analyses.common import json_option, plot_option, progress_bar, write_json
-from ga2_sw.llm.ga2_path import KEY_SCALES, LINEARS, SMOOTHING, WEIGHT_SCALES
+from ga2_sw.llm.ga2_path import KEY_SCALES, LINEARS, SMOOTHING, WEIGHT_DIGITS, WEIGHT_SCALES
 from ga2_sw.numerics import KEY_DIGITS
 from ga2_sw.chips import CHIP_NAMES
 from ga2_sw.options import InputFile, Int, IntList, Names, Text, ToolMissing
@@ -80,7 +80,8 @@ def _check_generate(args):
     _check_model(args)
     # last, as it builds a whole step's programs (seconds): every cheaper check has passed
     try:
-        step_phases(config, [1] * (args.max_batch or config.rows))
+        step_phases(config, [1] * (args.max_batch or config.rows), weight_digits=args.weight_digits,
+                    key_digits=args.key_digits)
     except ValueError as exc:
         raise ValueError(f"--chip {args.chip}: SmolLM2's decode step does not fit it: {exc}") from None
 
@@ -93,7 +94,8 @@ def _runner(args, model, config):
         from ga2_sw.llm.float_model import FloatModel
         return FloatModel(model), None
     from ga2_sw.llm.ga2_path import Ga2Model, calibrate
-    runner, tally = Ga2Model(model, calibrate(model)), None
+    runner = Ga2Model(model, calibrate(model), weight_digits=args.weight_digits, key_digits=args.key_digits)
+    tally = None
     if args.sim != "model":
         from sim.llm_step import on_simulator
         tally = on_simulator(runner, args.sim, config)
@@ -122,7 +124,8 @@ def _generate(args):
     with progress_bar(work, quiet, "tok") as bar:
         try:
             steps = serve(runner, requests, max_batch, {model.special["eos"], model.special["im_end"]},
-                          StepTimer(config), progress=lambda s: bar.update(len(s["requests"])))
+                          StepTimer(config, weight_digits=args.weight_digits, key_digits=args.key_digits),
+                          progress=lambda s: bar.update(len(s["requests"])))
         except ChipMismatch as e:
             print(f"ga2: {e}", file=sys.stderr)
             return 1
@@ -248,7 +251,8 @@ def _eval(args):
         r = evaluate(model, text=text, max_text_tokens=tokens, weight_scales=args.weight_scales,
                      key_scales=args.key_scales, smoothing=None if args.no_smoothing else SMOOTHING,
                      generate_tokens=args.generate_tokens, progress=bar.update, fine_output=not args.coarse_output,
-                     digits=args.input_digits, key_digits=args.key_digits, linears=args.linears)
+                     digits=args.input_digits, key_digits=args.key_digits, linears=args.linears,
+                     weight_digits=args.weight_digits)
     r["text"] = "the shipped evaluation text" if args.text is None else args.text
     r["seconds"] = round(time.perf_counter() - t0, 1)
     smoothing = "no smoothing" if r["smoothing"] is None else f"smoothing alpha {r['smoothing']}"
@@ -259,7 +263,8 @@ def _eval(args):
           f"of {r['text']} ({r['weight_scales']} weight scales, {r['key_scales']} key scales, {smoothing}, "
           f"{'coarse and fine output readings' if r['output_readings'] == 2 else 'coarse output reading only'}, "
           f"{'a 15-bit input in two digits' if r['input_digits'] == 2 else 'an int8 input'}, "
-          f"{'wide keys' if r['key_digits'] == 2 else 'int8 keys'}; "
+          f"{'wide keys' if r['key_digits'] == 2 else 'int8 keys'}, "
+          f"{'wide weights' if r['weight_digits'] == 2 else 'int8 weights'} after the attention; "
           f"calibrated on {r['calibration_prompts']} other prompts)")
     print(table(["", "float32", "GA-2 path"],
                 [("perplexity", f"{r['perplexity_float']:.3f}", f"{r['perplexity_ga2']:.3f}"),
@@ -464,6 +469,10 @@ def _add_eval(llm):
                         "ga2 llm throughput --input-digits takes the same choice)")
     e.add_argument("--key-digits", type=int, choices=KEY_DIGITS, default=1,
                    help="the key cache: 1 int8 digit (default) or 2, wide keys of 15 bits (docs/LONG_CONTEXT.md)")
+    e.add_argument("--weight-digits", type=int, choices=WEIGHT_DIGITS, default=1,
+                   help="the weights of the output projection, gate, up, down and the LM head: 1 int8 digit "
+                        "(default) or 2, wide weights of 15 bits as two digit planes, twice their bytes "
+                        "(docs/LLM.md; ga2 llm throughput --weight-digits counts them)")
     e.add_argument("--json", metavar="FILE", type=json_option(),
                    help="write the summary, each token's log-likelihoods and the generations as JSON")
     e.add_argument("--plot", metavar="FILE.png", type=plot_option(),
@@ -504,8 +513,8 @@ def _add_generate(llm):
                    help=f"tokens to generate at most, {MAX_TOKENS[0]}..{MAX_TOKENS[1]} (default %(default)s)")
     g.add_argument("--chat", action="store_true", help="wrap the prompt in the model's chat template")
     g.add_argument("--path", choices=PATHS, default="ga2",
-                   help="ga2: every attention block on the chip's integer numerics (default); float: the float32 "
-                        "reference")
+                   help="ga2: every matrix product and attention block on the chip's integer numerics (default); "
+                        "float: the float32 reference")
     g.add_argument("--json", metavar="FILE", type=json_option(),
                    help="write the requests (tokens, text, when each joined and left) and the steps as JSON")
     g.add_argument("--sim", choices=("model", "verilator"), default="model",
@@ -513,6 +522,11 @@ def _add_generate(llm):
                         "on the chip's Verilog as the step's own programs, the batch's sequences together, and the "
                         "text continues from their results (checked against numpy's and the cycle model; about 10 M "
                         "cycles and minutes a step; ga2 llm steps runs sampled attention steps on any simulator)")
+    g.add_argument("--weight-digits", type=int, choices=WEIGHT_DIGITS, default=1,
+                   help="the weights after the attention: 1 int8 digit (default) or 2, wide weights as two int8 "
+                        "planes (ga2 llm eval --weight-digits)")
+    g.add_argument("--key-digits", type=int, choices=KEY_DIGITS, default=1,
+                   help="the key cache: 1 int8 digit (default) or 2, wide keys")
     g.set_defaults(func=_generate, check=_check_generate)
 
 

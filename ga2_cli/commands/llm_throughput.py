@@ -4,6 +4,8 @@ measured Fmax, and the two bounds a step cannot beat, the DRAM's (weights and KV
 and the array's (the MACs over rows x cols a cycle): the chapter's argument, measured on a real model."""
 
 from ga2_sw.analyses.common import emit, finish_plot, json_option, plot_option, progress_bar, table
+from ga2_sw.llm.ga2_path import WEIGHT_DIGITS
+from ga2_sw.numerics import KEY_DIGITS
 from ga2_sw.options import Int, IntList
 
 __all__ = ["add_throughput"]
@@ -31,7 +33,7 @@ def _check(args):
     given, args.batches, args.left_out = args.batches_asked is not None, [], []
     for B in args.batches_asked if given else DEFAULT_BATCHES:
         try:
-            step_phases(config, [max(args.contexts)] * B, digits=args.digits)
+            step_phases(config, [max(args.contexts)] * B, digits=args.digits, **_wide(args))
             args.batches.append(B)
         except ValueError as exc:
             if given:
@@ -49,10 +51,10 @@ def _run(args):
     config = _config(args)
     name = name_of(config)
     fmax = measured_fmax(name) if name else None
-    bar = progress_bar(sum(phase_count(config, B, L, digits=args.digits) for B in args.batches
+    bar = progress_bar(sum(phase_count(config, B, L, digits=args.digits, **_wide(args)) for B in args.batches
                            for L in args.contexts), args.no_progress, "program")
     rows = throughput_rows(config, args.batches, args.contexts, fmax, host=args.host,
-                           progress=lambda: bar.update(1), digits=args.digits)
+                           progress=lambda: bar.update(1), digits=args.digits, **_wide(args))
     bar.close()
     for B, why in args.left_out:
         print(f"(B = {B} left out: {why})")
@@ -61,7 +63,7 @@ def _run(args):
     at = f"{fmax:g} MHz, its measured Fmax" if fmax else f"{config.clock_mhz} MHz (no measured Fmax: not placed)"
     print(f"SmolLM2-135M's decode step on the {chip} chip ({config.rows} x {config.cols}, {config.bus_bytes}-byte "
           f"port, {config.memory} at {memory_bytes_per_cycle(config):g} bytes a cycle): every product of 30 blocks "
-          f"and the LM head, weights streamed once a step, {_numerics(args.digits, config)}; host round trips "
+          f"and the LM head, weights streamed once a step, {_numerics(args, config)}; host round trips "
           f"{args.host.sync_cycles} cycles each plus their bytes and programs; tokens/s at {at}")
     print(table(["batch", "context", "cycles", "chip", "host", "tokens/s", "DRAM bound", "compute bound",
                  "bound / cycles"],
@@ -72,16 +74,23 @@ def _run(args):
     out = {"chip": name, "config": config.to_dict(), "fmax_mhz": fmax, "clock_mhz": clock,
            "memory": config.memory, "memory_bytes_per_cycle": memory_bytes_per_cycle(config),
            "host": {"sync_cycles": args.host.sync_cycles, "load_bytes_per_cycle": args.host.load_bytes_per_cycle},
-           "input_digits": args.digits, "int32_sums": bool(config.st_words), "rows": rows,
+           "input_digits": args.digits, **_wide(args), "int32_sums": bool(config.st_words), "rows": rows,
            "left_out": [{"batch": B, "why": why} for B, why in args.left_out]}
     return emit(args, out, lambda path: plot_throughput(path, rows, chip, clock))
 
 
-def _numerics(digits, config):
+def _wide(args):
+    """The step's weight and key digits (``whole_step.step_phases``)."""
+    return {"weight_digits": args.weight_digits, "key_digits": args.key_digits}
+
+
+def _numerics(args, config):
     """The products' numerics in words: what their inputs are and what leaves the chip."""
-    given = "a 15-bit input as two int8 digit rows a token" if digits == 2 else "an int8 input row a token"
+    given = "a 15-bit input as two int8 digit rows a token" if args.digits == 2 else "an int8 input row a token"
     out = "their int32 sums stored whole" if config.st_words else "their sums requantised to int8 on the chip"
-    return f"{given}, {out}"
+    weights = "wide weights after the attention (two int8 planes)" if args.weight_digits == 2 else "int8 weights"
+    keys = "wide keys" if args.key_digits == 2 else "int8 keys"
+    return f"{given}, {out}, {weights}, {keys}"
 
 
 def plot_throughput(path, rows, chip, clock_mhz):
@@ -124,6 +133,12 @@ def add_throughput(llm):
                    help="int8 rows a token's input takes in every product: 2, the 15-bit input ga2 llm eval "
                         "measures (default on a chip that stores int32 sums, st_words = 1), or 1, an int8 input "
                         "(half the array's rows; the default elsewhere)")
+    p.add_argument("--weight-digits", type=int, choices=WEIGHT_DIGITS, default=1,
+                   help="int8 planes of the weights of the output projection, gate, up, down and the LM head: 1 "
+                        "(default) or 2, the wide weights ga2 llm eval --weight-digits 2 measures (twice their "
+                        "bytes)")
+    p.add_argument("--key-digits", type=int, choices=KEY_DIGITS, default=1,
+                   help="int8 planes of the key cache: 1 (default) or 2, wide keys (docs/LONG_CONTEXT.md)")
     p.add_argument("--sync-cycles", type=Int(0, 1_000_000), default=500,
                    help="cycles a host round trip takes besides its bytes and program, 0..1000000 (default "
                         "%(default)s: 5 us at 100 MHz)")

@@ -94,19 +94,20 @@ def greedy_pairs(model, ga2, prompts, max_tokens, progress=None):
 
 def evaluate(model, text=EVAL_TEXT, max_text_tokens=None, weight_scales="per-row", key_scales="per-head",
              smoothing=SMOOTHING, prompts=GENERATE_PROMPTS, generate_tokens=64, progress=None, fine_output=True,
-             digits=2, key_digits=1, linears="chip"):
+             digits=2, key_digits=1, linears="chip", weight_digits=1):
     """The evaluation's JSON: the teacher-forced summary over ``text`` (its first ``max_text_tokens`` tokens
     when given), the int8 values at their limit on the GA-2 path, and the greedy pairs (none when
     ``generate_tokens`` is 0)."""
     cal = calibrate(model)
     tokens = model.encode(text)[:max_text_tokens]
     ga2 = Ga2Model(model, cal, weight_scales, key_scales, smoothing=smoothing, fine_output=fine_output,
-                   digits=digits, key_digits=key_digits, linears=linears)
+                   digits=digits, key_digits=key_digits, linears=linears, weight_digits=weight_digits)
     result = teacher_forced(model, ga2, tokens, progress)
     result.update({"weight_scales": weight_scales, "key_scales": key_scales, "smoothing": ga2.smoothing,
                    "output_readings": 2 if fine_output else 1, "input_digits": digits, "key_digits": key_digits,
                    "calibration_prompts": len(cal.prompts), "at_int8_limit": dict(ga2.at_limit),
-                   "linears": linears, "weights_on_chip_fraction": round(ga2.weights_on_chip_fraction, 6),
+                   "linears": linears, "weight_digits": ga2.weight_digits,
+                   "weights_on_chip_fraction": round(ga2.weights_on_chip_fraction, 6),
                    "chunk": ga2.chunk})
     # the same quantised weights for the generation: the counts above are the text's alone (already copied)
     result["generation"] = greedy_pairs(model, ga2, prompts, generate_tokens, progress) if generate_tokens else []

@@ -36,7 +36,7 @@ from .scores import PROMPTS
 
 __all__ = ["WEIGHT_SCALES", "KEY_SCALES", "LINEARS", "SMOOTHING", "FINE_RATIO", "INPUT_RADIX", "Calibration",
            "calibrate", "Ga2Model", "ChipLinear", "read_outputs", "input_digits", "fifteen_bit", "smoothing_factors",
-           "quantised_input", "combined"]
+           "quantised_input", "combined", "WEIGHT_DIGITS"]
 
 WEIGHT_SCALES = ("per-row", "per-head", "per-tensor")
 # Where the products of FloatModel.linear run (the output projection, the SwiGLU's three, the LM head): "chip",
@@ -58,6 +58,10 @@ FINE_RATIO = 8
 # |high| <= 127 and |low| <= INPUT_RADIX / 2 (``input_digits``). One MM reads both as two rows of A.
 INPUT_RADIX = 128
 INPUT_LIMIT = 127 * INPUT_RADIX         # the largest 15-bit input magnitude
+# The weights of the products after the attention: 1, int8 with a scale per row; 2, wide weights, 15 bits per
+# weight at 1/INPUT_RADIX of that scale, as two int8 digit planes (the same digits as the input's, high and low):
+# the chip streams both planes as the rows of one matrix, twice the bytes, and the host combines their sums.
+WEIGHT_DIGITS = (1, 2)
 
 
 def input_digits(x):
@@ -95,23 +99,44 @@ class ChipLinear:
     int32 sums of the rows (stored whole by the chip: ST's wd, ``whole_step.linear_program``), combined by the
     host (high x INPUT_RADIX + low, exact) and scaled back to float by the row's scale and the input's.
 
+    With ``weight_digits`` = 2 the weights are wide: integers up to INPUT_LIMIT at 1/INPUT_RADIX of the row's
+    int8 scale, held as two int8 digit planes (``input_digits``); ``w8`` is what the chip streams, the high
+    plane's rows then the low plane's (twice the rows), and the host combines each weight row's two sums as it
+    combines the input's digits.
+
     The int8 weights are held as float32 and multiplied ``K_CHUNK`` columns at a time: every partial sum of
     int8 x int8 products over at most 1,024 columns is an integer below 2^24, so float32 holds it exactly
     whatever order the BLAS adds in, and the chunks are added in int64: the int32 sums the chip computes."""
 
     K_CHUNK = 1024                      # 1,024 x 127 x 127 < 2^24
 
-    def __init__(self, w, x_peak, smoothing=SMOOTHING, digits=2):
-        self.digits = digits
+    def __init__(self, w, x_peak, smoothing=SMOOTHING, digits=2, weight_digits=1):
+        if weight_digits not in WEIGHT_DIGITS:
+            raise ValueError(f"weight_digits must be 1 or 2, not {weight_digits!r}")
+        self.digits, self.weight_digits = digits, weight_digits
         w = np.asarray(w, dtype=np.float64)
         self.smooth = smoothing_factors(x_peak, w, smoothing)
         ws = w * self.smooth
         self.scale = _scale(np.abs(ws).max(axis=1))
-        self.w8 = V.quantize(ws, self.scale[:, None]).astype(np.float32)
+        if weight_digits == 1:
+            self.w8 = V.quantize(ws, self.scale[:, None]).astype(np.float32)
+        else:
+            self.scale = self.scale / INPUT_RADIX
+            wide = V.quantize(ws, self.scale[:, None], INPUT_LIMIT)
+            self.w8 = np.concatenate(input_digits(wide)).astype(np.float32)
 
     @property
     def shape(self):
-        return self.w8.shape
+        """The weight matrix's (rows, columns); the chip streams ``weight_digits`` times the rows."""
+        return self.w8.shape[0] // self.weight_digits, self.w8.shape[1]
+
+    def weight_sums(self, sums):
+        """The sums of the weights' rows from the sums of ``w8``'s rows (..., weight_digits x rows): each row's
+        planes combined, high x INPUT_RADIX + low (exact)."""
+        if self.weight_digits == 1:
+            return sums
+        rows = sums.shape[-1] // 2
+        return sums[..., :rows] * INPUT_RADIX + sums[..., rows:]
 
     def sums(self, rows):
         """The chip's int32 sums of every weight row with each int8 input row of ``rows`` (n, columns):
@@ -126,7 +151,7 @@ class ChipLinear:
         """The product of the vector ``x``; ``sums``: what computes the int32 sums of the input rows in place of
         ``self.sums`` (a simulator of the chip: ``Ga2Model.products``)."""
         rows, x_scale = quantised_input(np.asarray(x, dtype=np.float64) / self.smooth, self.digits)
-        return (combined((sums or self.sums)(rows)) * self.scale * x_scale).astype(np.float32)
+        return (combined(self.weight_sums((sums or self.sums)(rows))) * self.scale * x_scale).astype(np.float32)
 
 
 def quantised_input(h, digits):
@@ -263,10 +288,12 @@ class Ga2Model(FloatModel):
     on the chip (RQ, one scale a head). ``key_digits``: 2 holds the key cache as wide keys (15 bits as two int8
     digits, docs/LONG_CONTEXT.md) at 1/128 of the int8 scale, so the same calibrated peak. ``linears``: "chip"
     puts every other matrix product (the output projection, gate, up, down, the LM head) on the chip's numerics
-    (``ChipLinear``, its smoothing factors from the calibrated input peaks), "float" leaves them to the host."""
+    (``ChipLinear``, its smoothing factors from the calibrated input peaks), "float" leaves them to the host.
+    ``weight_digits``: 2 gives those products wide weights (15 bits as two int8 digit planes, ``ChipLinear``)."""
 
     def __init__(self, model, calibration, weight_scales="per-row", key_scales="per-head", chunk=CHUNK,
-                 smoothing=SMOOTHING, fine_output=True, digits=2, key_digits=1, linears="chip", int32_sums=True):
+                 smoothing=SMOOTHING, fine_output=True, digits=2, key_digits=1, linears="chip", int32_sums=True,
+                 weight_digits=1):
         super().__init__(model)
         if weight_scales not in WEIGHT_SCALES:
             raise ValueError(f"weight_scales must be one of {', '.join(WEIGHT_SCALES)}, not {weight_scales!r}")
@@ -304,8 +331,11 @@ class Ga2Model(FloatModel):
             raise ValueError(f"linears must be one of {', '.join(LINEARS)}, not {linears!r}")
         self.linears = linears
         names = [f"blk.{b}.{n}.weight" for b in range(c.blocks) for n in self.BLOCK_LINEARS] + [self.HEAD]
-        self.chip_linears = {n: ChipLinear(self.w[n], calibration.inputs[n], smoothing, digits) for n in names} \
-            if linears == "chip" else {}
+        if weight_digits not in WEIGHT_DIGITS:
+            raise ValueError(f"weight_digits must be 1 or 2, not {weight_digits!r}")
+        self.weight_digits = weight_digits if linears == "chip" else 1
+        self.chip_linears = {n: ChipLinear(self.w[n], calibration.inputs[n], smoothing, digits, weight_digits)
+                             for n in names} if linears == "chip" else {}
         self.at_limit = {"v_proj": 0, "k_cache": 0, "out": 0}
         self.group = c.heads // c.kv_heads
         # Called with every block's attention step when set (ga2_sw.llm.chip_steps runs sampled steps as chip
@@ -342,7 +372,7 @@ class Ga2Model(FloatModel):
         c = self.c
         qkv = sum(self.w8[b, n].size for b in range(c.blocks) for n in "qkv")
         names = [f"blk.{b}.{n}.weight" for b in range(c.blocks) for n in self.BLOCK_LINEARS] + [self.HEAD]
-        on_chip = qkv + sum(self.chip_linears[n].w8.size for n in names if n in self.chip_linears)
+        on_chip = qkv + sum(math.prod(self.chip_linears[n].shape) for n in names if n in self.chip_linears)
         return on_chip / (qkv + sum(self.w[n].size for n in names))
 
     def digit_sums(self, b, n, x8):

@@ -56,26 +56,31 @@ MODEL = {**SMOLLM2, "d_ff": 1536, "vocab": 49152}
 
 @dataclass(frozen=True)
 class Product:
-    """A weight matrix ``W`` (``rows`` x ``cols`` int8) and its product ``W x`` for each token of a batch."""
+    """A weight matrix ``W`` (``rows`` x ``cols`` int8, as the chip streams it) and its product ``W x`` for each
+    token of a batch; ``planes``: the int8 digit planes each of the model's weights takes (2: wide weights,
+    ``ga2_path.ChipLinear``), so the model's matrix has ``rows / planes`` rows."""
     name: str
     rows: int
     cols: int
+    planes: int = 1
 
     @property
     def weights(self):
         return self.rows * self.cols
 
 
-def block_products(model=MODEL):
-    """The products of one block, in the order a step runs them (the attention comes after ``qkv``)."""
-    d, dm, ff = model["d"], model["d_model"], model["d_ff"]
-    return (Product("qkv", (model["heads"] + 2 * model["kv_heads"]) * d, dm), Product("o", model["heads"] * d, dm),
-            Product("gate", ff, dm), Product("up", ff, dm), Product("down", dm, ff))
+def block_products(model=MODEL, weight_digits=1):
+    """The products of one block, in the order a step runs them (the attention comes after ``qkv``); those after
+    the attention with weights of ``weight_digits`` int8 planes (``ga2_path.WEIGHT_DIGITS``)."""
+    d, dm, ff, w = model["d"], model["d_model"], model["d_ff"], weight_digits
+    return (Product("qkv", (model["heads"] + 2 * model["kv_heads"]) * d, dm),
+            Product("o", model["heads"] * d * w, dm, w), Product("gate", ff * w, dm, w), Product("up", ff * w, dm, w),
+            Product("down", dm * w, ff, w))
 
 
-def head_product(model=MODEL):
-    """The LM head, tied to the embedding: a row of ``d_model`` per vocabulary entry."""
-    return Product("head", model["vocab"], model["d_model"])
+def head_product(model=MODEL, weight_digits=1):
+    """The LM head, tied to the embedding: a row of ``d_model`` per vocabulary entry (``weight_digits`` planes)."""
+    return Product("head", model["vocab"] * weight_digits, model["d_model"], weight_digits)
 
 
 # The requantisation of a product's sums to int8 (m, s): the cycles do not depend on it (an RQ takes its length's
@@ -268,14 +273,14 @@ def step_numerics(config, digits=None):
     return digits, bool(config.st_words)
 
 
-def attention_layout(config, contexts, model=MODEL):
+def attention_layout(config, contexts, model=MODEL, key_digits=1):
     """The grouped attention of sequences at ``contexts``: each sequence's key/value heads a group of the query
     heads that share it, chunks of 64 tokens, every output read twice (coarse and fine, as the GA-2 path reads
-    it). The scalings are placeholders: the cycles do not depend on them."""
+    it), keys of ``key_digits`` int8 planes. The scalings are placeholders: the cycles do not depend on them."""
     G = model["heads"] // model["kv_heads"]
     groups = tuple(Group(L, ((1, 0),) * G, ((1, 0),) * G, ((1, 0),) * G) for L in contexts
                    for _ in range(model["kv_heads"]))
-    return GroupedLayout(config, groups, model["d"], min(64, config.sm_max_len))
+    return GroupedLayout(config, groups, model["d"], min(64, config.sm_max_len), key_digits)
 
 
 # The attention's programs are list-scheduled against the cycle model (``ga2_sw.schedule.reorder``), the matrix
@@ -285,20 +290,20 @@ SCHEDULE = (("matrix",),)
 SCHEDULE_WINDOW = 64
 
 
-def attention_pieces(config, contexts, model=MODEL):
+def attention_pieces(config, contexts, model=MODEL, key_digits=1):
     """The attention of sequences at ``contexts`` as grouped programs that fit the chip (its memories and its
     instruction memory), scheduled (``SCHEDULE``): all sequences in one where they fit, else split in halves.
     ``[(layout, program)]``."""
-    return _attention_pieces(config, tuple(contexts), tuple(sorted(model.items())))
+    return _attention_pieces(config, tuple(contexts), tuple(sorted(model.items())), key_digits)
 
 
 @lru_cache(maxsize=256)
-def _attention_pieces(config, contexts, model_items):
+def _attention_pieces(config, contexts, model_items, key_digits=1):
     model = dict(model_items)
     if len(contexts) > 1:       # the longest sequence alone must fit: found before building the batch's programs
-        _attention_pieces(config, (max(contexts),), model_items)
+        _attention_pieces(config, (max(contexts),), model_items, key_digits)
     try:
-        layout = attention_layout(config, contexts, model)
+        layout = attention_layout(config, contexts, model, key_digits)
         program = grouped_program(layout)
         if len(program) <= config.imem_words:
             return [(layout, reorder(program, config, SCHEDULE, window=SCHEDULE_WINDOW))]
@@ -308,8 +313,8 @@ def _attention_pieces(config, contexts, model_items):
     if len(contexts) == 1:
         raise ValueError(f"the attention of one sequence at {contexts[0]} tokens does not fit: {problem}")
     half = len(contexts) // 2
-    return (_attention_pieces(config, contexts[:half], model_items) +
-            _attention_pieces(config, contexts[half:], model_items))
+    return (_attention_pieces(config, contexts[:half], model_items, key_digits) +
+            _attention_pieces(config, contexts[half:], model_items, key_digits))
 
 
 @dataclass(frozen=True)
@@ -327,33 +332,36 @@ class Phase:
     layout: object = None   # the attention's GroupedLayout (its external memory image)
 
 
-def step_phases(config, contexts, model=MODEL, digits=None):
+def step_phases(config, contexts, model=MODEL, digits=None, weight_digits=1, key_digits=1):
     """The phases of one decode step of ``len(contexts)`` sequences, sequence ``n`` at ``contexts[n]`` tokens of
-    context, the products' inputs in ``digits`` rows a token (``step_numerics``)."""
+    context, the products' inputs in ``digits`` rows a token (``step_numerics``), the weights after the attention
+    of ``weight_digits`` int8 planes, the keys of ``key_digits``. A phase's ``macs`` are the model's (a weight
+    met once by each token), whatever its planes."""
     B = len(contexts)
     digits, sums = step_numerics(config, digits)
     out_bytes = digits * (WORD_BYTES if sums else 1)        # a result's bytes out: its sums, or its int8
     blocks, d, heads, kv_heads = model["blocks"], model["d"], model["heads"], model["kv_heads"]
+    products, head = block_products(model, weight_digits), head_product(model, weight_digits)
     phases = []
     # every product's programs before the attention's (those take seconds to build): a batch whose products do
     # not fit is refused at once
-    pieces = {p: linear_pieces(config, B, p, digits=digits) for p in (*block_products(model), head_product(model))}
-    for product in block_products(model):
+    pieces = {p: linear_pieces(config, B, p, digits=digits) for p in (*products, head)}
+    for product in products:
         for _, n, program in pieces[product]:
             phases.append(Phase(product.name, tuple(program), B * digits * product.cols, B * n * out_bytes, blocks,
-                                n * product.cols, 0, B * n * product.cols))
+                                n * product.cols, 0, B * n * product.cols // product.planes))
         if product.name == "qkv":
-            for layout, program in attention_pieces(config, contexts, model):
+            for layout, program in attention_pieces(config, contexts, model, key_digits):
                 ctx = [g.length for g in layout.groups[::kv_heads]]
-                kv = sum(kv_heads * 2 * L * d for L in ctx)
-                # in: the queries and each sequence's new key and value rows; out: both readings of each output
-                phases.append(Phase("attention", tuple(program), len(ctx) * (heads + 2 * kv_heads) * d,
+                kv = sum(kv_heads * (key_digits + 1) * L * d for L in ctx)
+                # in: the queries and each sequence's new key (its planes) and value rows; out: both readings of
+                # each output
+                phases.append(Phase("attention", tuple(program), len(ctx) * (heads + (key_digits + 1) * kv_heads) * d,
                                     2 * len(ctx) * heads * d, blocks, 0, kv,
                                     sum(2 * heads * L * d for L in ctx), layout))
-    head = head_product(model)
     for _, n, program in pieces[head]:
         phases.append(Phase("head", tuple(program), B * digits * head.cols, B * n * out_bytes, 1, n * head.cols, 0,
-                            B * n * head.cols))
+                            B * n * head.cols // head.planes))
     return phases
 
 
@@ -372,12 +380,13 @@ def _program_cycles(program, config):
     return counters
 
 
-def step_cost(config, contexts, model=MODEL, host=Host(), progress=None, digits=None):
+def step_cost(config, contexts, model=MODEL, host=Host(), progress=None, digits=None, weight_digits=1,
+              key_digits=1):
     """``{"cycles", "chip", "host", "phases": {name: {"cycles", "chip", "host", "programs"}}, "weights", "kv",
-    "macs", "bytes"}`` of one decode step: each phase's program on the cycle model plus its round trip, times
-    its repeats."""
+    "macs", "bytes"}`` of one decode step (``step_phases``' numerics): each phase's program on the cycle model
+    plus its round trip, times its repeats."""
     out = {"cycles": 0, "chip": 0, "host": 0, "weights": 0, "kv": 0, "macs": 0, "bytes": 0, "phases": {}}
-    for phase in step_phases(config, contexts, model, digits):
+    for phase in step_phases(config, contexts, model, digits, weight_digits, key_digits):
         chip = _program_cycles(phase.program, config).cycles
         trip = host.cycles(config, phase.program, phase.bytes_in, phase.bytes_out)
         row = out["phases"].setdefault(phase.name, {"cycles": 0, "chip": 0, "host": 0, "programs": 0})
@@ -403,7 +412,8 @@ def bounds(config, cost):
 
 
 
-def throughput_rows(config, batches, contexts, fmax_mhz=None, model=MODEL, host=Host(), progress=None, digits=None):
+def throughput_rows(config, batches, contexts, fmax_mhz=None, model=MODEL, host=Host(), progress=None, digits=None,
+                    weight_digits=1, key_digits=1):
     """Rows ``{"batch", "context", "cycles", "chip_cycles", "host_cycles", "tokens_per_s", "dram_bound_cycles",
     "compute_bound_cycles", "fraction_of_bound", "bound", "phases"}`` of a step of every batch at every context
     (all sequences at that context), tokens/s at ``fmax_mhz`` (``config.clock_mhz`` when None)."""
@@ -411,7 +421,7 @@ def throughput_rows(config, batches, contexts, fmax_mhz=None, model=MODEL, host=
     rows = []
     for B in batches:
         for L in contexts:
-            cost = step_cost(config, [L] * B, model, host, progress, digits)
+            cost = step_cost(config, [L] * B, model, host, progress, digits, weight_digits, key_digits)
             dram, compute = bounds(config, cost)
             rows.append({"batch": B, "context": L, "cycles": cost["cycles"], "chip_cycles": cost["chip"],
                          "host_cycles": cost["host"], "tokens_per_s": round(B * clock * 1e6 / cost["cycles"], 3),
@@ -423,9 +433,9 @@ def throughput_rows(config, batches, contexts, fmax_mhz=None, model=MODEL, host=
     return rows
 
 
-def phase_count(config, batch, context, model=MODEL, digits=None):
+def phase_count(config, batch, context, model=MODEL, digits=None, weight_digits=1, key_digits=1):
     """Programs in one step (for a progress bar)."""
-    return len(step_phases(config, [context] * batch, model, digits))
+    return len(step_phases(config, [context] * batch, model, digits, weight_digits, key_digits))
 
 
 class StepTimer:
@@ -436,11 +446,13 @@ class StepTimer:
     ``attention`` add up to ``cycles``, ``host`` is the round trips' share), the elements the step moves, and
     the weights and KV-cache bytes it must read at least."""
 
-    def __init__(self, config, model=MODEL, host=Host(), digits=None):
+    def __init__(self, config, model=MODEL, host=Host(), digits=None, weight_digits=1, key_digits=1):
         self.config, self.model, self.host, self.digits = config, model, host, digits
+        self.weight_digits, self.key_digits = weight_digits, key_digits
 
     def step(self, contexts):
-        cost = step_cost(self.config, contexts, self.model, self.host, digits=self.digits)
+        cost = step_cost(self.config, contexts, self.model, self.host, digits=self.digits,
+                         weight_digits=self.weight_digits, key_digits=self.key_digits)
         attention = cost["phases"]["attention"]["cycles"]
         return {"cycles": cost["cycles"], "products": cost["cycles"] - attention, "attention": attention,
                 "host": cost["host"], "words": cost["bytes"], "weights": cost["weights"], "kv": cost["kv"]}
