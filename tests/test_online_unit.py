@@ -344,23 +344,26 @@ def test_key_stride_puts_a_score_slice_on_distinct_banks():
                 assert len({(a + a // banks) % banks for a in keys}) == len(keys), (i, k)
 
 
-def test_long_context_steps_on_the_simulators():
-    """A ragged step on pysim and Verilator, both modes: the machine's memories and counters; with d = 3 the
-    decoupled step's keys are 4 words apart (``key_stride``)."""
+# Both modes, int8 and wide keys, d = 3 (keys 4 words apart) in the default tier; the slow tier adds d = 4
+# decoupled and wide keys in order.
+@pytest.mark.parametrize("mode, d, key_digits", [
+    ("inorder", 4, 1), pytest.param("decoupled", 4, 1, marks=pytest.mark.slow), ("decoupled", 3, 1),
+    pytest.param("inorder", 4, 2, marks=pytest.mark.slow), ("decoupled", 3, 2)])
+def test_long_context_steps_on_the_simulators(mode, d, key_digits):
+    """A ragged step on pysim and Verilator: the machine's memories and counters; with d = 3 the decoupled
+    step's keys are 4 words apart (``key_stride``)."""
     from ga2_sw.online_decode import OnlineDecodeLayout
-    for mode, d, key_digits in (("inorder", 4, 1), ("decoupled", 4, 1), ("decoupled", 3, 1), ("inorder", 4, 2),
-                                ("decoupled", 3, 2)):
-        config = Config(online_unit=1, mode=mode, rows=2, cols=2, d=d, d_model=6, max_ctx=40 // key_digits + 10,
-                        sp_words=2048, ext_words=1024, imem_words=128, sp_banks=4)
-        assert OnlineDecodeLayout(config).key_stride == {4: 4, 3: 4}[d]
-        _, _, prog, ext = online_step(config, (23, 5), key_digits=key_digits)
-        want = Machine(config).run(prog, ext)
-        for sim in ("pysim", "verilator"):
-            backend = get_backend(sim)
-            if backend.unavailable_reason():
-                continue
-            (got,) = backend.run_many(config, [(prog, ext)])
-            assert not compare_results(want, got), (mode, sim)
+    config = Config(online_unit=1, mode=mode, rows=2, cols=2, d=d, d_model=6, max_ctx=40 // key_digits + 10,
+                    sp_words=2048, ext_words=1024, imem_words=128, sp_banks=4)
+    assert OnlineDecodeLayout(config).key_stride == {4: 4, 3: 4}[d]
+    _, _, prog, ext = online_step(config, (23, 5), key_digits=key_digits)
+    want = Machine(config).run(prog, ext)
+    for sim in ("pysim", "verilator"):
+        backend = get_backend(sim)
+        if backend.unavailable_reason():
+            continue
+        (got,) = backend.run_many(config, [(prog, ext)])
+        assert not compare_results(want, got), (mode, sim)
 
 
 @pytest.mark.parametrize("lengths", [(1024, 1024, 1024, 1024), (1024, 17, 1000, 1)])

@@ -174,6 +174,7 @@ def test_whole_word_stores_on_every_simulator(name):
             _differential(backend, config, _jobs(config, 30, seed=12))
 
 
+@pytest.mark.slow       # default tier: random programs on the packed port below, the axi chip's steps (test_chips)
 @pytest.mark.skipif(not get_backend("verilator").available(), reason="Verilator not installed")
 def test_decode_steps_through_a_packed_port():
     """The chapter's five decode steps on a 4-byte port: Verilator equals the model (memories and counters), and

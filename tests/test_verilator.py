@@ -114,6 +114,7 @@ def test_decoupled_decode_table_and_invariance():
         sim.close()
 
 
+@pytest.mark.slow       # the default tier runs Icarus on the packed port (tests/test_packed.py)
 @pytest.mark.skipif(not icarus_available(), reason="Icarus Verilog (iverilog) not installed")
 def test_decode_table_on_icarus(table_programs, table_expected):
     sim = IcarusSim(CFG)

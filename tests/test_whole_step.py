@@ -86,7 +86,7 @@ def test_the_head_is_split_into_pieces_that_fit_and_cover_it():
         assert max(hi for i in program for _, hi in footprints(i)[1]) < LLM.ext_words
 
 
-@pytest.mark.parametrize("batch,digits", [(1, 2), (2, 2), (4, 1)])
+@pytest.mark.parametrize("batch,digits", [(1, 2), (2, 2), pytest.param(4, 1, marks=pytest.mark.slow)])
 def test_a_product_s_results_leave_in_groups_of_tiles_and_its_weights_in_one_ld_a_tile(batch, digits):
     """Each program of a step stores its results in as few STs as up to 512 results an ST and up to 16 tiles a
     group allow, and loads each tile of weights (rows 1,600 bytes apart for down, as in the scratchpad) with one
