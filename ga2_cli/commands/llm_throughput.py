@@ -76,7 +76,8 @@ def _run(args):
            "host": {"sync_cycles": args.host.sync_cycles, "load_bytes_per_cycle": args.host.load_bytes_per_cycle},
            "input_digits": args.digits, **_wide(args), "int32_sums": bool(config.st_words), "rows": rows,
            "left_out": [{"batch": B, "why": why} for B, why in args.left_out]}
-    return emit(args, out, lambda path: plot_throughput(path, rows, chip, clock))
+    wide = ", ".join(w for w, n in (("wide weights", args.weight_digits), ("wide keys", args.key_digits)) if n == 2)
+    return emit(args, out, lambda path: plot_throughput(path, rows, chip, clock, wide))
 
 
 def _wide(args):
@@ -93,10 +94,10 @@ def _numerics(args, config):
     return f"{given}, {out}, {weights}, {keys}"
 
 
-def plot_throughput(path, rows, chip, clock_mhz):
+def plot_throughput(path, rows, chip, clock_mhz, numerics=""):
     """Tokens/s against batch, a line per context, beside the bound (dashed): the fewer of the DRAM's tokens/s
     (the weights' read shared by the batch, rising with it) and the array's (flat), so the knee where batching
-    stops paying shows."""
+    stops paying shows; ``numerics`` (such as "wide weights") goes into the title."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -115,7 +116,8 @@ def plot_throughput(path, rows, chip, clock_mhz):
     ax.set_xticks(batches, [str(b) for b in batches])
     ax.set_xlabel("batch (sequences a step)")
     ax.set_ylabel(f"tokens/s at {clock_mhz:g} MHz")
-    ax.set_title(f"SmolLM2-135M on the {chip} chip: a step reads every weight once")
+    ax.set_title(f"SmolLM2-135M on the {chip} chip: a step reads every weight once"
+                 + (f"\n{numerics}" if numerics else ""))
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     finish_plot(fig, path)
