@@ -235,12 +235,12 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
                        tools=cache.tool_versions(), device=device, seed=seed, freq=freq, flow=FLOW,
                        **({"router": router} if router != ROUTERS[0] else {}))
     say = (lambda text: _stderr_line(f"[seed {seed}] {text}")) if progress else None
-    hit = cache.load(d, "fmax", key)
+    run, hit = (config, device, seed, freq, net, router), cache.load(d, "fmax", key)
     if hit is not None and hit.get("unrouted") and (limit is None or hit["limit"] < limit):
         hit = None                      # stopped sooner than this run may take: place it again
     if hit is not None and limit is not None and hit.get("fmax_mhz") is not None \
             and hit.get("cpu_seconds", 0) > limit:
-        return _routed_too_late(hit, limit, say, (config, device, seed, freq, net, router))
+        return _routed_too_late(hit, limit, say, run)
     if hit is not None:
         if "does_not_fit" in hit:
             raise DoesNotFit(hit["does_not_fit"])
@@ -261,8 +261,7 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
         except OutOfTime as exc:
             if say:
                 say(f"unrouted: {exc}")
-            return cache.store(d, "fmax", key, _unrouted((config, device, seed, freq, net, router), limit,
-                                                         f"{exc} (limit {limit:,} s)", exc.seconds))
+            return cache.store(d, "fmax", key, _unrouted(run, limit, f"{exc} (limit {limit:,} s)", exc.seconds))
         log = (Path(work) / "nextpnr.log").read_text(errors="replace") if (Path(work) / "nextpnr.log").exists() \
             else output
         if returncode != 0:

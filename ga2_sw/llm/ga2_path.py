@@ -307,32 +307,19 @@ class Ga2Model(FloatModel):
         self.int32_sums = int32_sums
         if key_digits not in KEY_DIGITS:
             raise ValueError(f"key_digits must be 1 or 2, not {key_digits!r}")
+        if linears not in LINEARS:
+            raise ValueError(f"linears must be one of {', '.join(LINEARS)}, not {linears!r}")
+        if weight_digits not in WEIGHT_DIGITS:
+            raise ValueError(f"weight_digits must be 1 or 2, not {weight_digits!r}")
         self.smoothing, self.fine_output, self.digits, self.key_digits = smoothing, fine_output, digits, key_digits
         c = self.c
         k = calibration.k_cache
         self.k_scale = k if key_scales == "per-channel" else np.broadcast_to(k.max(axis=-1, keepdims=True), k.shape)
         self.k_limit = KEY_LIMIT[key_digits]
         self.k_scale = self.k_scale * (127 / self.k_limit)         # the calibrated peak at the keys' limit
-        self.w8, self.w_scale, self.smooth = {}, {}, {}
-        for b in range(c.blocks):
-            ws = {n: self.w[f"blk.{b}.attn_{n}.weight"] for n in "qkv"}
-            self.smooth[b] = smoothing_factors(calibration.peaks["x"][b], list(ws.values()), smoothing)
-            for n in "qkv":
-                w = (ws[n] * self.smooth[b]).reshape(-1, c.head_dim, c.d_model)     # (heads, rows, cols)
-                peak = np.abs(w).max(axis=2)                                       # (heads, rows)
-                if weight_scales == "per-head" or (weight_scales == "per-row" and n == "v" and not int32_sums):
-                    peak = np.broadcast_to(peak.max(axis=1, keepdims=True), peak.shape)
-                elif weight_scales == "per-tensor":
-                    peak = np.full_like(peak, peak.max())
-                scale = _scale(peak)
-                self.w8[b, n] = V.quantize(w, scale[:, :, None])
-                self.w_scale[b, n] = scale
-        if linears not in LINEARS:
-            raise ValueError(f"linears must be one of {', '.join(LINEARS)}, not {linears!r}")
+        self._quantise_projections(calibration, weight_scales, smoothing)
         self.linears = linears
         names = [f"blk.{b}.{n}.weight" for b in range(c.blocks) for n in self.BLOCK_LINEARS] + [self.HEAD]
-        if weight_digits not in WEIGHT_DIGITS:
-            raise ValueError(f"weight_digits must be 1 or 2, not {weight_digits!r}")
         self.weight_digits = weight_digits if linears == "chip" else 1
         self.chip_linears = {n: ChipLinear(self.w[n], calibration.inputs[n], smoothing, digits, weight_digits)
                              for n in names} if linears == "chip" else {}
@@ -352,6 +339,25 @@ class Ga2Model(FloatModel):
         # (whole_step.block_products, head_product), w8 its int8 weights (rows, columns), rows the input's int8
         # digit rows (digits, columns).
         self.products = None
+
+    def _quantise_projections(self, calibration, weight_scales, smoothing):
+        """Every block's q, k and v weights: scaled by the smoothing factors of their input's channels and
+        quantised to int8 (``w8``) with the scales ``weight_scales`` asks for (``w_scale``)."""
+        c, int32_sums = self.c, self.int32_sums
+        self.w8, self.w_scale, self.smooth = {}, {}, {}
+        for b in range(c.blocks):
+            ws = {n: self.w[f"blk.{b}.attn_{n}.weight"] for n in "qkv"}
+            self.smooth[b] = smoothing_factors(calibration.peaks["x"][b], list(ws.values()), smoothing)
+            for n in "qkv":
+                w = (ws[n] * self.smooth[b]).reshape(-1, c.head_dim, c.d_model)     # (heads, rows, cols)
+                peak = np.abs(w).max(axis=2)                                       # (heads, rows)
+                if weight_scales == "per-head" or (weight_scales == "per-row" and n == "v" and not int32_sums):
+                    peak = np.broadcast_to(peak.max(axis=1, keepdims=True), peak.shape)
+                elif weight_scales == "per-tensor":
+                    peak = np.full_like(peak, peak.max())
+                scale = _scale(peak)
+                self.w8[b, n] = V.quantize(w, scale[:, :, None])
+                self.w_scale[b, n] = scale
 
     # The step's product (``whole_step.block_products``, ``head_product``) of each weight matrix ``linear`` takes.
     PRODUCT_KINDS = {"attn_output": "o", "ffn_gate": "gate", "ffn_up": "up", "ffn_down": "down", "token_embd": "head"}
