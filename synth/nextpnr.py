@@ -235,17 +235,9 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
                        tools=cache.tool_versions(), device=device, seed=seed, freq=freq, flow=FLOW,
                        **({"router": router} if router != ROUTERS[0] else {}))
     say = (lambda text: _stderr_line(f"[seed {seed}] {text}")) if progress else None
-    run, hit = (config, device, seed, freq, net, router), cache.load(d, "fmax", key)
-    if hit is not None and hit.get("unrouted") and (limit is None or hit["limit"] < limit):
-        hit = None                      # stopped sooner than this run may take: place it again
-    if hit is not None and limit is not None and hit.get("fmax_mhz") is not None \
-            and hit.get("cpu_seconds", 0) > limit:
-        return _routed_too_late(hit, limit, say, run)
+    run = (config, device, seed, freq, net, router)
+    hit = _cached(cache.load(d, "fmax", key), limit, say, run)
     if hit is not None:
-        if "does_not_fit" in hit:
-            raise DoesNotFit(hit["does_not_fit"])
-        if say:
-            say(f"{hit['fmax_mhz']} MHz, from the cache (placed in {hit['seconds']:,.0f} s)")
         return hit
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ga2-pnr-") as work:
@@ -286,6 +278,21 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
     if say:
         say(f"{result['fmax_mhz']} MHz after {result['seconds']:,.0f} s")
     return cache.store(d, "fmax", key, result)
+
+
+def _cached(hit, limit, say, run):
+    """What a cached result ``hit`` (or None) gives a call with ``limit``: None where the seed must be placed
+    (nothing cached, or a run stopped sooner than this one may take), else the result; DoesNotFit raised again
+    for a netlist that did not fit."""
+    if hit is None or hit.get("unrouted") and (limit is None or hit["limit"] < limit):
+        return None
+    if limit is not None and hit.get("fmax_mhz") is not None and hit.get("cpu_seconds", 0) > limit:
+        return _routed_too_late(hit, limit, say, run)
+    if "does_not_fit" in hit:
+        raise DoesNotFit(hit["does_not_fit"])
+    if say:
+        say(f"{hit['fmax_mhz']} MHz, from the cache (placed in {hit['seconds']:,.0f} s)")
+    return hit
 
 
 def _routed_too_late(hit, limit, say, run):
