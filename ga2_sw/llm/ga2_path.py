@@ -132,11 +132,8 @@ class ChipLinear:
 
     def weight_sums(self, sums):
         """The sums of the weights' rows from the sums of ``w8``'s rows (..., weight_digits x rows): each row's
-        planes combined, high x INPUT_RADIX + low (exact)."""
-        if self.weight_digits == 1:
-            return sums
-        rows = sums.shape[-1] // 2
-        return sums[..., :rows] * INPUT_RADIX + sums[..., rows:]
+        planes combined as the input's digits are (``combined``: high x INPUT_RADIX + low, exact)."""
+        return combined(np.split(sums, self.weight_digits, axis=-1))
 
     def sums(self, rows):
         """The chip's int32 sums of every weight row with each int8 input row of ``rows`` (n, columns):
