@@ -10,8 +10,9 @@ These formulas are the timing of the RTL's state machines, written down; the tes
 reference machine, pysim and Verilator to them."""
 
 from dataclasses import dataclass, astuple
+from functools import lru_cache
 
-from .banking import bank_of, rq_beats, rq_follow_decision, rq_follow_wait, rq_write_skew, rq_write_track, slice_addresses
+from .banking import bank_among, bank_of, rq_beats, rq_follow_decision, rq_follow_wait, rq_write_skew, rq_write_track, slice_addresses
 from .isa import LANES, ONLINE_OPS, OPS, Op, Err, decode, check, footprints, Instr
 from .dram import DramTiming
 from .packing import beat_bytes, beat_of, beats, bursts, byte_address
@@ -73,12 +74,18 @@ def accesses(instr, external=False):
     An MM's operand ranges are the bounding ranges of its strided reads: the scoreboard compares these,
     so an MM may wait for a write between its rows that it never reads (a false hazard costs time, never
     correctness)."""
+    return list(_accesses(instr, external))
+
+
+@lru_cache(maxsize=1 << 16)
+def _accesses(instr, external):
+    """``accesses`` as a tuple, kept: the list scheduler asks for an instruction's ranges at every step."""
     sp, ext = footprints(instr)
     spec = OPS[instr.op]
     out = [(lo, hi, "r" in k, "w" in k) for (lo, hi), (_, k) in zip(sp, spec.sp)]
     if external:
         out += [(EXT_SPACE + lo, EXT_SPACE + hi, "r" in k, "w" in k) for (lo, hi), (_, k) in zip(ext, spec.ext)]
-    return out
+    return tuple(out)
 
 
 def ranges_conflict(xs, ys):
@@ -93,7 +100,7 @@ def conflict(x, y, external=False):
     together (only the DMA lane touches external memory, so two of them are never in flight at once);
     with ``external`` also external memory, the rule for keeping two instructions in program order
     (``schedule.dependences``)."""
-    return ranges_conflict(accesses(x, external), accesses(y, external))
+    return ranges_conflict(_accesses(x, external), _accesses(y, external))
 
 
 def vector_port_b(instr, start, config, first_read=None):
@@ -214,24 +221,37 @@ def _last_read(instr, first_read, taken, before, config):
         banks = taken.get(cycle, set())
         return banks | writer[cycle] if cycle in writer else banks
     cycle = first_read
-    for k in range(instr.K):
+    for k, (banks, distinct) in enumerate(_slice_banks(instr, config.sp_banks)):
         if k == instr.K - 1 and before is not None and before.last_write >= cycle - 1:
             cycle = max(cycle, before.last_write + 2)
-        banks = [bank_of(a, config) for a in slice_addresses(instr, k)]
-        pending = list(range(len(banks)))
+        pending = range(len(banks))
         while True:
-            busy, waiting = held(cycle), []
-            seen = set()
-            for p in pending:
-                if banks[p] in seen or banks[p] in busy:
-                    waiting.append(p)
-                seen.add(banks[p])
+            busy = held(cycle)
+            if distinct:                # no operand waits for another: only for the banks held
+                waiting = [p for p in pending if banks[p] in busy] if busy else []
+            else:
+                waiting, seen = [], set()
+                for p in pending:
+                    if banks[p] in seen or banks[p] in busy:
+                        waiting.append(p)
+                    seen.add(banks[p])
             if not waiting:
                 break                   # the slice's last reads are in this cycle
             pending = waiting
             cycle += 1
         cycle += 1
     return cycle - 1
+
+
+@lru_cache(maxsize=4096)
+def _slice_banks(instr, banks):
+    """Each k-slice of an MM as (the banks of its operands in ``slice_addresses`` order, whether they are all
+    different), kept for the list scheduler's repeated questions."""
+    out = []
+    for k in range(instr.K):
+        of = tuple(bank_among(a, banks) for a in slice_addresses(instr, k))
+        out.append((of, len(set(of)) == len(of)))
+    return tuple(out)
 
 
 class ExternalPort:
