@@ -23,7 +23,12 @@ def quantize(x, scale, limit=127):
     """``numerics.quantize`` element by element: round(x / scale) half away from zero, saturated to -127..127
     (``scale`` broadcasts, for example one per row); ``limit`` as ``numerics.quantize``'s (wide keys)."""
     y = np.asarray(x, dtype=np.float64) / scale
-    return np.clip(np.sign(y) * np.floor(np.abs(y) + 0.5), -limit, limit).astype(np.int64)
+    q = np.abs(y)
+    q += 0.5
+    np.floor(q, out=q)
+    np.minimum(q, limit, out=q)
+    np.copysign(q, y, out=q)                # in place: a weight matrix's copies are a large part of its cost
+    return q.astype(np.int64)
 
 
 def _round_shift(a, m, s):
