@@ -18,8 +18,13 @@ CONFIG = Config(rows=2, cols=2, sp_words=1024, ext_words=4096, imem_words=64)
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("synth-cache"))
+def cache_dir():
+    """The synthesis cache every command uses ($GA2_SYNTH_CACHE or ~/.cache/ga2-synth), as the Verilator tests
+    share the simulator's build cache: a result is keyed by the Verilog's sha256, the tools' versions and the
+    flow, so a change to any of them synthesises again, and a machine that ran the tier before reads the 2x2
+    chip's counts back."""
+    from synth.cache import cache_dir
+    return str(cache_dir())
 
 
 @pytest.fixture(scope="module")
