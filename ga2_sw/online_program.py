@@ -3,7 +3,8 @@ instructions (SMC, RSA, NRM; chips with ``Config.online_unit = 1``), for several
 sequences at once, each with the query heads that share it (grouped-query attention; one group of one head is
 one head's attention).
 
-The queries, the K and V caches (``L`` rows of ``d`` int8, row-major) and the state's two starting words live in
+The queries, the K and V caches (``L`` rows of ``d`` int8, row-major; on 32 banks V chunk by chunk, a column of
+``chunk`` tokens per value dimension: ``GroupedLayout.value_columns``) and the state's two starting words live in
 external memory; the caches stream through two scratchpad buffers each, a chunk of ``chunk`` tokens at a time,
 the next chunk's loads issued before this chunk's compute. Per chunk and query head: the scores (MM, one per
 ``cols`` keys), SMC (weights as two digit rows, the running maximum and sum, alpha), ``P V`` for both digit
@@ -98,7 +99,17 @@ class GroupedLayout(LayoutBase):
     def K(self, k, plane=0):        # K chunk buffer k % 2, its digit planes one after the other
         return ((k % 2) * self.key_digits + plane) * self.chunk * self.key_stride
 
-    def V(self, k):
+    @property
+    def value_columns(self):
+        """Whether the V chunks are held a column of ``chunk`` tokens per value dimension (in external memory
+        and in the buffers alike), so that ``P V`` reads them transposed (``tb = 1``): then every operand of
+        its MM steps one word a slice and, placed as the score MMs' are (``aligned``, the digit rows on the
+        other parity), no slice ever reads two from one bank. Row by row (``tb = 0``) the value columns step
+        ``d`` words a slice and drift across the digit rows' banks: on the llm chip a ``P V`` MM of 64 tokens
+        loses 36 cycles to it. Where a column's stride is not the chunk itself (``operand_stride``), rows."""
+        return self.aligned and operand_stride(self.chunk, self.config) == self.chunk
+
+    def V(self, k):                 # V chunk buffer k % 2: d rows of a token each, or d columns of chunk tokens
         return 2 * self.key_digits * self.chunk * self.key_stride + (k % 2) * self.chunk * self.d
 
     @property
@@ -124,7 +135,10 @@ class GroupedLayout(LayoutBase):
         return -(-(self.digit_stride + self.chunk) // nb) * nb
 
     def D(self, h):                 # query head h's weights: SMC's two digit rows, a digit_stride apart
-        return self.S0 + 2 * self.key_digits * self.heads * self.chunk + h * self._d_step
+        base = self.S0 + 2 * self.key_digits * self.heads * self.chunk
+        if self.value_columns:      # on the banks of the other parity than the value columns' (at even a >> b);
+            base = operand_start(base, "B", self.config)    # a step of twice an odd multiple of 2 Nb keeps it
+        return base + h * self._d_step
 
     def PR(self, h):                # query head h's P V products: two rows of d (one per digit row)
         return self.D(self.heads) + h * 2 * self.d
@@ -190,7 +204,18 @@ class GroupedLayout(LayoutBase):
 
     def group_words(self, g):
         heads, L = len(self.groups[g].scores), self.groups[g].length
-        return (1 + self.readings) * heads * self.d + self.key_digits * L * self.key_stride + L * self.d
+        return (1 + self.readings) * heads * self.d + self.key_digits * L * self.key_stride + self.value_words(L)
+
+    def value_words(self, L):
+        """Words of a V cache of ``L`` tokens in external memory: ``L`` rows of ``d``, or with
+        ``value_columns`` whole chunks of ``d`` columns (the last one's columns padded to ``chunk``)."""
+        return -(-L // self.chunk) * self.chunk * self.d if self.value_columns else L * self.d
+
+    def ex_value(self, g, t, j):
+        """Where value ``j`` of token ``t`` of group ``g`` lies in external memory."""
+        if not self.value_columns:
+            return self.ex_v(g) + t * self.d + j
+        return self.ex_v(g) + (t - t % self.chunk) * self.d + j * self.chunk + t % self.chunk
 
     def ex_q(self, g, h):
         return self.ex_group(g) + h * self.d
@@ -205,7 +230,7 @@ class GroupedLayout(LayoutBase):
         return self.ex_k_plane(g, self.key_digits)
 
     def ex_out(self, g, h):
-        return self.ex_v(g) + self.groups[g].length * self.d + h * self.d
+        return self.ex_v(g) + self.value_words(self.groups[g].length) + h * self.d
 
     def ex_fine(self, g, h):
         return self.ex_out(g, len(self.groups[g].scores)) + h * self.d
@@ -274,11 +299,12 @@ class _ChunkOps:
         self.chunks = [(g, c0, min(n, grp.length - c0)) for g, grp in enumerate(lay.groups)
                        for c0 in range(0, grp.length, n)]
 
-    def loads(self, k):         # the chunk's keys (each digit plane) and values
+    def loads(self, k):         # the chunk's keys (each digit plane) and values (to the last one's last token)
         lay, (g, c0, size), ks = self.lay, self.chunks[k], self.lay.key_stride
+        values = (lay.d - 1) * lay.chunk + size if lay.value_columns else size * lay.d
         return [*(isa.ld(dst=lay.K(k, p), src=lay.ex_k_plane(g, p) + c0 * ks, len=(size - 1) * ks + lay.d)
                   for p in range(lay.key_digits)),
-                isa.ld(dst=lay.V(k), src=lay.ex_v(g) + c0 * lay.d, len=size * lay.d)]
+                isa.ld(dst=lay.V(k), src=lay.ex_value(g, c0, 0), len=values)]
 
     def scores(self, k):        # the group's query heads are the rows of one MM per cols keys, per plane
         lay, (g, _, size), n = self.lay, self.chunks[k], self.lay.chunk
@@ -300,6 +326,10 @@ class _ChunkOps:
 
     def products(self, k, h):   # P V of both digit rows
         lay, size, C = self.lay, self.chunks[k][2], self.lay.config.cols
+        if lay.value_columns:       # value j0 + j of token t at V + (j0 + j) * chunk + t
+            return [isa.mm(dst=lay.PR(h) + j0, A=lay.D(h), B=lay.V(k) + j0 * lay.chunk, M=2, K=size,
+                           N=min(C, lay.d - j0), tb=1, lda=lay.digit_stride, ldb=lay.chunk, ldc=lay.d)
+                    for j0 in range(0, lay.d, C)]
         return [isa.mm(dst=lay.PR(h) + j0, A=lay.D(h), B=lay.V(k) + j0, M=2, K=size, N=min(C, lay.d - j0), tb=0,
                        lda=lay.digit_stride, ldb=lay.d, ldc=lay.d) for j0 in range(0, lay.d, C)]
 
@@ -344,7 +374,9 @@ def grouped_ext_image(lay, data):
             for i in range(L):      # key i at i * key_stride
                 at = lay.ex_k_plane(g, p) + i * lay.key_stride
                 img[at:at + lay.d] = [u32(v) for v in plane[i * lay.d:(i + 1) * lay.d]]
-        img[lay.ex_v(g):lay.ex_v(g) + L * lay.d] = [u32(int(v)) for v in V8.reshape(-1)]
+        for t, row in enumerate(V8):
+            for j, v in enumerate(row):
+                img[lay.ex_value(g, t, j)] = u32(int(v))
     start = [*ONLINE_START, *START_A, *(v for row in START_B for v in row)][:lay.start_words]
     img[lay.ex_state:lay.ex_state + lay.start_words] = [u32(v) for v in start]
     return img

@@ -471,3 +471,43 @@ def test_grouped_program_spreads_its_keys_over_eight_banks(key_digits):
         want = online_attention(q8, K, V, [s[0] for s in grp.scores], [s[1] for s in grp.scores],
                                 [o[0] for o in grp.outs], [o[1] for o in grp.outs], 16)
         assert grouped_outputs(lay, r.ext)[g] == [list(map(int, row)) for row in want], g
+
+
+@pytest.mark.parametrize("key_digits", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_grouped_program_reads_value_columns_on_thirty_two_banks(key_digits):
+    """d = 64 and chunks of 64 on the llm chip's 32 banks: the V chunks are held a column of 64 tokens per value
+    dimension (``value_columns``), in external memory (a sequence's last chunk padded) as in the buffers, so
+    every P V MM reads them transposed, and every slice of every MM reads its operands on distinct banks (the
+    bank function worked here: ``(a + a // 32) % 32``); each query head's output is still online_attention's,
+    over a context of a chunk and a part of the next and one shorter than a chunk."""
+    rng = np.random.default_rng(12)
+    config = Config(online_unit=1, mode="decoupled", sp_words=32768, ext_words=131072, imem_words=1024,
+                    sp_banks=32, cols=16, d=64)
+    groups, data = [], []
+    for L, heads in ((80, 3), (9, 1)):
+        scores = tuple(mantissa_shift(float(rng.uniform(0.2, 4)) * 64 / 127 / KEY_LIMIT[key_digits] / 8)
+                       for _ in range(heads))
+        groups.append(Group(L, scores, tuple(mantissa_shift(float(rng.uniform(0.5, 2))) for _ in range(heads))))
+        k_max = KEY_LIMIT[key_digits]
+        data.append((rng.integers(-127, 128, (heads, 64)), rng.integers(-k_max, k_max + 1, (L, 64)),
+                     rng.integers(-127, 128, (L, 64))))
+    lay = GroupedLayout(config, tuple(groups), 64, 64, key_digits)
+    assert lay.value_columns
+    prog = grouped_program(lay)
+    products = [i for i in prog if i.op == Op.MM and i.M == 2]
+    assert products and all(i.tb == 1 and i.ldb == 64 for i in products)
+    for i in (i for i in prog if i.op == Op.MM and i.K > 3):
+        for k in range(i.K):
+            rows = [i.A + r * i.lda + k for r in range(i.M)]
+            cols = [i.B + (c * i.ldb + k if i.tb else k * i.ldb + c) for c in range(i.N)]
+            assert len({(a + a // 32) % 32 for a in rows + cols}) == i.M + i.N, (i, k)
+    image = grouped_ext_image(lay, data)
+    assert image[lay.ex_v(0) + 64 * 64 + 5 * 64 + 13] == int(data[0][2][64 + 13][5]) & 0xFFFFFFFF
+    r = Machine(config).run(prog, image)
+    assert r.ok and r.counters == cycle_counts(prog, config)[0]
+    for g, ((q8, K8, V8), grp) in enumerate(zip(data, groups)):
+        heads = len(q8)
+        K, V = np.broadcast_to(K8, (heads,) + K8.shape), np.broadcast_to(V8, (heads,) + V8.shape)
+        want = online_attention(q8, K, V, [s[0] for s in grp.scores], [s[1] for s in grp.scores],
+                                [o[0] for o in grp.outs], [o[1] for o in grp.outs], 64)
+        assert grouped_outputs(lay, r.ext)[g] == [list(map(int, row)) for row in want], g
