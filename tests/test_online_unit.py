@@ -438,23 +438,43 @@ def test_grouped_query_program_is_online_attention_per_head(mode, fine):
     assert sum(i.op == Op.NRM for i in prog) == sum(len(g.scores) + len(g.fines) for g in groups)
 
 
-@pytest.mark.parametrize("key_digits", [1, 2])
-def test_grouped_program_spreads_its_keys_over_eight_banks(key_digits):
-    """d = 64 on 8 banks, decoupled: ``ga2 llm``'s grouped programs keep their keys 65 words apart (64 would put
-    every slice of a score MM on one bank), in the chunk buffers and in the external cache; every slice of every
-    score MM reads its keys on distinct banks, and each query head's output is still online_attention's."""
-    rng = np.random.default_rng(11)
-    config = Config(online_unit=1, mode="decoupled", sp_words=16384, ext_words=65536, imem_words=1024, sp_banks=8,
-                    d=64)
+def _heads_of_64(seed, shapes, key_digits):
+    """Groups of ``(context, query heads)`` with d = 64 and random scalings, and their random (q8, K, V8): keys
+    of ``key_digits`` int8 digits."""
+    rng = np.random.default_rng(seed)
     groups, data = [], []
-    for L, heads in ((40, 3), (7, 2)):
+    for L, heads in shapes:
         scores = tuple(mantissa_shift(float(rng.uniform(0.2, 4)) * 64 / 127 / KEY_LIMIT[key_digits] / 8)
                        for _ in range(heads))
         groups.append(Group(L, scores, tuple(mantissa_shift(float(rng.uniform(0.5, 2))) for _ in range(heads))))
         k_max = KEY_LIMIT[key_digits]
         data.append((rng.integers(-127, 128, (heads, 64)), rng.integers(-k_max, k_max + 1, (L, 64)),
                      rng.integers(-127, 128, (L, 64))))
-    lay = GroupedLayout(config, tuple(groups), 64, 16, key_digits)
+    return tuple(groups), data
+
+
+def _outputs_are_online_attention(lay, prog, image, data):
+    """``prog`` on the reference machine from ``image``: the cycle model's counters, and each query head's
+    output online_attention's."""
+    r = Machine(lay.config).run(prog, image)
+    assert r.ok and r.counters == cycle_counts(prog, lay.config)[0]
+    for g, ((q8, K8, V8), grp) in enumerate(zip(data, lay.groups)):
+        heads = len(q8)
+        K, V = np.broadcast_to(K8, (heads,) + K8.shape), np.broadcast_to(V8, (heads,) + V8.shape)
+        want = online_attention(q8, K, V, [s[0] for s in grp.scores], [s[1] for s in grp.scores],
+                                [o[0] for o in grp.outs], [o[1] for o in grp.outs], lay.chunk)
+        assert grouped_outputs(lay, r.ext)[g] == [list(map(int, row)) for row in want], g
+
+
+@pytest.mark.parametrize("key_digits", [1, 2])
+def test_grouped_program_spreads_its_keys_over_eight_banks(key_digits):
+    """d = 64 on 8 banks, decoupled: ``ga2 llm``'s grouped programs keep their keys 65 words apart (64 would put
+    every slice of a score MM on one bank), in the chunk buffers and in the external cache; every slice of every
+    score MM reads its keys on distinct banks, and each query head's output is still online_attention's."""
+    config = Config(online_unit=1, mode="decoupled", sp_words=16384, ext_words=65536, imem_words=1024, sp_banks=8,
+                    d=64)
+    groups, data = _heads_of_64(11, ((40, 3), (7, 2)), key_digits)
+    lay = GroupedLayout(config, groups, 64, 16, key_digits)
     assert lay.key_stride == 65
     prog = grouped_program(lay)
     scores = [i for i in prog if i.op == Op.MM and i.tb == 1]
@@ -463,14 +483,7 @@ def test_grouped_program_spreads_its_keys_over_eight_banks(key_digits):
         for k in range(i.K):
             keys = [i.B + c * i.ldb + k for c in range(i.N)]
             assert len({(a + a // 8) % 8 for a in keys}) == len(keys), (i, k)
-    r = Machine(config).run(prog, grouped_ext_image(lay, data))
-    assert r.ok and r.counters == cycle_counts(prog, config)[0]
-    for g, ((q8, K8, V8), grp) in enumerate(zip(data, groups)):
-        heads = len(q8)
-        K, V = np.broadcast_to(K8, (heads,) + K8.shape), np.broadcast_to(V8, (heads,) + V8.shape)
-        want = online_attention(q8, K, V, [s[0] for s in grp.scores], [s[1] for s in grp.scores],
-                                [o[0] for o in grp.outs], [o[1] for o in grp.outs], 16)
-        assert grouped_outputs(lay, r.ext)[g] == [list(map(int, row)) for row in want], g
+    _outputs_are_online_attention(lay, prog, grouped_ext_image(lay, data), data)
 
 
 @pytest.mark.parametrize("key_digits", [1, pytest.param(2, marks=pytest.mark.slow)])
@@ -480,18 +493,10 @@ def test_grouped_program_reads_value_columns_on_thirty_two_banks(key_digits):
     every P V MM reads them transposed, and every slice of every MM reads its operands on distinct banks (the
     bank function worked here: ``(a + a // 32) % 32``); each query head's output is still online_attention's,
     over a context of a chunk and a part of the next and one shorter than a chunk."""
-    rng = np.random.default_rng(12)
     config = Config(online_unit=1, mode="decoupled", sp_words=32768, ext_words=131072, imem_words=1024,
                     sp_banks=32, cols=16, d=64)
-    groups, data = [], []
-    for L, heads in ((80, 3), (9, 1)):
-        scores = tuple(mantissa_shift(float(rng.uniform(0.2, 4)) * 64 / 127 / KEY_LIMIT[key_digits] / 8)
-                       for _ in range(heads))
-        groups.append(Group(L, scores, tuple(mantissa_shift(float(rng.uniform(0.5, 2))) for _ in range(heads))))
-        k_max = KEY_LIMIT[key_digits]
-        data.append((rng.integers(-127, 128, (heads, 64)), rng.integers(-k_max, k_max + 1, (L, 64)),
-                     rng.integers(-127, 128, (L, 64))))
-    lay = GroupedLayout(config, tuple(groups), 64, 64, key_digits)
+    groups, data = _heads_of_64(12, ((80, 3), (9, 1)), key_digits)
+    lay = GroupedLayout(config, groups, 64, 64, key_digits)
     assert lay.value_columns
     prog = grouped_program(lay)
     products = [i for i in prog if i.op == Op.MM and i.M == 2]
@@ -503,11 +508,4 @@ def test_grouped_program_reads_value_columns_on_thirty_two_banks(key_digits):
             assert len({(a + a // 32) % 32 for a in rows + cols}) == i.M + i.N, (i, k)
     image = grouped_ext_image(lay, data)
     assert image[lay.ex_v(0) + 64 * 64 + 5 * 64 + 13] == int(data[0][2][64 + 13][5]) & 0xFFFFFFFF
-    r = Machine(config).run(prog, image)
-    assert r.ok and r.counters == cycle_counts(prog, config)[0]
-    for g, ((q8, K8, V8), grp) in enumerate(zip(data, groups)):
-        heads = len(q8)
-        K, V = np.broadcast_to(K8, (heads,) + K8.shape), np.broadcast_to(V8, (heads,) + V8.shape)
-        want = online_attention(q8, K, V, [s[0] for s in grp.scores], [s[1] for s in grp.scores],
-                                [o[0] for o in grp.outs], [o[1] for o in grp.outs], 64)
-        assert grouped_outputs(lay, r.ext)[g] == [list(map(int, row)) for row in want], g
+    _outputs_are_online_attention(lay, prog, image, data)
