@@ -374,9 +374,12 @@ def grouped_ext_image(lay, data):
             for i in range(L):      # key i at i * key_stride
                 at = lay.ex_k_plane(g, p) + i * lay.key_stride
                 img[at:at + lay.d] = [u32(v) for v in plane[i * lay.d:(i + 1) * lay.d]]
-        for t, row in enumerate(V8):
-            for j, v in enumerate(row):
-                img[lay.ex_value(g, t, j)] = u32(int(v))
+        if not lay.value_columns:
+            img[lay.ex_v(g):lay.ex_v(g) + L * lay.d] = [u32(int(v)) for v in V8.reshape(-1)]
+        for c0 in range(0, L, lay.chunk) if lay.value_columns else ():     # each chunk a column at a time
+            for j in range(lay.d):
+                at = lay.ex_value(g, c0, j)
+                img[at:at + min(lay.chunk, L - c0)] = [u32(int(v)) for v in V8[c0:c0 + lay.chunk, j]]
     start = [*ONLINE_START, *START_A, *(v for row in START_B for v in row)][:lay.start_words]
     img[lay.ex_state:lay.ex_state + lay.start_words] = [u32(v) for v in start]
     return img
