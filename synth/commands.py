@@ -43,6 +43,14 @@ def _mhz(sheet):
     return f"{sheet['fmax_mhz']:.2f}"
 
 
+def _b4_step(programs):
+    """(index, batch) of the B = 4 step among a datasheet's decode ``programs`` ("B=4 (all at token 16)", ...), or
+    of its largest batch of equal contexts on a chip of fewer rows."""
+    equal = [(int(n[2:n.index(" ")]), i) for i, n in enumerate(programs) if "ragged" not in n]
+    batch, index = next(((b, i) for b, i in equal if b == 4), max(equal))
+    return index, batch
+
+
 def _summary(rows, current=True):
     """(header, body) of the catalogue table; ``current``: with the column that says whether each datasheet
     describes today's RTL."""
@@ -54,9 +62,11 @@ def _summary(rows, current=True):
         if s is None:
             body.append([r["name"], r["device"]] + ["-"] * 4 + ["not measured", "-", "-", "-"] + ["-"] * current)
             continue
-        step = s["decode_programs"].index(next(n for n in s["decode_programs"] if n.startswith("B=4 (")))
-        body.append([r["name"] + (" (earlier configuration)" if s.get("configuration_changes") else ""), r["device"], f"{s['lut4']:,}", f"{s['ff']:,}", s["dsp"], s["bram"], _mhz(s),
-                     f"{s['decode_cycles'][step]:,}", f"{s['decode_x_bound'][step]:.3f}",
+        step, batch = _b4_step(s["decode_programs"])
+        name = r["name"] + (" (earlier configuration)" if s.get("configuration_changes") else "")
+        body.append([name, r["device"], f"{s['lut4']:,}", f"{s['ff']:,}", s["dsp"], s["bram"], _mhz(s),
+                     f"{s['decode_cycles'][step]:,}" + (f" (B={batch})" if batch != 4 else ""),
+                     f"{s['decode_x_bound'][step]:.3f}",
                      f"{s['tokens_per_s']:,.0f}" if s["tokens_per_s"] is not None else "-"]
                     + ["yes" if s["current"] else "NO: measure again"] * current)
     return head, body

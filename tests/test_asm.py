@@ -11,6 +11,7 @@ from ga2_sw import asm, isa
 from ga2_sw import decode as dec
 from ga2_sw.asm import AsmError
 from ga2_cli import main
+from ga2_sw.chips import chip
 from ga2_sw.config import Config
 from ga2_sw.isa import Op, Instr
 
@@ -143,7 +144,7 @@ def test_configuration_errors(line, message):
 
 
 def test_configuration_errors_follow_the_configuration():
-    big = Config(rows=8, cols=8, sp_words=8192, ext_words=16384)
+    big = chip("chapter8").config
     line = "MM dst=0 A=0 B=0 M=8 K=1 N=8 tb=0 lda=0 ldb=0 ldc=8\nLD dst=4090 src=8190 len=16"
     assert len(asm.parse(line, big)) == 2
     with pytest.raises(AsmError, match=r"<string>:1: MM: field 'M' must be in range 1\.\.4 \(rows\), not 8"):

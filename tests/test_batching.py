@@ -9,6 +9,7 @@ import pytest
 from ga2_sw import decode as dec
 from ga2_sw.check import check_batching, ragged_lengths
 from ga2_cli import main
+from ga2_sw.chips import chip
 from ga2_sw.config import Config
 from ga2_sw.cycles import cycle_counts
 from ga2_sw.isa import Err
@@ -84,18 +85,18 @@ def test_ragged_lengths():
 
 
 def test_batch_invariance_on_a_2x2_array():
-    assert check_batching(Config(rows=2, cols=2), lengths=(1, 2, 5, 9, 16)) == []
+    assert check_batching(chip("chapter2").config, lengths=(1, 2, 5, 9, 16)) == []
 
 
 def test_batch_invariance_on_an_8x8_array():
-    cfg = Config(rows=8, cols=8, sp_words=8192, ext_words=16384)
+    cfg = chip("chapter8").config
     assert ragged_lengths(cfg) == (3, 9, 1, 14, 6, 12, 2, 16)
     assert check_batching(cfg, batches=(1, 3, 8), lengths=(1, 5, 16), seeds=(0,)) == []
 
 
 # Batches up to R on the bigger arrays: 8x8 at B = 8 and 16x16 at B = 16 (slow), in both modes (Verilator
 # runs the same in tests/test_verilator.py, and the mutation test at B = 8 is test_mutants_at_batch_8, slow).
-CFG_8X8 = Config(rows=8, cols=8, sp_words=8192, ext_words=16384)
+CFG_8X8 = chip("chapter8").config
 CFG_16X16 = Config(rows=16, cols=16, sp_words=16384, ext_words=32768)
 
 
@@ -201,7 +202,7 @@ def test_v_cache_blocks_layout():
             assert decoupled.v_at(t, c) == (128 if c >= 8 else 0) + t * 8 + c % 8
     # a block must hold whole column tiles of the array, else one block of d (a 4 x 4 with d = 12: 6 % 4)
     assert Layout(Config(mode="decoupled", d=12, d_model=12)).v_block == 12
-    assert Layout(Config(mode="decoupled", rows=8, cols=8, sp_words=8192, ext_words=16384)).v_block == 8
+    assert Layout(chip("decoupled8").config).v_block == 8
 
 
 def test_weights_transposed_decoupled():

@@ -3,6 +3,7 @@
 import pytest
 
 from ga2_sw import decode as dec
+from ga2_sw.chips import chip
 from ga2_sw.config import Config
 from ga2_sw.cycles import cycle_counts
 from ga2_sw.isa import Err, ld, st, mm, rq, sm, halt, encode
@@ -55,8 +56,8 @@ def test_decode_sequence_of_steps():
 
 
 @pytest.mark.parametrize("config, batch, length", [
-    (Config(rows=2, cols=2), 2, 5),
-    pytest.param(Config(rows=8, cols=8, sp_words=8192, ext_words=16384), 8, 3, marks=pytest.mark.slow),
+    (chip("chapter2").config, 2, 5),
+    pytest.param(chip("chapter8").config, 8, 3, marks=pytest.mark.slow),
     (Config(rows=3, cols=5, d_model=12, d=10, max_ctx=7), 3, 7),
 ], ids=["2x2", "8x8", "3x5-d10"])
 def test_other_array_sizes(config, batch, length):

@@ -163,6 +163,15 @@ def test_a_seed_routed_past_the_limit_is_unrouted_under_it(tmp_path, monkeypatch
     assert nextpnr.median_of_seeds([routed, late, routed])["fmax_mhz"] is None
 
 
+def test_the_catalogue_table_quotes_the_b4_step_or_the_largest_batch():
+    """The table of datasheets quotes each chip's B = 4 step, and on a chip of fewer rows its largest batch (a
+    2 x 2 array's decode steps stop at B = 2)."""
+    from synth.commands import _b4_step
+    eight = [f"B={b} (all at token 16)" for b in range(1, 9)] + ["B=8 ragged (3, 9, 1, 14, 6, 12, 2, 16)"]
+    assert _b4_step(eight) == (3, 4)
+    assert _b4_step(["B=1 (all at token 16)", "B=2 (all at token 16)", "B=2 ragged (3, 9)"]) == (1, 2)
+
+
 def test_tokens_per_s_is_the_largest_batch_over_its_step():
     from synth.datasheet import tokens_per_s
     steps = [{"name": "B=1 (all at token 16)", "batch": 1, "cycles": 1000},

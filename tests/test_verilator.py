@@ -12,6 +12,7 @@ import pytest
 from ga2_hdl.control.checker import CHECK_LATENCY
 from ga2_sw import isa
 from ga2_sw.check import check_batching, ragged_lengths
+from ga2_sw.chips import chip
 from ga2_sw.config import Config
 from ga2_sw.isa import Err
 from ga2_sw.machine import Machine
@@ -29,8 +30,8 @@ pytestmark = pytest.mark.skipif(find_verilator() is None, reason="Verilator not 
 
 SEED = 4242
 CFG = Config()
-CFG_2X2 = Config(rows=2, cols=2)
-CFG_8X8 = Config(rows=8, cols=8, sp_words=8192, ext_words=16384)
+CFG_2X2 = chip("chapter2").config
+CFG_8X8 = chip("chapter8").config
 
 
 @pytest.fixture(scope="session")
@@ -158,7 +159,7 @@ def test_batched_step_other_arrays(config):
 # 8x8 about 18 s, the 16x16 chips, 256 PEs, about a minute's build each); the default tier has the 4x4's
 # (test_decoupled_decode_table_and_invariance).
 @pytest.mark.parametrize("config", [
-    pytest.param(CFG_8X8.replace(mode="decoupled"), id="8x8-decoupled", marks=pytest.mark.slow),
+    pytest.param(chip("decoupled8").config, id="8x8-decoupled", marks=pytest.mark.slow),
     pytest.param(Config(rows=16, cols=16, sp_words=16384, ext_words=32768), id="16x16-inorder",
                  marks=pytest.mark.slow),
     pytest.param(Config(rows=16, cols=16, sp_words=16384, ext_words=32768, mode="decoupled"),
