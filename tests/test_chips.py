@@ -35,6 +35,9 @@ def test_the_chips_are_the_configurations_spelled_by_hand():
     assert chip("axi").config == Config(mode="decoupled", bus_bytes=4, axi=1, memory="ddr3-1600")
     assert chip("long").config == Config(mode="decoupled", online_unit=1, sp_words=32768, imem_words=4096,
                                          ext_words=131072, d=64, d_model=256, max_ctx=4096)
+    assert chip("chapter2").config == Config(rows=2, cols=2)
+    assert chip("chapter8").config == Config(rows=8, cols=8, sp_words=8192, ext_words=16384)
+    assert chip("decoupled8").config == Config(mode="decoupled", rows=8, cols=8, sp_words=8192, ext_words=16384)
 
 
 @pytest.mark.parametrize("name", CHIP_NAMES)
