@@ -274,6 +274,7 @@ def test_eval_command_tracks_the_float_model(model_file, model, monkeypatch, tmp
     text = capsys.readouterr().out
     assert "top-1 agreement" in text and "perplexity" in text
     assert r["key_digits"] == 1 and "int8 keys" in text and "cycles_per_token" not in r
+    assert r["smoothing"] == 0.5 and r["linear_smoothing"] is None and "(after the attention none)" in text
 
 
 @pytest.mark.slow
@@ -364,7 +365,7 @@ def test_the_step_s_products_on_the_llm_chip_give_the_path_s_sums(model, ga2, mo
     assert np.array_equal(chip("o", lin.w8, digits, name), lin.sums(digits))
     assert chip.tally.programs == {"o": 1} and chip.tally.total_cycles > 0
     # wide weights: the two planes streamed as one matrix of twice the rows
-    wide = ChipLinear(ga2.w[name], ga2.cal.inputs[name], ga2.smoothing, weight_digits=2)
+    wide = ChipLinear(ga2.w[name], ga2.cal.inputs[name], ga2.linear_smoothing, weight_digits=2)
     assert np.array_equal(chip("o", wide.w8, digits, name), wide.sums(digits)) and wide.w8.shape[0] == 1152
     image = llm_step.linear_image
 
@@ -658,6 +659,22 @@ def test_the_step_s_product_program_gives_the_path_s_sums(model, ga2, name):
     assert np.array_equal(sums, lin.sums(digits)[:, rows])
     full = lin(_linear_inputs(model, ga2)[name])
     assert np.array_equal((combined(sums) * lin.scale[rows] * x_scale).astype(np.float32), full[rows])
+
+
+def test_the_products_after_the_attention_take_their_input_unsmoothed(model, ga2, ga2_one_digit):
+    """With a 15-bit input the products after the attention quantise it unsmoothed (their int8 weights keep
+    their rows' range) while q, k and v keep SmoothQuant's factors; an int8 input smooths every product."""
+    from ga2_sw.llm.ga2_path import SMOOTHING, Ga2Model, smoothing_factors
+    name = "blk.3.ffn_down.weight"
+    assert ga2.linear_smoothing is None and ga2.smoothing == SMOOTHING
+    assert all(np.array_equal(lin.smooth, np.ones(lin.shape[1])) for lin in ga2.chip_linears.values())
+    assert not np.allclose(ga2.smooth[3], 1)
+    one = ga2_one_digit.chip_linears[name]
+    assert ga2_one_digit.linear_smoothing == 0.5
+    w = np.asarray(ga2.w[name], dtype=np.float64)
+    assert np.array_equal(one.smooth, smoothing_factors(ga2.cal.inputs[name], w, 0.5))
+    chosen = Ga2Model(model, ga2.cal, linear_smoothing=0.25).chip_linears[name]
+    assert np.array_equal(chosen.smooth, smoothing_factors(ga2.cal.inputs[name], w, 0.25))
 
 
 def test_every_weight_a_token_reads_is_on_the_chip(model, ga2):

@@ -9,12 +9,13 @@ the chip's programs."""
 
 import sys
 import time
+from argparse import ArgumentTypeError
 
 from ga2_sw.analyses.common import json_option, plot_option, progress_bar, write_json
-from ga2_sw.llm.ga2_path import KEY_SCALES, LINEARS, SMOOTHING, WEIGHT_DIGITS, WEIGHT_SCALES
+from ga2_sw.llm.ga2_path import BY_DIGITS, KEY_SCALES, LINEARS, SMOOTHING, WEIGHT_DIGITS, WEIGHT_SCALES
 from ga2_sw.numerics import KEY_DIGITS
 from ga2_sw.chips import CHIP_NAMES
-from ga2_sw.options import InputFile, Int, IntList, Names, Text, ToolMissing
+from ga2_sw.options import Float, InputFile, Int, IntList, Names, Parsed, Text, ToolMissing
 from .llm_llama import add_llama_check
 from .llm_throughput import add_throughput
 
@@ -234,6 +235,18 @@ def plot_serving(path, steps, chip, max_batch):
     finish_plot(fig, path)
 
 
+def _alpha(text):
+    """``--linear-smoothing``: "none", or an alpha in 0..1 (its default, BY_DIGITS, passes as it is)."""
+    if text == BY_DIGITS:
+        return text
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return Float(0, 1)(text)
+    except ArgumentTypeError:
+        raise ValueError(f"must be none or a number with 0 <= x <= 1, not {text!r}") from None
+
+
 def _eval(args):
     from ga2_sw.analyses.common import table
     from ga2_sw.llm.evaluate import evaluate
@@ -252,10 +265,13 @@ def _eval(args):
                      key_scales=args.key_scales, smoothing=None if args.no_smoothing else SMOOTHING,
                      generate_tokens=args.generate_tokens, progress=bar.update, fine_output=not args.coarse_output,
                      digits=args.input_digits, key_digits=args.key_digits, linears=args.linears,
-                     weight_digits=args.weight_digits)
+                     weight_digits=args.weight_digits, linear_smoothing=args.linear_smoothing)
     r["text"] = "the shipped evaluation text" if args.text is None else args.text
     r["seconds"] = round(time.perf_counter() - t0, 1)
     smoothing = "no smoothing" if r["smoothing"] is None else f"smoothing alpha {r['smoothing']}"
+    if r["linears"] == "chip":
+        after = r["linear_smoothing"]
+        smoothing += f" (after the attention {'none' if after is None else f'alpha {after}'})"
     on_chip = ("every matrix product on the chip's numerics" if r["linears"] == "chip" else
                "q, k, v and attention on the chip's numerics, the other products in float")
     print(f"SmolLM2-135M on the GA-2 path ({on_chip}: {r['weights_on_chip_fraction']:.1%} of the weights a token "
@@ -459,7 +475,11 @@ def _add_eval(llm):
     e.add_argument("--key-scales", choices=KEY_SCALES, default=KEY_SCALES[0],
                    help="int8 scales of the key cache (default %(default)s)")
     e.add_argument("--no-smoothing", action="store_true",
-                   help="quantise the projections' input without the per-channel smoothing factors")
+                   help="quantise q, k and v's input without the per-channel smoothing factors")
+    e.add_argument("--linear-smoothing", metavar="ALPHA", type=Parsed(_alpha, "float", "none or 0 <= x <= 1"),
+                   default=BY_DIGITS,
+                   help="the smoothing of the products after the attention: none, or SmoothQuant's alpha, "
+                        "0 <= x <= 1 (default: none with a 15-bit input, 0.5 with an int8 one; docs/LLM.md)")
     e.add_argument("--coarse-output", action="store_true",
                    help="read each attention output once, at its coarse int8 scale (default: a second NRM reads "
                         "it at an eighth of that scale too, docs/LLM.md)")

@@ -34,9 +34,9 @@ from . import files, vector_numerics as V
 from .float_model import FloatModel
 from .scores import PROMPTS
 
-__all__ = ["WEIGHT_SCALES", "KEY_SCALES", "LINEARS", "SMOOTHING", "FINE_RATIO", "INPUT_RADIX", "Calibration",
-           "calibrate", "Ga2Model", "ChipLinear", "read_outputs", "input_digits", "fifteen_bit", "smoothing_factors",
-           "quantised_input", "combined", "WEIGHT_DIGITS"]
+__all__ = ["WEIGHT_SCALES", "KEY_SCALES", "LINEARS", "SMOOTHING", "LINEAR_SMOOTHING", "BY_DIGITS", "FINE_RATIO",
+           "INPUT_RADIX", "Calibration", "calibrate", "Ga2Model", "ChipLinear", "read_outputs", "input_digits", "fifteen_bit",
+           "smoothing_factors", "quantised_input", "combined", "WEIGHT_DIGITS"]
 
 WEIGHT_SCALES = ("per-row", "per-head", "per-tensor")
 # Where the products of FloatModel.linear run (the output projection, the SwiGLU's three, the LM head): "chip",
@@ -44,6 +44,11 @@ WEIGHT_SCALES = ("per-row", "per-head", "per-tensor")
 LINEARS = ("chip", "float")
 KEY_SCALES = ("per-head", "per-channel")
 SMOOTHING = 0.5             # SmoothQuant's alpha: the input's and the weights' ranges shared evenly
+# The smoothing of the products after the attention (ChipLinear), by their input's digits: a 15-bit input holds
+# its large channels in its own 15 bits, so it is quantised unsmoothed, and the int8 weights keep their rows'
+# range; an int8 input takes SMOOTHING (docs/LLM.md measures alpha 0.25, 0.5 and 0.75 against none).
+LINEAR_SMOOTHING = {2: None, 1: SMOOTHING}
+BY_DIGITS = "by digits"     # Ga2Model's linear_smoothing default: LINEAR_SMOOTHING of its input's digits
 CHUNK = 64                  # tokens per online-softmax chunk: the softmax unit's default sm_max_len
 # The attention output's int8 scale is twice its calibrated peak over 127 (one bit of headroom): the calibration
 # prompts are short, and over the 518-token eval text 9,574 outputs reached the int8 limit without it (344
@@ -286,11 +291,13 @@ class Ga2Model(FloatModel):
     digits, docs/LONG_CONTEXT.md) at 1/128 of the int8 scale, so the same calibrated peak. ``linears``: "chip"
     puts every other matrix product (the output projection, gate, up, down, the LM head) on the chip's numerics
     (``ChipLinear``, its smoothing factors from the calibrated input peaks), "float" leaves them to the host.
-    ``weight_digits``: 2 gives those products wide weights (15 bits as two int8 digit planes, ``ChipLinear``)."""
+    ``weight_digits``: 2 gives those products wide weights (15 bits as two int8 digit planes, ``ChipLinear``).
+    ``linear_smoothing``: the alpha of those products' smoothing factors, or None for none (default
+    ``LINEAR_SMOOTHING`` of the input's ``digits``); ``smoothing`` is q, k and v's."""
 
     def __init__(self, model, calibration, weight_scales="per-row", key_scales="per-head", chunk=CHUNK,
                  smoothing=SMOOTHING, fine_output=True, digits=2, key_digits=1, linears="chip", int32_sums=True,
-                 weight_digits=1):
+                 weight_digits=1, linear_smoothing=BY_DIGITS):
         super().__init__(model)
         if weight_scales not in WEIGHT_SCALES:
             raise ValueError(f"weight_scales must be one of {', '.join(WEIGHT_SCALES)}, not {weight_scales!r}")
@@ -309,6 +316,9 @@ class Ga2Model(FloatModel):
         if weight_digits not in WEIGHT_DIGITS:
             raise ValueError(f"weight_digits must be 1 or 2, not {weight_digits!r}")
         self.smoothing, self.fine_output, self.digits, self.key_digits = smoothing, fine_output, digits, key_digits
+        if linear_smoothing == BY_DIGITS:
+            linear_smoothing = LINEAR_SMOOTHING[digits]
+        self.linear_smoothing = linear_smoothing
         c = self.c
         k = calibration.k_cache
         self.k_scale = k if key_scales == "per-channel" else np.broadcast_to(k.max(axis=-1, keepdims=True), k.shape)
@@ -318,8 +328,8 @@ class Ga2Model(FloatModel):
         self.linears = linears
         names = [f"blk.{b}.{n}.weight" for b in range(c.blocks) for n in self.BLOCK_LINEARS] + [self.HEAD]
         self.weight_digits = weight_digits if linears == "chip" else 1
-        self.chip_linears = {n: ChipLinear(self.w[n], calibration.inputs[n], smoothing, digits, weight_digits)
-                             for n in names} if linears == "chip" else {}
+        self.chip_linears = {n: ChipLinear(self.w[n], calibration.inputs[n], linear_smoothing, digits,
+                                           weight_digits) for n in names} if linears == "chip" else {}
         self.at_limit = {"v_proj": 0, "k_cache": 0, "out": 0}
         self.group = c.heads // c.kv_heads
         # Called with every block's attention step when set (ga2_sw.llm.chip_steps runs sampled steps as chip
