@@ -76,7 +76,7 @@ def _catalogue():
                                 bus_bytes=4, row_writes=1, sp_words=65536, ext_words=131072, d=64,
                                 d_model=256, max_ctx=64)
     # The chapter's argument on two chips: four times the MACs leave the decoupled chip's step where its memory
-    # puts it, and take less than a tenth off the in-order chip's (docs/CHIPS.md).
+    # puts it, and take less than a tenth off the in-order chip's (`ga2 decode-table --chip chapter8`).
     chapter8 = chapter.derive("chapter8", "the chapter's chip with an 8 x 8 array: four times the MACs, one "
                               "instruction at a time, batches to 8", "45k", rows=8, cols=8, sp_words=8192,
                               ext_words=16384)

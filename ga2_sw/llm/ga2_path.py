@@ -35,8 +35,8 @@ from .float_model import FloatModel
 from .scores import PROMPTS
 
 __all__ = ["WEIGHT_SCALES", "KEY_SCALES", "LINEARS", "SMOOTHING", "LINEAR_SMOOTHING", "BY_DIGITS", "FINE_RATIO",
-           "INPUT_RADIX", "Calibration", "calibrate", "Ga2Model", "ChipLinear", "read_outputs", "input_digits", "fifteen_bit",
-           "smoothing_factors", "quantised_input", "combined", "WEIGHT_DIGITS"]
+           "INPUT_RADIX", "Calibration", "calibrate", "Ga2Model", "ChipLinear", "read_outputs", "input_digits",
+           "fifteen_bit", "smoothing_factors", "quantised_input", "combined", "WEIGHT_DIGITS"]
 
 WEIGHT_SCALES = ("per-row", "per-head", "per-tensor")
 # Where the products of FloatModel.linear run (the output projection, the SwiGLU's three, the LM head): "chip",
