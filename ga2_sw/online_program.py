@@ -326,12 +326,11 @@ class _ChunkOps:
 
     def products(self, k, h):   # P V of both digit rows
         lay, size, C = self.lay, self.chunks[k][2], self.lay.config.cols
-        if lay.value_columns:       # value j0 + j of token t at V + (j0 + j) * chunk + t
-            return [isa.mm(dst=lay.PR(h) + j0, A=lay.D(h), B=lay.V(k) + j0 * lay.chunk, M=2, K=size,
-                           N=min(C, lay.d - j0), tb=1, lda=lay.digit_stride, ldb=lay.chunk, ldc=lay.d)
-                    for j0 in range(0, lay.d, C)]
-        return [isa.mm(dst=lay.PR(h) + j0, A=lay.D(h), B=lay.V(k) + j0, M=2, K=size, N=min(C, lay.d - j0), tb=0,
-                       lda=lay.digit_stride, ldb=lay.d, ldc=lay.d) for j0 in range(0, lay.d, C)]
+        # value j of token t at V + t * d + j, or by columns at V + j * chunk + t (read transposed)
+        step, ldb = (lay.chunk, lay.chunk) if lay.value_columns else (1, lay.d)
+        return [isa.mm(dst=lay.PR(h) + j0, A=lay.D(h), B=lay.V(k) + j0 * step, M=2, K=size, N=min(C, lay.d - j0),
+                       tb=int(lay.value_columns), lda=lay.digit_stride, ldb=ldb, ldc=lay.d)
+                for j0 in range(0, lay.d, C)]
 
     def rescale(self, h):       # RSA: the running outputs rescaled by alpha plus the two products
         lay = self.lay
@@ -374,12 +373,13 @@ def grouped_ext_image(lay, data):
             for i in range(L):      # key i at i * key_stride
                 at = lay.ex_k_plane(g, p) + i * lay.key_stride
                 img[at:at + lay.d] = [u32(v) for v in plane[i * lay.d:(i + 1) * lay.d]]
-        if not lay.value_columns:
+        if lay.value_columns:       # each chunk a column at a time
+            for c0 in range(0, L, lay.chunk):
+                for j in range(lay.d):
+                    at = lay.ex_value(g, c0, j)
+                    img[at:at + min(lay.chunk, L - c0)] = [u32(int(v)) for v in V8[c0:c0 + lay.chunk, j]]
+        else:
             img[lay.ex_v(g):lay.ex_v(g) + L * lay.d] = [u32(int(v)) for v in V8.reshape(-1)]
-        for c0 in range(0, L, lay.chunk) if lay.value_columns else ():     # each chunk a column at a time
-            for j in range(lay.d):
-                at = lay.ex_value(g, c0, j)
-                img[at:at + min(lay.chunk, L - c0)] = [u32(int(v)) for v in V8[c0:c0 + lay.chunk, j]]
     start = [*ONLINE_START, *START_A, *(v for row in START_B for v in row)][:lay.start_words]
     img[lay.ex_state:lay.ex_state + lay.start_words] = [u32(v) for v in start]
     return img
