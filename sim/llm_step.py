@@ -70,6 +70,17 @@ class ChipProducts:
     def __call__(self, kind, w8, rows, where):
         return self.batch(kind, w8, [rows], where)[0]
 
+    def gathered(self, kind, items, where):
+        """The sums of each sequence's ``(w8, rows)``: one program for the batch whose weights are all the
+        sequences' own rows (the LM head's candidates, ``rescore``: each sequence its own) or the rows they
+        share (every other product), each sequence taking the sums of its own rows."""
+        weights = [w for w, _ in items]
+        if all(w is weights[0] for w in weights):
+            return self.batch(kind, weights[0], [rows for _, rows in items], where)
+        sums = self.batch(kind, np.concatenate(weights), [rows for _, rows in items], where)
+        ends = np.cumsum([0] + [len(w) for w in weights])
+        return [s[:, a:e] for s, a, e in zip(sums, ends, ends[1:])]
+
     def batch(self, kind, w8, inputs, where):
         """The sums of each sequence's input rows ``inputs[n]`` (digits, columns): one program a piece for the
         whole batch, a sequence's digit rows next to each other."""
@@ -222,7 +233,7 @@ def on_simulator(model, sim, config, tally=None):
     products, attention, lock = ChipProducts(sim, config, tally), ChipStepAttention(sim, config, tally), Lockstep()
     one_step = model.step
     model.products = lambda kind, w8, rows, where: lock.meet(
-        where, rows, lambda inputs: products.batch(kind, w8, inputs, where))
+        where, (w8, rows), lambda items: products.gathered(kind, items, where))
     model.chip = lambda step: lock.meet(f"blk.{step.block}.attention", step, attention.batch)
     model.step_batch = lambda items: lock.run(one_step, items)
     return tally

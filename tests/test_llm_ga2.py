@@ -273,7 +273,8 @@ def test_eval_command_tracks_the_float_model(model_file, model, monkeypatch, tmp
     assert r["generation"] == []
     text = capsys.readouterr().out
     assert "top-1 agreement" in text and "perplexity" in text
-    assert r["key_digits"] == 1 and "int8 keys" in text and "cycles_per_token" not in r
+    assert r["key_digits"] == 2 and "wide keys" in text and "cycles_per_token" not in r
+    assert r["head_candidates"] == 16 and "the LM head's best 16 candidates again at 15 bits" in text
     assert r["smoothing"] == 0.5 and r["linear_smoothing"] is None and "(after the attention none)" in text
 
 
@@ -308,16 +309,17 @@ def test_attention_steps_as_chip_programs(ga2):
 
 
 def test_wide_key_steps_as_chip_programs(model, ga2):
-    """Wide keys on the real model (``Ga2Model(key_digits=2)``): the key cache holds 15-bit keys (beyond int8)
-    at the same calibrated peak, and a sampled step runs as a chip program of two digit planes with the path's
-    outputs, both readings, on the reference machine and the cycle model."""
+    """Wide keys on the real model (``Ga2Model``'s default, ``key_digits=2``): the key cache holds 15-bit keys
+    (beyond int8) at the same calibrated peak, and a sampled step runs as a chip program of two digit planes
+    with the path's outputs, both readings, on the reference machine and the cycle model."""
     from ga2_sw.llm.chip_steps import capture
     from sim.llm_attention import run_steps
     from ga2_sw.llm.ga2_path import Ga2Model
-    wide = Ga2Model(model, ga2.cal, key_digits=2)
+    wide = ga2                                                  # the path's keys by default
+    narrow = Ga2Model(model, ga2.cal, key_digits=1, linears="float")
     [step] = capture(wide, 1, tokens=4, blocks=(17,))
     assert step.key_digits == 2 and np.abs(step.K8).max() > 127
-    assert np.allclose(wide.k_scale * 128, ga2.k_scale)
+    assert np.allclose(wide.k_scale * 128, narrow.k_scale)
     [row] = run_steps([step], "model")
     assert row["matches_model"] and row["matches_path"]
     with pytest.raises(ValueError, match="key_digits"):
@@ -397,14 +399,16 @@ def test_a_whole_step_of_two_sequences_on_verilator_is_the_path_s(model, ga2):
     got = chip.step_batch([(t, 0, chip.new_cache()) for t in tokens])
     want = ga2.step_batch([(t, 0, ga2.new_cache()) for t in tokens])
     assert all(np.array_equal(g, w) for g, w in zip(got, want))
-    timed = StepTimer(llm).step([1, 1])
+    timed = StepTimer(llm, key_digits=chip.key_digits, head_candidates=chip.head_candidates).step([1, 1])
     assert tally.total_cycles == timed["cycles"] - timed["host"]
-    assert tally.programs == {"qkv": 30, "attention": 30, "o": 30, "gate": 30, "up": 30, "down": 30, "head": 8}
+    assert tally.programs == {"qkv": 30, "attention": 30, "o": 30, "gate": 30, "up": 30, "down": 30, "head": 8,
+                              "rescore": 1}
 
 
 def test_a_step_through_the_products_hook_is_the_path_s_step(model, ga2):
     """``Ga2Model.products`` (what ``--sim`` sets) sees every product of a step once, the step's own kinds and
-    shapes (q, k and v as one ``qkv``, gate and up apart, as ``whole_step.block_products``), and a hook that
+    shapes (q, k and v as one ``qkv``, gate and up apart, as ``whole_step.block_products``; the LM head's
+    candidates again, ``rescore``), and a hook that
     returns the exact integer sums leaves the step's logits bit for bit the path's."""
     import copy
     from ga2_sw.llm.whole_step import block_products, head_product
@@ -417,7 +421,8 @@ def test_a_step_through_the_products_hook_is_the_path_s_step(model, ga2):
     hooked.products = exact
     token = model.encode(" lighthouse")[0]
     assert np.array_equal(hooked.step(token, 0, hooked.new_cache()), ga2.step(token, 0, ga2.new_cache()))
-    want = [(p.name, (p.rows, p.cols)) for p in block_products()] * 30 + [("head", (49152, 576))]
+    want = [(p.name, (p.rows, p.cols)) for p in block_products()] * 30 + [("head", (49152, 576)),
+                                                                            ("rescore", (16, 576))]
     assert sorted(seen) == sorted(want) and head_product().rows == 49152
 
 
@@ -600,6 +605,55 @@ def test_wide_weights_are_two_int8_planes_of_15_bit_weights():
     rows = rng.integers(-127, 128, (2, 40))
     wide = hi * 128 + lo
     assert (lin.weight_sums(lin.sums(rows)) == (wide @ rows.T).T).all()
+
+
+def test_the_head_s_candidates_take_fifteen_bit_weights():
+    """``RescoredHead``: the residual plane is int8 (-64..64) and, with the int8 weights, makes 15-bit weights
+    within half a step of 1/128 of each row's int8 step (worked out here from the float weights); the candidates
+    are the rows of the largest int8 logits (numpy's full sort of ``ChipLinear``'s logits), their logits within
+    the 15-bit weights' rounding bound of the float product, every other row's the int8 head's."""
+    from ga2_sw.llm.ga2_path import ChipLinear, INPUT_LIMIT, RescoredHead
+    rng = np.random.default_rng(12)
+    w = rng.normal(size=(300, 64)) * rng.uniform(0.05, 2, (300, 1))
+    x = rng.normal(size=64)
+    head = RescoredHead(w, np.ones(64), None, candidates=10)
+    int8 = ChipLinear(w, np.ones(64), None)
+    assert np.abs(head.residual).max() <= 64 and np.array_equal(head.w8, int8.w8)
+    step = np.abs(w).max(axis=1) / 127 / 128
+    wide = head.w8.astype(np.float64) * 128 + head.residual
+    assert (np.abs(wide * step[:, None] - w) <= step[:, None] * (0.5 + 1e-6)).all()
+    coarse, got = int8(x), head(x)
+    top = np.sort(np.argsort(-coarse.astype(np.float64), kind="stable")[:10])
+    rest = np.setdiff1d(np.arange(300), top)
+    assert np.array_equal(got[rest], coarse[rest]) and not np.array_equal(got[top], coarse[top])
+    x_step = np.abs(x).max() / INPUT_LIMIT
+    bound = step / 2 * np.abs(x).sum() + x_step / 2 * np.abs(w).sum(axis=1) * 1.01
+    err = np.abs(got - w @ x)
+    assert (err[top] <= bound[top]).all() and err[top].max() < err[rest].max() / 20
+
+
+def test_the_head_s_candidates_from_a_simulator_hook():
+    """The candidates' residual sums go through the ``rescore`` hook (a simulator in ``--sim``), given the
+    candidates' rows of the residual plane; a hook that returns the exact sums leaves the logits as numpy's, and
+    one whose high digit's sums are 1,000 more changes only the candidates' logits, each by 128,000 of its
+    residual steps."""
+    from ga2_sw.llm.ga2_path import INPUT_LIMIT, RescoredHead
+    rng = np.random.default_rng(13)
+    w, x = rng.normal(size=(200, 48)), rng.normal(size=48)
+    head = RescoredHead(w, np.ones(48), None, candidates=8)
+    seen = []
+
+    def exact(w8, rows):
+        seen.append(np.asarray(w8).shape)
+        return np.asarray(rows, dtype=np.int64) @ np.asarray(w8, dtype=np.int64).T
+    assert np.array_equal(head(x, rescore=exact), head(x)) and seen == [(8, 48)]
+    off = head(x, rescore=lambda w8, rows: exact(w8, rows) + np.array([[1000], [0]]))
+    moved = np.flatnonzero(off != head(x))
+    x_scale = np.abs(x).max() / INPUT_LIMIT
+    step = head.scale[moved] / 128 * x_scale
+    assert len(moved) == 8 and np.allclose((off - head(x))[moved], 128_000 * step, rtol=1e-2)
+    with pytest.raises(ValueError, match="candidates"):
+        RescoredHead(w, np.ones(48), None, candidates=0)
 
 
 def _linear_inputs(model, ga2, text=" lighthouse"):

@@ -13,7 +13,7 @@ from ga2_sw.chips import config_of
 from ga2_sw.cycles import cycle_counts
 from ga2_sw.isa import Op, footprints
 from ga2_sw.llm.whole_step import (MODEL, Host, Product, head_product, bounds, linear_image, linear_outputs, linear_pieces,
-                                   linear_program, step_cost, step_phases, weight_pitch)
+                                   linear_program, step_cost, step_phases, weight_pitch, program_counters)
 from ga2_sw.machine import Machine
 from ga2_sw.online_program import grouped_ext_image
 
@@ -167,6 +167,23 @@ def test_wide_weights_and_keys_are_read_once_and_counted_by_hand():
     assert bounds(LLM, wide) == (round((wide["weights"] + wide["kv"]) / 16), -(-plain["macs"] // 64))
 
 
+def test_the_head_s_candidates_are_one_more_program_counted_by_hand():
+    """The LM head's candidates (``ga2_path.RescoredHead``) of a batch of three, 16 a sequence: one more program
+    and round trip after the head's, reading the 48 rows of 576 the host gathered (bytes in, and weights read
+    once by its LDs, counted byte by byte), each row met by its own sequence's input (the MACs the model asks)."""
+    plain = step_phases(LLM, [64] * 3, SMALL)
+    phases = step_phases(LLM, [64] * 3, SMALL, head_candidates=16)
+    [rescore] = [p for p in phases if p.name == "rescore"]
+    assert [p.name for p in phases[:-1]] == [p.name for p in plain] and phases[-1] is rescore
+    cols = SMALL["d_model"]
+    assert (_weight_reads(rescore.program, 48, cols, weight_pitch(cols, LLM)) == 1).all()
+    assert (rescore.weights, rescore.macs, rescore.repeat) == (48 * cols, 48 * cols, 1)
+    assert rescore.bytes_in == 3 * 2 * cols + 48 * cols and rescore.bytes_out == 3 * 48 * 2 * 4
+    cost, base = step_cost(LLM, [64] * 3, SMALL, head_candidates=16), step_cost(LLM, [64] * 3, SMALL)
+    trip = Host().cycles(LLM, rescore.program, rescore.bytes_in, rescore.bytes_out)
+    assert cost["cycles"] - base["cycles"] == program_counters(rescore.program, LLM)[0].cycles + trip
+
+
 def test_a_round_trip_counts_its_latency_program_and_bytes():
     host = Host(sync_cycles=100, load_bytes_per_cycle=4)
     assert host.cycles(LLM, [None] * 10, 64, 96) == 100 + 10 * 16 // 4 + (64 + 96) // 16
@@ -204,7 +221,7 @@ def test_throughput_command_json(tmp_path):
         clock = data["fmax_mhz"] or data["clock_mhz"]
         assert row["tokens_per_s"] == round(row["batch"] * clock * 1e6 / row["cycles"], 3)
     assert [(r["batch"], r["context"]) for r in data["rows"]] == [(2, 64)]
-    assert (data["weight_digits"], data["key_digits"], data["input_digits"]) == (1, 1, 2)
+    assert (data["weight_digits"], data["key_digits"], data["input_digits"], data["head_candidates"]) == (1, 2, 2, 16)
 
 
 @pytest.mark.parametrize("argv,words", [
@@ -212,6 +229,8 @@ def test_throughput_command_json(tmp_path):
     (["--contexts", "5000"], "--contexts"),
     (["--weight-digits", "3"], "--weight-digits"),
     (["--key-digits", "0"], "--key-digits"),
+    (["--head-candidates", "-1"], "--head-candidates"),
+    (["--head-candidates", "1025"], "0..1024"),
     (["--chip", "chapter"], "online unit"),
     (["--batches", "16", "--contexts", "4096"], "--batches 16"),
 ])

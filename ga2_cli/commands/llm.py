@@ -17,7 +17,7 @@ from ga2_sw.numerics import KEY_DIGITS
 from ga2_sw.chips import CHIP_NAMES
 from ga2_sw.options import Float, InputFile, Int, IntList, Names, Parsed, Text, ToolMissing
 from .llm_llama import add_llama_check
-from .llm_throughput import add_throughput
+from .llm_throughput import add_key_and_head_options, add_throughput, head_candidates
 
 CLOCK_MHZ = 100     # the tokens/s column's default clock: the project's clock target
 
@@ -82,7 +82,7 @@ def _check_generate(args):
     # last, as it builds a whole step's programs (seconds): every cheaper check has passed
     try:
         step_phases(config, [1] * (args.max_batch or config.rows), weight_digits=args.weight_digits,
-                    key_digits=args.key_digits)
+                    key_digits=args.key_digits, head_candidates=head_candidates(args))
     except ValueError as exc:
         raise ValueError(f"--chip {args.chip}: SmolLM2's decode step does not fit it: {exc}") from None
 
@@ -95,7 +95,8 @@ def _runner(args, model, config):
         from ga2_sw.llm.float_model import FloatModel
         return FloatModel(model), None
     from ga2_sw.llm.ga2_path import Ga2Model, calibrate
-    runner = Ga2Model(model, calibrate(model), weight_digits=args.weight_digits, key_digits=args.key_digits)
+    runner = Ga2Model(model, calibrate(model), weight_digits=args.weight_digits, key_digits=args.key_digits,
+                      head_candidates=head_candidates(args))
     tally = None
     if args.sim != "model":
         from sim.llm_step import on_simulator
@@ -125,7 +126,8 @@ def _generate(args):
     with progress_bar(work, quiet, "tok") as bar:
         try:
             steps = serve(runner, requests, max_batch, {model.special["eos"], model.special["im_end"]},
-                          StepTimer(config, weight_digits=args.weight_digits, key_digits=args.key_digits),
+                          StepTimer(config, weight_digits=args.weight_digits, key_digits=args.key_digits,
+                                    head_candidates=head_candidates(args)),
                           progress=lambda s: bar.update(len(s["requests"])))
         except ChipMismatch as e:
             print(f"ga2: {e}", file=sys.stderr)
@@ -247,6 +249,12 @@ def _alpha(text):
         raise ValueError(f"must be none or a number with 0 <= x <= 1, not {text!r}") from None
 
 
+def _rescored(r):
+    """The eval header's words for the LM head's candidates read again at 15 bits."""
+    n = r["head_candidates"]
+    return f", the LM head's best {n} candidates again at 15 bits" if n else ""
+
+
 def _eval(args):
     from ga2_sw.analyses.common import table
     from ga2_sw.llm.evaluate import evaluate
@@ -265,7 +273,8 @@ def _eval(args):
                      key_scales=args.key_scales, smoothing=None if args.no_smoothing else SMOOTHING,
                      generate_tokens=args.generate_tokens, progress=bar.update, fine_output=not args.coarse_output,
                      digits=args.input_digits, key_digits=args.key_digits, linears=args.linears,
-                     weight_digits=args.weight_digits, linear_smoothing=args.linear_smoothing)
+                     weight_digits=args.weight_digits, linear_smoothing=args.linear_smoothing,
+                     head_candidates=head_candidates(args))
     r["text"] = "the shipped evaluation text" if args.text is None else args.text
     r["seconds"] = round(time.perf_counter() - t0, 1)
     smoothing = "no smoothing" if r["smoothing"] is None else f"smoothing alpha {r['smoothing']}"
@@ -280,7 +289,8 @@ def _eval(args):
           f"{'coarse and fine output readings' if r['output_readings'] == 2 else 'coarse output reading only'}, "
           f"{'a 15-bit input in two digits' if r['input_digits'] == 2 else 'an int8 input'}, "
           f"{'wide keys' if r['key_digits'] == 2 else 'int8 keys'}, "
-          f"{'wide weights' if r['weight_digits'] == 2 else 'int8 weights'} after the attention; "
+          f"{'wide weights' if r['weight_digits'] == 2 else 'int8 weights'} after the attention"
+          f"{_rescored(r)}; "
           f"calibrated on {r['calibration_prompts']} other prompts)")
     print(table(["", "float32", "GA-2 path"],
                 [("perplexity", f"{r['perplexity_float']:.3f}", f"{r['perplexity_ga2']:.3f}"),
@@ -487,8 +497,7 @@ def _add_eval(llm):
                    help="every product's input: 2 int8 digit rows of a 15-bit integer (default), or 1: int8; "
                         "either way the int32 sums go to the host, as the llm chip stores them (docs/LLM.md; "
                         "ga2 llm throughput --input-digits takes the same choice)")
-    e.add_argument("--key-digits", type=int, choices=KEY_DIGITS, default=1,
-                   help="the key cache: 1 int8 digit (default) or 2, wide keys of 15 bits (docs/LONG_CONTEXT.md)")
+    add_key_and_head_options(e)
     e.add_argument("--weight-digits", type=int, choices=WEIGHT_DIGITS, default=1,
                    help="the weights of the output projection, gate, up, down and the LM head: 1 int8 digit "
                         "(default) or 2, wide weights of 15 bits as two digit planes, twice their bytes "
@@ -545,8 +554,7 @@ def _add_generate(llm):
     g.add_argument("--weight-digits", type=int, choices=WEIGHT_DIGITS, default=1,
                    help="the weights after the attention: 1 int8 digit (default) or 2, wide weights as two int8 "
                         "planes (ga2 llm eval --weight-digits)")
-    g.add_argument("--key-digits", type=int, choices=KEY_DIGITS, default=1,
-                   help="the key cache: 1 int8 digit (default) or 2, wide keys")
+    add_key_and_head_options(g)
     g.set_defaults(func=_generate, check=_check_generate)
 
 

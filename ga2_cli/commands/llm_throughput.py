@@ -4,11 +4,11 @@ measured Fmax, and the two bounds a step cannot beat, the DRAM's (weights and KV
 and the array's (the MACs over rows x cols a cycle): the chapter's argument, measured on a real model."""
 
 from ga2_sw.analyses.common import emit, finish_plot, json_option, plot_option, progress_bar, table
-from ga2_sw.llm.ga2_path import WEIGHT_DIGITS
+from ga2_sw.llm.ga2_path import HEAD_CANDIDATES, PATH_KEY_DIGITS, WEIGHT_DIGITS
 from ga2_sw.numerics import KEY_DIGITS
 from ga2_sw.options import Int, IntList
 
-__all__ = ["add_throughput"]
+__all__ = ["add_throughput", "add_key_and_head_options", "head_candidates"]
 
 BATCHES = IntList(1, 16)
 DEFAULT_BATCHES = (1, 2, 4, 8)
@@ -81,8 +81,26 @@ def _run(args):
 
 
 def _wide(args):
-    """The step's weight and key digits (``whole_step.step_phases``)."""
-    return {"weight_digits": args.weight_digits, "key_digits": args.key_digits}
+    """The step's weight and key digits and the LM head's candidates (``whole_step.step_phases``)."""
+    return {"weight_digits": args.weight_digits, "key_digits": args.key_digits,
+            "head_candidates": head_candidates(args)}
+
+
+def head_candidates(args):
+    """The LM head's candidates read again with 15-bit weights: none with wide weights (the whole head has them)."""
+    return 0 if args.weight_digits == 2 else args.head_candidates
+
+
+def add_key_and_head_options(p):
+    """``--key-digits`` and ``--head-candidates``, the path's numerics that ``ga2 llm eval``, ``generate`` and
+    ``throughput`` share (``ga2_path.PATH_KEY_DIGITS``, ``HEAD_CANDIDATES``)."""
+    p.add_argument("--key-digits", type=int, choices=KEY_DIGITS, default=PATH_KEY_DIGITS,
+                   help="int8 planes of the key cache: 2, wide keys of 15 bits (default, docs/LONG_CONTEXT.md), or "
+                        "1, int8 keys")
+    p.add_argument("--head-candidates", metavar="N", type=Int(0, 1024), default=HEAD_CANDIDATES,
+                   help="the LM head's best candidates a token computes again with 15-bit weights, from a second "
+                        "plane of the head's rounding errors, 0..1024 (default %(default)s; 0: the int8 head "
+                        "alone; none with --weight-digits 2; docs/LLM.md)")
 
 
 def _numerics(args, config):
@@ -91,7 +109,9 @@ def _numerics(args, config):
     out = "their int32 sums stored whole" if config.st_words else "their sums requantised to int8 on the chip"
     weights = "wide weights after the attention (two int8 planes)" if args.weight_digits == 2 else "int8 weights"
     keys = "wide keys" if args.key_digits == 2 else "int8 keys"
-    return f"{given}, {out}, {weights}, {keys}"
+    head = head_candidates(args)
+    rescore = f", the head's best {head} rows a sequence again at 15 bits" if head else ""
+    return f"{given}, {out}, {weights}, {keys}{rescore}"
 
 
 def plot_throughput(path, rows, chip, clock_mhz, numerics=""):
@@ -139,8 +159,7 @@ def add_throughput(llm):
                    help="int8 planes of the weights of the output projection, gate, up, down and the LM head: 1 "
                         "(default) or 2, the wide weights ga2 llm eval --weight-digits 2 measures (twice their "
                         "bytes)")
-    p.add_argument("--key-digits", type=int, choices=KEY_DIGITS, default=1,
-                   help="int8 planes of the key cache: 1 (default) or 2, wide keys (docs/LONG_CONTEXT.md)")
+    add_key_and_head_options(p)
     p.add_argument("--sync-cycles", type=Int(0, 1_000_000), default=500,
                    help="cycles a host round trip takes besides its bytes and program, 0..1000000 (default "
                         "%(default)s: 5 us at 100 MHz)")

@@ -5,7 +5,7 @@ prompts side by side."""
 import numpy as np
 
 from .float_model import FloatModel
-from .ga2_path import BY_DIGITS, SMOOTHING, Ga2Model, calibrate
+from .ga2_path import BY_DIGITS, HEAD_CANDIDATES, PATH_KEY_DIGITS, SMOOTHING, Ga2Model, calibrate
 from .texts import EVAL_TEXT, GENERATE_PROMPTS
 
 __all__ = ["teacher_forced", "plot_eval", "greedy_pairs", "evaluate"]
@@ -94,7 +94,8 @@ def greedy_pairs(model, ga2, prompts, max_tokens, progress=None):
 
 def evaluate(model, text=EVAL_TEXT, max_text_tokens=None, weight_scales="per-row", key_scales="per-head",
              smoothing=SMOOTHING, prompts=GENERATE_PROMPTS, generate_tokens=64, progress=None, fine_output=True,
-             digits=2, key_digits=1, linears="chip", weight_digits=1, linear_smoothing=BY_DIGITS):
+             digits=2, key_digits=PATH_KEY_DIGITS, linears="chip", weight_digits=1, linear_smoothing=BY_DIGITS,
+             head_candidates=HEAD_CANDIDATES):
     """The evaluation's JSON: the teacher-forced summary over ``text`` (its first ``max_text_tokens`` tokens
     when given), the int8 values at their limit on the GA-2 path, and the greedy pairs (none when
     ``generate_tokens`` is 0)."""
@@ -102,11 +103,12 @@ def evaluate(model, text=EVAL_TEXT, max_text_tokens=None, weight_scales="per-row
     tokens = model.encode(text)[:max_text_tokens]
     ga2 = Ga2Model(model, cal, weight_scales, key_scales, smoothing=smoothing, fine_output=fine_output,
                    digits=digits, key_digits=key_digits, linears=linears, weight_digits=weight_digits,
-                   linear_smoothing=linear_smoothing)
+                   linear_smoothing=linear_smoothing, head_candidates=head_candidates)
     result = teacher_forced(model, ga2, tokens, progress)
     result.update({"weight_scales": weight_scales, "key_scales": key_scales, "smoothing": ga2.smoothing,
                    "linear_smoothing": ga2.linear_smoothing if linears == "chip" else None,
                    "output_readings": 2 if fine_output else 1, "input_digits": digits, "key_digits": key_digits,
+                   "head_candidates": ga2.head_candidates,
                    "calibration_prompts": len(cal.prompts), "at_int8_limit": dict(ga2.at_limit),
                    "linears": linears, "weight_digits": ga2.weight_digits,
                    "weights_on_chip_fraction": round(ga2.weights_on_chip_fraction, 6),

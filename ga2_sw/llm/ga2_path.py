@@ -1,4 +1,4 @@
-"""SmolLM2-135M with every attention block on GA-2's integer numerics.
+"""SmolLM2-135M with every matrix product and attention block on GA-2's integer numerics.
 
 Per block and token, what the chip computes and what the host keeps (docs/LLM.md has the table and the
 measured effect of each choice):
@@ -9,14 +9,18 @@ measured effect of each choice):
 * chip, MM: the q, k and v projections, int8 weights times both digit rows of the input (one MM, M = 2 rows a
   token), int32 sums;
 * host: the sums of each weight row combined (high x 128 + low, exact), back to float (a scale per weight row),
-  RoPE on q and k, then q to int8 per head and token, k to the key cache's and v to the value cache's
-  calibrated int8;
+  RoPE on q and k, then q to int8 per head and token, k to the key cache's calibrated 15-bit wide keys (two
+  int8 digits; PATH_KEY_DIGITS) and v to the value cache's calibrated int8;
 * chip, the long-context path (docs/LONG_CONTEXT.md): scores q.k in int32 scaled to 16-bit 1/64-logit scores,
   the chunked online softmax's 12-bit weights, P V from their two int8 digits, and two normalisations of the
   same running outputs to int8: a coarse reading at the attention output's calibrated scale (with one bit of
   headroom, OUT_HEADROOM) and a fine one at 1/FINE_RATIO of it; the host takes the fine reading where it is
   inside its range, else the coarse one;
-* host: the int8 output back to float, the output projection, SwiGLU, residuals and the LM head in float.
+* host: the int8 output back to float;
+* chip, MM (``ChipLinear``): the output projection, gate, up, down and the LM head, int8 weights (a scale per
+  row) times their input's two digit rows, int32 sums the host combines; the LM head's best HEAD_CANDIDATES
+  rows again with 15-bit weights (``RescoredHead``);
+* host: SwiGLU, the residuals, RMSNorm, the argmax.
 
 The integer steps are ``vector_numerics`` (numpy; proven equal to ``ga2_sw.numerics``, the functions the
 reference machine runs, in tests/test_llm_ga2.py)."""
@@ -36,7 +40,8 @@ from .scores import PROMPTS
 
 __all__ = ["WEIGHT_SCALES", "KEY_SCALES", "LINEARS", "SMOOTHING", "LINEAR_SMOOTHING", "BY_DIGITS", "FINE_RATIO",
            "INPUT_RADIX", "Calibration", "calibrate", "Ga2Model", "ChipLinear", "read_outputs", "input_digits",
-           "fifteen_bit", "smoothing_factors", "quantised_input", "combined", "WEIGHT_DIGITS"]
+           "fifteen_bit", "smoothing_factors", "quantised_input", "combined", "WEIGHT_DIGITS", "RescoredHead",
+           "HEAD_CANDIDATES", "PATH_KEY_DIGITS"]
 
 WEIGHT_SCALES = ("per-row", "per-head", "per-tensor")
 # Where the products of FloatModel.linear run (the output projection, the SwiGLU's three, the LM head): "chip",
@@ -67,6 +72,12 @@ INPUT_LIMIT = 127 * INPUT_RADIX         # the largest 15-bit input magnitude
 # weight at 1/INPUT_RADIX of that scale, as two int8 digit planes (the same digits as the input's, high and low):
 # the chip streams both planes as the rows of one matrix, twice the bytes, and the host combines their sums.
 WEIGHT_DIGITS = (1, 2)
+# The LM head's best candidates read again at 15-bit weights (RescoredHead): a token's argmax is decided among
+# near ties of the int8 logits, which the head's int8 weights (its largest source of error) swap.
+HEAD_CANDIDATES = 16
+# The key cache's int8 digits on the path by default: wide keys (docs/LONG_CONTEXT.md), whose 15 bits keep the
+# keys' small channels that one int8 scale per head rounds away (docs/LLM.md measures both).
+PATH_KEY_DIGITS = 2
 
 
 def input_digits(x):
@@ -154,6 +165,47 @@ class ChipLinear:
         ``self.sums`` (a simulator of the chip: ``Ga2Model.products``)."""
         rows, x_scale = quantised_input(np.asarray(x, dtype=np.float64) / self.smooth, self.digits)
         return (combined(self.weight_sums((sums or self.sums)(rows))) * self.scale * x_scale).astype(np.float32)
+
+
+class RescoredHead(ChipLinear):
+    """The LM head on the chip's numerics (int8 weights with a scale per row, ``ChipLinear``), its ``candidates``
+    best logits computed again with 15-bit weights. Each weight's rounding error in steps of 1/INPUT_RADIX of its
+    row's scale (``residual``, -64..64) is a second int8 plane, held in external memory beside the int8 one; the
+    chip multiplies the candidates' rows of it by the same input (the step's small second product, ``rescore``)
+    and the host combines each candidate's sums as wide weights' are combined (int8 sums x INPUT_RADIX + residual
+    sums, exact): the sums of the weights ``INPUT_RADIX x w8 + residual``, within half a step of 1/INPUT_RADIX of
+    the row's scale. The argmax then compares the logits of 15-bit weights where it matters, for ``candidates``
+    rows of bytes instead of a second plane of the whole head."""
+
+    def __init__(self, w, x_peak, smoothing=None, digits=2, candidates=HEAD_CANDIDATES):
+        super().__init__(w, x_peak, smoothing, digits, 1)
+        if not 1 <= candidates <= self.w8.shape[0]:
+            raise ValueError(f"candidates must be in 1..{self.w8.shape[0]}, not {candidates!r}")
+        self.candidates = candidates
+        ws = np.asarray(w, dtype=np.float64) * self.smooth
+        error = (ws / self.scale[:, None] - self.w8) * INPUT_RADIX         # within +-INPUT_RADIX / 2
+        self.residual = V.quantize(error, 1.0, INPUT_RADIX // 2).astype(np.float32)
+
+    def best(self, logits):
+        """The rows of the ``candidates`` largest ``logits``, in increasing order."""
+        return np.sort(np.argpartition(-logits, self.candidates - 1)[:self.candidates])
+
+    def __call__(self, x, sums=None, rescore=None):
+        """The logits of ``x``: every row's from the int8 weights, the candidates' from the 15-bit weights.
+        ``sums`` as ``ChipLinear``'s; ``rescore(w8, rows)``: what computes the int32 sums of the candidates'
+        residual rows ``w8`` with the input rows in place of numpy (a simulator of the chip)."""
+        rows, x_scale = quantised_input(np.asarray(x, dtype=np.float64) / self.smooth, self.digits)
+        coarse = combined(self.weight_sums((sums or self.sums)(rows)))
+        logits = coarse * self.scale * x_scale
+        top = self.best(logits)
+        fine = combined((rescore or _integer_sums)(self.residual[top], rows))
+        logits[top] = (coarse[top] * INPUT_RADIX + fine) * (self.scale[top] / INPUT_RADIX) * x_scale
+        return logits.astype(np.float32)
+
+
+def _integer_sums(w8, rows):
+    """The int32 sums of each int8 row of ``rows`` with each row of ``w8``: (input rows, weight rows), int64."""
+    return np.asarray(rows, dtype=np.int64) @ np.asarray(w8, dtype=np.int64).T
 
 
 def quantised_input(h, digits):
@@ -293,11 +345,13 @@ class Ga2Model(FloatModel):
     (``ChipLinear``, its smoothing factors from the calibrated input peaks), "float" leaves them to the host.
     ``weight_digits``: 2 gives those products wide weights (15 bits as two int8 digit planes, ``ChipLinear``).
     ``linear_smoothing``: the alpha of those products' smoothing factors, or None for none (default
-    ``LINEAR_SMOOTHING`` of the input's ``digits``); ``smoothing`` is q, k and v's."""
+    ``LINEAR_SMOOTHING`` of the input's ``digits``); ``smoothing`` is q, k and v's. ``head_candidates``: the
+    LM head's best candidates a token computes again with 15-bit weights (``RescoredHead``; 0 for none, and none
+    with wide weights, which the whole head has)."""
 
     def __init__(self, model, calibration, weight_scales="per-row", key_scales="per-head", chunk=CHUNK,
-                 smoothing=SMOOTHING, fine_output=True, digits=2, key_digits=1, linears="chip", int32_sums=True,
-                 weight_digits=1, linear_smoothing=BY_DIGITS):
+                 smoothing=SMOOTHING, fine_output=True, digits=2, key_digits=PATH_KEY_DIGITS, linears="chip",
+                 int32_sums=True, weight_digits=1, linear_smoothing=BY_DIGITS, head_candidates=HEAD_CANDIDATES):
         super().__init__(model)
         if weight_scales not in WEIGHT_SCALES:
             raise ValueError(f"weight_scales must be one of {', '.join(WEIGHT_SCALES)}, not {weight_scales!r}")
@@ -315,6 +369,8 @@ class Ga2Model(FloatModel):
             raise ValueError(f"linears must be one of {', '.join(LINEARS)}, not {linears!r}")
         if weight_digits not in WEIGHT_DIGITS:
             raise ValueError(f"weight_digits must be 1 or 2, not {weight_digits!r}")
+        if not isinstance(head_candidates, int) or head_candidates < 0:
+            raise ValueError(f"head_candidates must be a count of rows (0 for none), not {head_candidates!r}")
         self.smoothing, self.fine_output, self.digits, self.key_digits = smoothing, fine_output, digits, key_digits
         if linear_smoothing == BY_DIGITS:
             linear_smoothing = LINEAR_SMOOTHING[digits]
@@ -329,7 +385,14 @@ class Ga2Model(FloatModel):
         names = [f"blk.{b}.{n}.weight" for b in range(c.blocks) for n in self.BLOCK_LINEARS] + [self.HEAD]
         self.weight_digits = weight_digits if linears == "chip" else 1
         self.chip_linears = {n: ChipLinear(self.w[n], calibration.inputs[n], linear_smoothing, digits,
-                                           weight_digits) for n in names} if linears == "chip" else {}
+                                           weight_digits) for n in names[:-1]} if linears == "chip" else {}
+        self.head_candidates = head_candidates if linears == "chip" and self.weight_digits == 1 else 0
+        if linears == "chip":
+            x_peak = calibration.inputs[self.HEAD]
+            self.chip_linears[self.HEAD] = (
+                RescoredHead(self.w[self.HEAD], x_peak, linear_smoothing, digits, self.head_candidates)
+                if self.head_candidates else ChipLinear(self.w[self.HEAD], x_peak, linear_smoothing, digits,
+                                                        weight_digits))
         self.at_limit = {"v_proj": 0, "k_cache": 0, "out": 0}
         self.group = c.heads // c.kv_heads
         # Called with every block's attention step when set (ga2_sw.llm.chip_steps runs sampled steps as chip
@@ -376,7 +439,10 @@ class Ga2Model(FloatModel):
         if self.products is None:
             return chip(x)
         kind = self.PRODUCT_KINDS[name.split(".")[-2]]
-        return chip(x, lambda rows: self.products(kind, chip.w8, rows, name))
+        sums = lambda rows: self.products(kind, chip.w8, rows, name)           # noqa: E731
+        if isinstance(chip, RescoredHead):
+            return chip(x, sums, lambda w8, rows: self.products("rescore", w8, rows, name + ".rescore"))
+        return chip(x, sums)
 
     @property
     def weights_on_chip_fraction(self):

@@ -43,7 +43,7 @@ from ..online_program import Group, GroupedLayout, grouped_program
 from ..schedule import reorder
 from .step_cycles import SMOLLM2
 
-__all__ = ["Product", "head_product", "MODEL", "Host", "Phase", "linear_program", "linear_pieces",
+__all__ = ["Product", "head_product", "rescore_product", "MODEL", "Host", "Phase", "linear_program", "linear_pieces",
            "attention_pieces", "step_phases", "step_cost", "bounds", "PRODUCT_MN", "memory_bytes_per_cycle",
            "throughput_rows", "phase_count", "block_products", "linear_image", "linear_outputs", "output_base",
            "attention_layout", "StepTimer", "weight_pitch", "GROUP_WORDS", "GROUPS", "step_numerics", "output_window",
@@ -81,6 +81,12 @@ def block_products(model=MODEL, weight_digits=1):
 def head_product(model=MODEL, weight_digits=1):
     """The LM head, tied to the embedding: a row of ``d_model`` per vocabulary entry (``weight_digits`` planes)."""
     return Product("head", model["vocab"] * weight_digits, model["d_model"], weight_digits)
+
+
+def rescore_product(batch, candidates, model=MODEL):
+    """The LM head's second product (``ga2_path.RescoredHead``): ``candidates`` rows of its residual plane for each
+    of a batch's ``batch`` sequences, one matrix of all of them (each sequence takes the sums of its own rows)."""
+    return Product("rescore", batch * candidates, model["d_model"])
 
 
 # The requantisation of a product's sums to int8 (m, s): the cycles do not depend on it (an RQ takes its length's
@@ -332,11 +338,13 @@ class Phase:
     layout: object = None   # the attention's GroupedLayout (its external memory image)
 
 
-def step_phases(config, contexts, model=MODEL, digits=None, weight_digits=1, key_digits=1):
+def step_phases(config, contexts, model=MODEL, digits=None, weight_digits=1, key_digits=1, head_candidates=0):
     """The phases of one decode step of ``len(contexts)`` sequences, sequence ``n`` at ``contexts[n]`` tokens of
     context, the products' inputs in ``digits`` rows a token (``step_numerics``), the weights after the attention
-    of ``weight_digits`` int8 planes, the keys of ``key_digits``. A phase's ``macs`` are the model's (a weight
-    met once by each token), whatever its planes."""
+    of ``weight_digits`` int8 planes, the keys of ``key_digits``, and ``head_candidates`` rows of the LM head's
+    residual plane a sequence read again after the head (``ga2_path.RescoredHead``: the ``rescore`` phase, whose
+    rows the host gathers into the program's window, so they count as bytes in and as weights read). A phase's
+    ``macs`` are the model's (a weight met once by each token), whatever its planes."""
     B = len(contexts)
     digits, sums = step_numerics(config, digits)
     out_bytes = digits * (WORD_BYTES if sums else 1)        # a result's bytes out: its sums, or its int8
@@ -362,6 +370,11 @@ def step_phases(config, contexts, model=MODEL, digits=None, weight_digits=1, key
     for _, n, program in pieces[head]:
         phases.append(Phase("head", tuple(program), B * digits * head.cols, B * n * out_bytes, 1, n * head.cols, 0,
                             B * n * head.cols // head.planes))
+    if head_candidates:
+        rescore = rescore_product(B, head_candidates, model)
+        for _, n, program in linear_pieces(config, B, rescore, digits=digits):
+            phases.append(Phase("rescore", tuple(program), B * digits * rescore.cols + n * rescore.cols,
+                                B * n * out_bytes, 1, n * rescore.cols, 0, n * rescore.cols))
     return phases
 
 
@@ -381,12 +394,12 @@ def _program_cycles(program, config):
 
 
 def step_cost(config, contexts, model=MODEL, host=Host(), progress=None, digits=None, weight_digits=1,
-              key_digits=1):
+              key_digits=1, head_candidates=0):
     """``{"cycles", "chip", "host", "phases": {name: {"cycles", "chip", "host", "programs"}}, "weights", "kv",
     "macs", "bytes"}`` of one decode step (``step_phases``' numerics): each phase's program on the cycle model
     plus its round trip, times its repeats."""
     out = {"cycles": 0, "chip": 0, "host": 0, "weights": 0, "kv": 0, "macs": 0, "bytes": 0, "phases": {}}
-    for phase in step_phases(config, contexts, model, digits, weight_digits, key_digits):
+    for phase in step_phases(config, contexts, model, digits, weight_digits, key_digits, head_candidates):
         chip = _program_cycles(phase.program, config).cycles
         trip = host.cycles(config, phase.program, phase.bytes_in, phase.bytes_out)
         row = out["phases"].setdefault(phase.name, {"cycles": 0, "chip": 0, "host": 0, "programs": 0})
@@ -413,7 +426,7 @@ def bounds(config, cost):
 
 
 def throughput_rows(config, batches, contexts, fmax_mhz=None, model=MODEL, host=Host(), progress=None, digits=None,
-                    weight_digits=1, key_digits=1):
+                    weight_digits=1, key_digits=1, head_candidates=0):
     """Rows ``{"batch", "context", "cycles", "chip_cycles", "host_cycles", "tokens_per_s", "dram_bound_cycles",
     "compute_bound_cycles", "fraction_of_bound", "bound", "phases"}`` of a step of every batch at every context
     (all sequences at that context), tokens/s at ``fmax_mhz`` (``config.clock_mhz`` when None)."""
@@ -421,7 +434,8 @@ def throughput_rows(config, batches, contexts, fmax_mhz=None, model=MODEL, host=
     rows = []
     for B in batches:
         for L in contexts:
-            cost = step_cost(config, [L] * B, model, host, progress, digits, weight_digits, key_digits)
+            cost = step_cost(config, [L] * B, model, host, progress, digits, weight_digits, key_digits,
+                             head_candidates)
             dram, compute = bounds(config, cost)
             rows.append({"batch": B, "context": L, "cycles": cost["cycles"], "chip_cycles": cost["chip"],
                          "host_cycles": cost["host"], "tokens_per_s": round(B * clock * 1e6 / cost["cycles"], 3),
@@ -433,9 +447,9 @@ def throughput_rows(config, batches, contexts, fmax_mhz=None, model=MODEL, host=
     return rows
 
 
-def phase_count(config, batch, context, model=MODEL, digits=None, weight_digits=1, key_digits=1):
+def phase_count(config, batch, context, model=MODEL, digits=None, weight_digits=1, key_digits=1, head_candidates=0):
     """Programs in one step (for a progress bar)."""
-    return len(step_phases(config, [context] * batch, model, digits, weight_digits, key_digits))
+    return len(step_phases(config, [context] * batch, model, digits, weight_digits, key_digits, head_candidates))
 
 
 class StepTimer:
@@ -446,13 +460,15 @@ class StepTimer:
     ``attention`` add up to ``cycles``, ``host`` is the round trips' share), the elements the step moves, and
     the weights and KV-cache bytes it must read at least."""
 
-    def __init__(self, config, model=MODEL, host=Host(), digits=None, weight_digits=1, key_digits=1):
+    def __init__(self, config, model=MODEL, host=Host(), digits=None, weight_digits=1, key_digits=1,
+                 head_candidates=0):
         self.config, self.model, self.host, self.digits = config, model, host, digits
-        self.weight_digits, self.key_digits = weight_digits, key_digits
+        self.weight_digits, self.key_digits, self.head_candidates = weight_digits, key_digits, head_candidates
 
     def step(self, contexts):
         cost = step_cost(self.config, contexts, self.model, self.host, digits=self.digits,
-                         weight_digits=self.weight_digits, key_digits=self.key_digits)
+                         weight_digits=self.weight_digits, key_digits=self.key_digits,
+                         head_candidates=self.head_candidates)
         attention = cost["phases"]["attention"]["cycles"]
         return {"cycles": cost["cycles"], "products": cost["cycles"] - attention, "attention": attention,
                 "host": cost["host"], "words": cost["bytes"], "weights": cost["weights"], "kv": cost["kv"]}
