@@ -15,8 +15,8 @@ import threading
 
 import numpy as np
 
-from ga2_sw.llm.whole_step import (SCHEDULE, SCHEDULE_WINDOW, Product, linear_image, linear_pieces, output_window,
-                                   program_counters, step_numerics, window_outputs)
+from ga2_sw.llm.whole_step import (RESCORE, SCHEDULE, SCHEDULE_WINDOW, Product, linear_image, linear_pieces,
+                                   output_window, program_counters, step_numerics, window_outputs)
 from ga2_sw.online_program import grouped_outputs
 from ga2_sw.schedule import reorder
 
@@ -72,10 +72,11 @@ class ChipProducts:
 
     def gathered(self, kind, items, where):
         """The sums of each sequence's ``(w8, rows)``: one program for the batch whose weights are all the
-        sequences' own rows (the LM head's candidates, ``rescore``: each sequence its own) or the rows they
-        share (every other product), each sequence taking the sums of its own rows."""
+        sequences' own rows (the LM head's candidates, ``RESCORE``: each sequence its own, even where two
+        sequences' are alike) or the rows they share (every other product), each sequence taking the sums of
+        its own rows."""
         weights = [w for w, _ in items]
-        if all(w is weights[0] for w in weights):
+        if kind != RESCORE:
             return self.batch(kind, weights[0], [rows for _, rows in items], where)
         sums = self.batch(kind, np.concatenate(weights), [rows for _, rows in items], where)
         ends = np.cumsum([0] + [len(w) for w in weights])

@@ -426,6 +426,28 @@ def test_a_step_through_the_products_hook_is_the_path_s_step(model, ga2):
     assert sorted(seen) == sorted(want) and head_product().rows == 49152
 
 
+def test_a_batch_meets_its_shared_weights_once_and_its_candidates_each():
+    """``ChipProducts.gathered`` (``--sim``'s meeting of a batch's sequences at a product): a product whose
+    weights the sequences share runs their rows once (each sequence's copy of them equal, not the same array),
+    the LM head's candidates (``RESCORE``) run every sequence's rows even where two are alike; the programs are
+    the ones ``whole_step`` times, each sequence's sums numpy's."""
+    from ga2_sw.chips import config_of
+    from ga2_sw.llm.whole_step import RESCORE, Product, linear_pieces, program_counters
+    from sim.llm_step import ChipProducts
+    llm = config_of("llm")
+    rng = np.random.default_rng(14)
+    w8, rows = rng.integers(-127, 128, (24, 64)), [rng.integers(-127, 128, (2, 64)) for _ in range(2)]
+
+    def cycles(kind, n):
+        return sum(program_counters(tuple(p), llm)[0].cycles
+                   for _, _, p in linear_pieces(llm, 2, Product(kind, n, 64), digits=2))
+    for kind, n in (("o", 24), (RESCORE, 48)):
+        chip = ChipProducts("model", llm)
+        got = chip.gathered(kind, [(w8.copy(), x) for x in rows], "test")
+        assert all(np.array_equal(g, x @ w8.T) for g, x in zip(got, rows))
+        assert chip.tally.programs == {kind: 1} and chip.tally.total_cycles == cycles(kind, n)
+
+
 def test_generate_refuses_a_simulator_without_the_ga2_path(capsys):
     from ga2_cli import main
     assert main(["llm", "generate", "Hello", "--path", "float", "--sim", "verilator"]) == 2

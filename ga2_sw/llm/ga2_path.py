@@ -37,6 +37,7 @@ from ..numerics import KEY_DIGITS, KEY_LIMIT, SCORE_UNIT, mantissa_shift
 from . import files, vector_numerics as V
 from .float_model import FloatModel
 from .scores import PROMPTS
+from .whole_step import RESCORE
 
 __all__ = ["WEIGHT_SCALES", "KEY_SCALES", "LINEARS", "SMOOTHING", "LINEAR_SMOOTHING", "BY_DIGITS", "FINE_RATIO",
            "INPUT_RADIX", "Calibration", "calibrate", "Ga2Model", "ChipLinear", "read_outputs", "input_digits",
@@ -441,7 +442,7 @@ class Ga2Model(FloatModel):
         kind = self.PRODUCT_KINDS[name.split(".")[-2]]
         sums = lambda rows: self.products(kind, chip.w8, rows, name)           # noqa: E731
         if isinstance(chip, RescoredHead):
-            return chip(x, sums, lambda w8, rows: self.products("rescore", w8, rows, name + ".rescore"))
+            return chip(x, sums, lambda w8, rows: self.products(RESCORE, w8, rows, f"{name}.{RESCORE}"))
         return chip(x, sums)
 
     @property

@@ -43,11 +43,11 @@ from ..online_program import Group, GroupedLayout, grouped_program
 from ..schedule import reorder
 from .step_cycles import SMOLLM2
 
-__all__ = ["Product", "head_product", "rescore_product", "MODEL", "Host", "Phase", "linear_program", "linear_pieces",
-           "attention_pieces", "step_phases", "step_cost", "bounds", "PRODUCT_MN", "memory_bytes_per_cycle",
-           "throughput_rows", "phase_count", "block_products", "linear_image", "linear_outputs", "output_base",
-           "attention_layout", "StepTimer", "weight_pitch", "GROUP_WORDS", "GROUPS", "step_numerics", "output_window",
-           "window_outputs", "program_counters"]
+__all__ = ["Product", "head_product", "rescore_product", "RESCORE", "MODEL", "Host", "Phase", "linear_program",
+           "linear_pieces", "attention_pieces", "step_phases", "step_cost", "bounds", "PRODUCT_MN",
+           "memory_bytes_per_cycle", "throughput_rows", "phase_count", "block_products", "linear_image",
+           "linear_outputs", "output_base", "attention_layout", "StepTimer", "weight_pitch", "GROUP_WORDS", "GROUPS",
+           "step_numerics", "output_window", "window_outputs", "program_counters"]
 
 # SmolLM2-135M (docs/LLM.md): its attention's shape (``step_cycles.SMOLLM2``), the MLP's width and the
 # vocabulary of the tied LM head.
@@ -83,10 +83,13 @@ def head_product(model=MODEL, weight_digits=1):
     return Product("head", model["vocab"] * weight_digits, model["d_model"], weight_digits)
 
 
+RESCORE = "rescore"
+
+
 def rescore_product(batch, candidates, model=MODEL):
     """The LM head's second product (``ga2_path.RescoredHead``): ``candidates`` rows of its residual plane for each
     of a batch's ``batch`` sequences, one matrix of all of them (each sequence takes the sums of its own rows)."""
-    return Product("rescore", batch * candidates, model["d_model"])
+    return Product(RESCORE, batch * candidates, model["d_model"])
 
 
 # The requantisation of a product's sums to int8 (m, s): the cycles do not depend on it (an RQ takes its length's
