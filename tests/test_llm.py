@@ -136,6 +136,8 @@ def test_generate_command(model_file, monkeypatch, capsys, tmp_path):
     assert text.startswith("The capital of France is Paris.\n") and "cycles" in text and "KV" in text
     r = json.loads(out.read_text())
     assert r["requests"][0]["text"] == " Paris." and r["requests"][0]["prompt_tokens"] == 5
+    assert r["text"] == "The capital of France is Paris."
+    assert all(s["matches_model"] is None and s["sim_cycles"] is None for s in r["steps"])     # no simulator
     # a step per token run (five of the prompt, the second generated token is not run), each timed
     assert [s["contexts"] for s in r["steps"]] == [[n] for n in range(1, 7)]
     assert r["total_cycles"] == sum(s["cycles"] for s in r["steps"]) > 0
