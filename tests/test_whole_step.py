@@ -210,9 +210,11 @@ def run_ga2(*argv):
 
 
 def test_throughput_command_json(tmp_path):
+    """A batch asked for that does not fit the chip (B = 8 on the llm chip) is named and left out."""
     out = tmp_path / "t.json"
-    r = run_ga2("llm", "throughput", "--batches", "2", "--contexts", "64", "--no-progress", "--json", str(out))
+    r = run_ga2("llm", "throughput", "--batches", "2,8", "--contexts", "64", "--no-progress", "--json", str(out))
     assert r.returncode == 0, r.stderr
+    assert "(B = 8 left out: down (576 x 1536) for a batch of 8 does not fit" in r.stdout
     data = json.loads(out.read_text())
     assert data["chip"] == "llm" and data["memory"] == "ddr3-800"
     for row in data["rows"]:
@@ -221,6 +223,7 @@ def test_throughput_command_json(tmp_path):
         clock = data["fmax_mhz"] or data["clock_mhz"]
         assert row["tokens_per_s"] == round(row["batch"] * clock * 1e6 / row["cycles"], 3)
     assert [(r["batch"], r["context"]) for r in data["rows"]] == [(2, 64)]
+    assert [row["batch"] for row in data["left_out"]] == [8]
     assert (data["weight_digits"], data["key_digits"], data["input_digits"], data["head_candidates"]) == (1, 2, 2, 16)
 
 

@@ -31,17 +31,18 @@ def _check(args):
     except ValueError as exc:
         raise ValueError(f"--input-digits {args.input_digits}: {exc}") from None
     given, args.batches, args.left_out = args.batches_asked is not None, [], []
-    for B in args.batches_asked if given else DEFAULT_BATCHES:
+    asked = args.batches_asked if given else DEFAULT_BATCHES
+    for B in asked:
         try:
             step_phases(config, [max(args.contexts)] * B, digits=args.digits, **_wide(args))
             args.batches.append(B)
         except ValueError as exc:
-            if given:
-                raise ValueError(f"--batches {B} at --contexts {max(args.contexts)}: {exc}") from None
-            args.left_out.append((B, str(exc)))         # the default batches are those that fit
+            args.left_out.append((B, str(exc)))         # the batches are those of the asked that fit the chip
     if not args.batches:
-        raise ValueError(f"--chip {args.chip}: no batch of {', '.join(map(str, DEFAULT_BATCHES))} fits: "
-                         f"{args.left_out[0][1]}")
+        B, why = args.left_out[0]
+        if given:
+            raise ValueError(f"--batches {B} at --contexts {max(args.contexts)}: {why}")
+        raise ValueError(f"--chip {args.chip}: no batch of {', '.join(map(str, asked))} fits: {why}")
     args.host = Host(sync_cycles=args.sync_cycles)
 
 
@@ -148,7 +149,8 @@ def add_throughput(llm):
     p = llm.add_parser("throughput", help="SmolLM2-135M's whole decode step on a chip: cycles, tokens/s and the "
                                           "DRAM and compute bounds, per batch and context")
     p.add_argument("--batches", metavar="B,B", type=BATCHES, dest="batches_asked",
-                   help="sequences a step, each 1..16 (default: those of 1,2,4,8 whose step fits the chip)")
+                   help="sequences a step, each 1..16, those whose step fits the chip (the others are named and "
+                        "left out; default 1,2,4,8)")
     p.add_argument("--contexts", metavar="L,L", type=CONTEXTS, default=[64, 1024],
                    help="tokens of context of every sequence, each 1..4096 (default 64,1024)")
     p.add_argument("--input-digits", type=int, choices=(1, 2), default=None,

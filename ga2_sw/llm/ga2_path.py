@@ -74,7 +74,8 @@ INPUT_LIMIT = 127 * INPUT_RADIX         # the largest 15-bit input magnitude
 # the chip streams both planes as the rows of one matrix, twice the bytes, and the host combines their sums.
 WEIGHT_DIGITS = (1, 2)
 # The LM head's best candidates read again at 15-bit weights (RescoredHead): a token's argmax is decided among
-# near ties of the int8 logits, which the head's int8 weights (its largest source of error) swap.
+# near ties of the int8 logits, which the head's int8 rounding swaps (of the single matrices made wide, the head
+# moves the path's error the most: docs/LLM.md).
 HEAD_CANDIDATES = 16
 # The key cache's int8 digits on the path by default: wide keys (docs/LONG_CONTEXT.md), whose 15 bits keep the
 # keys' small channels that one int8 scale per head rounds away (docs/LLM.md measures both).
