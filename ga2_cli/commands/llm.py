@@ -123,30 +123,21 @@ def _generate(args):
     work = sum(len(r.tokens) + args.max_tokens for r in requests)
     t0 = time.perf_counter()
     quiet = args.no_progress or len(requests) == 1 and args.max_tokens <= 32 and tally is None
-    ran = [0]                                   # the simulator's cycles so far
-
-    def step_done(step):
-        bar.update(len(step["requests"]))
-        if tally is not None:                   # this step's programs on the simulator against the step timed
-            step["sim_cycles"], ran[0] = tally.total_cycles - ran[0], tally.total_cycles
-            step["matches_model"] = step["sim_cycles"] == step["cycles"] - step["host"]
-        else:
-            step["sim_cycles"], step["matches_model"] = None, None
     with progress_bar(work, quiet, "tok") as bar:
         try:
             steps = serve(runner, requests, max_batch, {model.special["eos"], model.special["im_end"]},
                           StepTimer(config, weight_digits=args.weight_digits, key_digits=args.key_digits,
-                                    head_candidates=head_candidates(args)), progress=step_done)
+                                    head_candidates=head_candidates(args)), progress=_step_recorder(tally, bar))
         except ChipMismatch as e:
             print(f"ga2: {e}", file=sys.stderr)
             return 1
     seconds = time.perf_counter() - t0
-    for s in steps:
-        if s["matches_model"] is False:
-            print(f"ga2: step {s['step']}: the programs run on {args.sim} took {s['sim_cycles']:,} cycles, the whole "
-                  f"step timed by the cycle model {s['cycles'] - s['host']:,}: they are not the same programs",
-                  file=sys.stderr)
-            return 1
+    bad = next((s for s in steps if s["matches_model"] is False), None)
+    if bad:
+        print(f"ga2: step {bad['step']}: the programs run on {args.sim} took {bad['sim_cycles']:,} cycles, the "
+              f"whole step timed by the cycle model {bad['cycles'] - bad['host']:,}: they are not the same programs",
+              file=sys.stderr)
+        return 1
     _print_texts(args, model, prompts, requests, seconds, loaded)
     if tally is not None:
         kinds = ", ".join(f"{k} {n:,}" for k, n in tally.programs.items())
@@ -162,14 +153,32 @@ def _generate(args):
                                "sim": args.sim, "sim_programs": tally.total_programs if tally else 0,
                                "sim_cycles": tally.total_cycles if tally else 0,
                                "max_batch": max_batch, "arrival_gap": args.arrival_gap, "seconds": round(seconds, 3),
-                               "requests": [{"id": r.id, "prompt": p, "prompt_tokens": len(r.tokens),
-                                             "tokens": r.generated, "text": model.decode(r.generated),
-                                             "arrival": r.arrival, "joined": r.joined, "left": r.left}
-                                            for p, r in zip(prompts, requests)],
-                               "steps": steps, **summary})
+                               "requests": _request_rows(model, prompts, requests), "steps": steps, **summary})
     if args.plot:
         plot_serving(args.plot, steps, args.chip, max_batch)
     return 0
+
+
+def _step_recorder(tally, bar):
+    """``serve``'s progress callback: the bar moves on, and each step records its cycles on the simulator
+    (``sim_cycles``: ``tally``'s since the step before) and whether they are the cycle model's step, round trips
+    aside (``matches_model``); both None without a simulator."""
+    ran = [0]
+
+    def record(step):
+        bar.update(len(step["requests"]))
+        step["sim_cycles"] = step["matches_model"] = None
+        if tally is not None:
+            step["sim_cycles"], ran[0] = tally.total_cycles - ran[0], tally.total_cycles
+            step["matches_model"] = step["sim_cycles"] == step["cycles"] - step["host"]
+    return record
+
+
+def _request_rows(model, prompts, requests):
+    """The JSON's rows of the requests: each one's prompt, tokens, text and when it joined and left."""
+    return [{"id": r.id, "prompt": p, "prompt_tokens": len(r.tokens), "tokens": r.generated,
+             "text": model.decode(r.generated), "arrival": r.arrival, "joined": r.joined, "left": r.left}
+            for p, r in zip(prompts, requests)]
 
 
 def _print_texts(args, model, prompts, requests, seconds, loaded):
@@ -260,10 +269,20 @@ def _alpha(text):
         raise ValueError(f"must be none or a number with 0 <= x <= 1, not {text!r}") from None
 
 
-def _rescored(r):
-    """The eval header's words for the LM head's candidates read again at 15 bits."""
+def _eval_header(r, smoothing):
+    """The line above the evaluation's table: the path and its numerics, in words."""
+    on_chip = ("every matrix product on the chip's numerics" if r["linears"] == "chip" else
+               "q, k, v and attention on the chip's numerics, the other products in float")
     n = r["head_candidates"]
-    return f", the LM head's best {n} candidates again at 15 bits" if n else ""
+    rescored = f", the LM head's best {n} candidates again at 15 bits" if n else ""
+    return (f"SmolLM2-135M on the GA-2 path ({on_chip}: {r['weights_on_chip_fraction']:.1%} of the weights a token "
+            f"reads) against the float32 reference, teacher-forced over {r['tokens']} tokens "
+            f"of {r['text']} ({r['weight_scales']} weight scales, {r['key_scales']} key scales, {smoothing}, "
+            f"{'coarse and fine output readings' if r['output_readings'] == 2 else 'coarse output reading only'}, "
+            f"{'a 15-bit input in two digits' if r['input_digits'] == 2 else 'an int8 input'}, "
+            f"{'wide keys' if r['key_digits'] == 2 else 'int8 keys'}, "
+            f"{'wide weights' if r['weight_digits'] == 2 else 'int8 weights'} after the attention{rescored}; "
+            f"calibrated on {r['calibration_prompts']} other prompts)")
 
 
 def _eval(args):
@@ -292,17 +311,7 @@ def _eval(args):
     if r["linears"] == "chip":
         after = r["linear_smoothing"]
         smoothing += f" (after the attention {'none' if after is None else f'alpha {after}'})"
-    on_chip = ("every matrix product on the chip's numerics" if r["linears"] == "chip" else
-               "q, k, v and attention on the chip's numerics, the other products in float")
-    print(f"SmolLM2-135M on the GA-2 path ({on_chip}: {r['weights_on_chip_fraction']:.1%} of the weights a token "
-          f"reads) against the float32 reference, teacher-forced over {r['tokens']} tokens "
-          f"of {r['text']} ({r['weight_scales']} weight scales, {r['key_scales']} key scales, {smoothing}, "
-          f"{'coarse and fine output readings' if r['output_readings'] == 2 else 'coarse output reading only'}, "
-          f"{'a 15-bit input in two digits' if r['input_digits'] == 2 else 'an int8 input'}, "
-          f"{'wide keys' if r['key_digits'] == 2 else 'int8 keys'}, "
-          f"{'wide weights' if r['weight_digits'] == 2 else 'int8 weights'} after the attention"
-          f"{_rescored(r)}; "
-          f"calibrated on {r['calibration_prompts']} other prompts)")
+    print(_eval_header(r, smoothing))
     print(table(["", "float32", "GA-2 path"],
                 [("perplexity", f"{r['perplexity_float']:.3f}", f"{r['perplexity_ga2']:.3f}"),
                  ("predicts the text's next token", f"{r['top1_text_float']:.2%}", f"{r['top1_text_ga2']:.2%}")],
