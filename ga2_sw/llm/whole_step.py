@@ -376,7 +376,7 @@ def step_phases(config, contexts, model=MODEL, digits=None, weight_digits=1, key
     if head_candidates:
         rescore = rescore_product(B, head_candidates, model)
         for _, n, program in linear_pieces(config, B, rescore, digits=digits):
-            phases.append(Phase("rescore", tuple(program), B * digits * rescore.cols + n * rescore.cols,
+            phases.append(Phase(rescore.name, tuple(program), B * digits * rescore.cols + n * rescore.cols,
                                 B * n * out_bytes, 1, n * rescore.cols, 0, n * rescore.cols))
     return phases
 
