@@ -112,6 +112,33 @@ def test_online_attention_on_a_rising_context(chunk):
     assert V.online_attention(*case).tolist() == reference_attention(*case)
 
 
+@st.composite
+def causal_case(draw):
+    """A text's queries, keys and values (n positions; KV key/value heads, each shared by G query heads), each
+    position with its own score scalings; keys up to the wide keys' range."""
+    KV, G, n, d = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 100)), draw(st.integers(1, 5))
+    chunk = draw(st.sampled_from([1, 3, 16, 64]))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    key_limit = draw(st.sampled_from([127, N.WIDE_KEY_MAX]))
+    return (rng.integers(-127, 128, (n, KV * G, d)), rng.integers(-key_limit, key_limit + 1, (n, KV, d)),
+            rng.integers(-128, 128, (n, KV, d)), rng.integers(1, 30000, (n, KV * G)), rng.integers(0, 28, (n, KV * G)),
+            chunk)
+
+
+@settings(max_examples=100, deadline=None)
+@given(causal_case())
+def test_a_text_s_attention_at_once_is_each_position_s(case):
+    """``causal_partials`` (every position of a text at once, ``ga2 llm eval``'s) against ``online_partials`` of
+    each position alone over the keys up to its own, each query head given its shared head's rows."""
+    q8, K8, V8, sm, ss, chunk = case
+    partial, total = V.causal_partials(*case)
+    shared = np.arange(q8.shape[1]) // (q8.shape[1] // K8.shape[1])
+    for p in range(len(q8)):
+        want = V.online_partials(q8[p], K8[:p + 1].transpose(1, 0, 2)[shared], V8[:p + 1].transpose(1, 0, 2)[shared],
+                                 sm[p], ss[p], chunk)
+        assert partial[p].tolist() == want[0].tolist() and total[p].tolist() == want[1].tolist()
+
+
 def test_online_attention_refuses_what_int64_cannot_hold():
     q, K = np.zeros((1, 2), dtype=np.int64), np.zeros((1, 4097, 2), dtype=np.int64)
     with pytest.raises(ValueError, match="4,096"):
@@ -229,6 +256,44 @@ def test_value_projection_on_verilator_equals_the_machine(model, ga2):
 
 def test_ga2_path_answers_paris(model, ga2):
     assert model.decode(ga2.generate("The capital of France is", 2)) == " Paris."
+
+
+def test_a_text_at_once_is_the_path_s_steps(model, ga2):
+    """``text_logits`` (a whole text block by block, every position's products at once: ``ga2 llm eval``'s) against
+    the steps of one token at a time, over 66 tokens (the online softmax's second chunk of 64 included): on the
+    GA-2 path the same logits to the bit, the head's candidates and all; on the float model the same within the
+    rounding of float32 sums added in another order."""
+    from ga2_sw.llm.float_model import FloatModel
+    from ga2_sw.llm.texts import EVAL_TEXT
+    tokens = model.encode(EVAL_TEXT)[:66]
+    for path in (ga2, FloatModel(model)):
+        cache = path.new_cache()
+        steps = np.stack([path.step(t, p, cache) for p, t in enumerate(tokens)])
+        at_once = path.text_logits(tokens)
+        assert at_once.shape == steps.shape == (66, model.config.vocab) and at_once.dtype == steps.dtype
+        if path is ga2:
+            assert np.array_equal(at_once, steps)
+        else:
+            assert np.abs(at_once - steps).max() < 1e-3 * np.abs(steps).max()
+            assert np.array_equal(at_once.argmax(axis=1), steps.argmax(axis=1))
+
+
+def test_a_text_at_once_shows_its_hook_every_step(model, ga2, monkeypatch):
+    """With a hook on the attention (``on_attention``: what ``ga2 llm steps`` samples) a text at once still gives
+    its steps' logits, the hook called at every block and position as the steps call it."""
+    tokens = model.encode("The capital of France is")
+    cache = ga2.new_cache()
+    steps = np.stack([ga2.step(t, p, cache) for p, t in enumerate(tokens)])
+    seen = []
+    monkeypatch.setattr(ga2, "on_attention", lambda b, pos, *rest: seen.append((b, pos)))
+    assert np.array_equal(ga2.text_logits(tokens), steps)
+    assert seen == [(b, p) for b in range(model.config.blocks) for p in range(len(tokens))]
+
+
+def test_the_path_refuses_a_text_at_once_on_a_simulator(model, ga2, monkeypatch):
+    monkeypatch.setattr(ga2, "products", lambda kind, w8, rows, where: None)
+    with pytest.raises(ValueError, match="a step at a time"):
+        ga2.text_logits(model.encode("The capital of France is"))
 
 
 def test_continuous_batching_serves_each_prompt_its_own_tokens(model, ga2):

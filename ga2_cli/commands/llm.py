@@ -287,7 +287,7 @@ def _eval_header(r, smoothing):
 
 def _eval(args):
     from ga2_sw.analyses.common import table
-    from ga2_sw.llm.evaluate import evaluate
+    from ga2_sw.llm.evaluate import evaluate, text_parts
     from ga2_sw.llm.gguf_model import load
     from ga2_sw.llm.texts import EVAL_TEXT, GENERATE_PROMPTS
     model = load()
@@ -296,9 +296,10 @@ def _eval(args):
     if available < 2:
         raise ValueError(f"--text {args.text}: {available} token(s); scoring needs at least 2")
     tokens = min(args.tokens or available, available)
-    work = tokens - 1 + (len(GENERATE_PROMPTS) if args.generate_tokens else 0)
+    # the text's blocks and heads on both paths, then each prompt's continuation on both
+    work = text_parts(model) + (len(GENERATE_PROMPTS) if args.generate_tokens else 0)
     t0 = time.perf_counter()
-    with progress_bar(work, args.no_progress, "tok") as bar:
+    with progress_bar(work, args.no_progress, "part") as bar:
         r = evaluate(model, text=text, max_text_tokens=tokens, weight_scales=args.weight_scales,
                      key_scales=args.key_scales, smoothing=None if args.no_smoothing else SMOOTHING,
                      generate_tokens=args.generate_tokens, progress=bar.update, fine_output=not args.coarse_output,

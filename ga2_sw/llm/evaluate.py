@@ -8,7 +8,7 @@ from .float_model import FloatModel
 from .ga2_path import BY_DIGITS, HEAD_CANDIDATES, PATH_KEY_DIGITS, SMOOTHING, Ga2Model, calibrate
 from .texts import EVAL_TEXT, GENERATE_PROMPTS
 
-__all__ = ["teacher_forced", "plot_eval", "greedy_pairs", "evaluate"]
+__all__ = ["text_parts", "teacher_forced", "plot_eval", "greedy_pairs", "evaluate"]
 
 
 def _log_softmax(logits):
@@ -16,19 +16,25 @@ def _log_softmax(logits):
     return z - np.log(np.exp(z).sum())
 
 
+def text_parts(model):
+    """The parts ``teacher_forced`` counts its progress in: each block and the head, on both paths."""
+    return 2 * (model.config.blocks + 1)
+
+
 def teacher_forced(model, ga2, tokens, progress=None):
     """Both paths over ``tokens``: after each token but the last, the next token's top-1 agreement and each
-    path's log-likelihood of the text's next token. Returns the summary dict, with ``per_token``: each
-    position's negative log-likelihood on both paths and whether their top-1 tokens agree."""
-    tick = progress or (lambda n: None)
-    ref = FloatModel(model)
-    cache_f, cache_g = ref.new_cache(), ga2.new_cache()
+    path's log-likelihood of the text's next token. Each path reads the whole text at once, block by block
+    (``FloatModel.text_logits``: the GA-2 path's logits exactly those of its steps, the float model's up to the
+    order its matrix products add in); ``progress(1)`` after each block of each path and each head
+    (``text_parts``). Returns the summary dict, with ``per_token``: each position's negative log-likelihood on
+    both paths and whether their top-1 tokens agree."""
+    logits_f = FloatModel(model).text_logits(tokens[:-1], progress)
+    logits_g = ga2.text_logits(tokens[:-1], progress)
     agree, nll_f, nll_g = [], [], []
     text_f = text_g = 0
     kl = 0.0
-    for pos, t in enumerate(tokens[:-1]):
-        lf = _log_softmax(ref.step(t, pos, cache_f))
-        lg = _log_softmax(ga2.step(t, pos, cache_g))
+    for pos, (row_f, row_g) in enumerate(zip(logits_f, logits_g)):
+        lf, lg = _log_softmax(row_f), _log_softmax(row_g)
         nxt = tokens[pos + 1]
         agree.append(bool(np.argmax(lf) == np.argmax(lg)))
         text_f += int(np.argmax(lf) == nxt)
@@ -36,7 +42,6 @@ def teacher_forced(model, ga2, tokens, progress=None):
         nll_f.append(float(-lf[nxt]))
         nll_g.append(float(-lg[nxt]))
         kl += float(np.sum(np.exp(lf) * (lf - lg)))
-        tick(1)
     n = len(tokens) - 1
     return {"tokens": n, "top1_agreement": round(sum(agree) / n, 4),
             "perplexity_float": round(float(np.exp(sum(nll_f) / n)), 3),

@@ -92,6 +92,43 @@ class FloatModel:
         alone; ``sim.llm_step.Lockstep`` runs them together as the chip's programs.)"""
         return [self.step(token, pos, cache) for token, pos, cache in items]
 
+    def text_logits(self, tokens, progress=None):
+        """The logits after every token of ``tokens`` (n, vocabulary), each position attending to itself and
+        the positions before it (teacher forcing): the whole text block by block, every weight matrix after the
+        attention multiplying all the positions' rows at once (``linear_rows``: a matrix product in place of n
+        vector products). Row ``p`` is what ``step(tokens[p], p, cache)`` gives after the steps before it; in
+        float32 up to the order a matrix product adds in (on the GA-2 path, whose products are integer,
+        exactly). ``progress(1)`` after each block and after the head."""
+        c, w = self.c, self.w
+        tick = progress or (lambda n: None)
+        X = w["token_embd.weight"][list(tokens)].astype(np.float32)
+        cache = self.new_cache()
+        for b in range(c.blocks):
+            p = f"blk.{b}."
+            A = self.attention_rows(b, self._norm_rows(X, w[p + "attn_norm.weight"]), cache[b])
+            X = X + self.linear_rows(p + "attn_output.weight", A.reshape(len(X), -1))
+            H = self._norm_rows(X, w[p + "ffn_norm.weight"])
+            gate = self.linear_rows(p + "ffn_gate.weight", H)
+            up = self.linear_rows(p + "ffn_up.weight", H)
+            X = X + self.linear_rows(p + "ffn_down.weight", gate / (1 + np.exp(-gate)) * up)
+            tick(1)
+        logits = self.linear_rows(self.HEAD, self._norm_rows(X, w["output_norm.weight"]))
+        tick(1)
+        return logits
+
+    def _norm_rows(self, X, weight):
+        """``_norm`` of each row of ``X`` (row by row: the same sums as a step's)."""
+        return np.stack([self._norm(x, weight) for x in X])
+
+    def attention_rows(self, b, H, cache):
+        """``attention_block`` of every row of ``H`` in turn (row p at position p) on the block's ``cache``:
+        (n, heads, head_dim)."""
+        return np.stack([self.attention_block(b, h, p, cache, self.attention) for p, h in enumerate(H)])
+
+    def linear_rows(self, name, X):
+        """``linear`` of every row of ``X`` (n, columns) at once: (n, rows)."""
+        return X @ self.w[name].T
+
     def prefill(self, tokens, cache=None):
         """Run the prompt; (logits after its last token, cache)."""
         cache = cache if cache is not None else self.new_cache()

@@ -165,8 +165,32 @@ class ChipLinear:
     def __call__(self, x, sums=None):
         """The product of the vector ``x``; ``sums``: what computes the int32 sums of the input rows in place of
         ``self.sums`` (a simulator of the chip: ``Ga2Model.products``)."""
-        rows, x_scale = quantised_input(np.asarray(x, dtype=np.float64) / self.smooth, self.digits)
-        return (combined(self.weight_sums((sums or self.sums)(rows))) * self.scale * x_scale).astype(np.float32)
+        rows, x_scale = self.input_rows(x)
+        return self.outputs(rows, x_scale, (sums or self.sums)(rows))
+
+    # Vectors ``rows`` multiplies at once: their digit rows' sums as float32 take 4 x ROWS x digits bytes a weight
+    # row (the LM head's 49,152 rows: 100 MB), their int64 copy twice that.
+    ROWS = 256
+
+    def rows(self, X):
+        """``self(x)`` of every row ``x`` of ``X`` (n, columns), exactly: each row's input quantised as it is
+        alone, the int32 sums of all their digit rows one product (integers: the same in any order), (n, rows)
+        float32. What makes ``Ga2Model.text_logits`` fast."""
+        out = []
+        for a in range(0, len(X), self.ROWS):
+            inputs = [self.input_rows(x) for x in X[a:a + self.ROWS]]
+            sums, d = self.sums(np.concatenate([rows for rows, _ in inputs])), len(inputs[0][0])
+            out += [self.outputs(rows, x_scale, sums[n * d:(n + 1) * d]) for n, (rows, x_scale) in enumerate(inputs)]
+        return np.stack(out)
+
+    def input_rows(self, x):
+        """The int8 digit rows the host writes for the vector ``x`` and the scale of the integer they stand for
+        (``quantised_input`` of ``x`` divided by the smoothing factors)."""
+        return quantised_input(np.asarray(x, dtype=np.float64) / self.smooth, self.digits)
+
+    def outputs(self, rows, x_scale, sums):
+        """The float32 products from the int32 ``sums`` of the input's digit ``rows`` (digits, weight rows)."""
+        return (combined(self.weight_sums(sums)) * self.scale * x_scale).astype(np.float32)
 
 
 class RescoredHead(ChipLinear):
@@ -196,8 +220,13 @@ class RescoredHead(ChipLinear):
         """The logits of ``x``: every row's from the int8 weights, the candidates' from the 15-bit weights.
         ``sums`` as ``ChipLinear``'s; ``rescore(w8, rows)``: what computes the int32 sums of the candidates'
         residual rows ``w8`` with the input rows in place of numpy (a simulator of the chip)."""
-        rows, x_scale = quantised_input(np.asarray(x, dtype=np.float64) / self.smooth, self.digits)
-        coarse = combined(self.weight_sums((sums or self.sums)(rows)))
+        rows, x_scale = self.input_rows(x)
+        return self.outputs(rows, x_scale, (sums or self.sums)(rows), rescore)
+
+    def outputs(self, rows, x_scale, sums, rescore=None):
+        """The logits from the int32 ``sums`` of the input's digit ``rows``: every row's from the int8 weights,
+        the candidates' from the 15-bit weights (their residual sums from ``rescore`` as ``__call__``'s)."""
+        coarse = combined(self.weight_sums(sums))
         logits = coarse * self.scale * x_scale
         top = self.best(logits)
         fine = combined((rescore or _integer_sums)(self.residual[top], rows))
@@ -397,6 +426,7 @@ class Ga2Model(FloatModel):
                                                         weight_digits))
         self.at_limit = {"v_proj": 0, "k_cache": 0, "out": 0}
         self.group = c.heads // c.kv_heads
+        self._scalings = {}             # block -> output_scalings(block)
         # Called with every block's attention step when set (ga2_sw.llm.chip_steps runs sampled steps as chip
         # programs): on_attention(block, pos, q8, K8, V8, score, norm, out8, fine, fine8), K8 and V8 per
         # key/value head; fine and fine8 are [] and None without the fine reading.
@@ -495,10 +525,75 @@ class Ga2Model(FloatModel):
         return V.requant(sums, m, s)
 
     def attention_block(self, b, h, pos, cache, attend):
-        c, cal = self.c, self.cal
         x8, x_scale = self.quantised_input(b, h)
+        return self.attention_of_sums(b, x8, x_scale, self.qkv_digit_sums(b, x8), pos, cache)
+
+    def attention_rows(self, b, H, cache):
+        """``attention_block`` of every row of ``H`` in turn (row p at position p), exactly: each row's input
+        quantised as the step quantises it, q, k and v of all of them one integer product (the same in any
+        order), each position's host work on them as the step's, then the attention of every position at once
+        (``vector_numerics.causal_partials``: each query over the keys up to its own, in the step's chunks)."""
+        if self.products is not None:
+            raise ValueError("a simulator of the chip runs the path a step at a time (step), not a text at once")
+        inputs = [self.quantised_input(b, h) for h in H]
+        sums, d = self.qkv_digit_sums(b, np.concatenate([x8 for x8, _ in inputs])), self.digits
+        sums = [{n: s[p * d:(p + 1) * d] for n, s in sums.items()} for p in range(len(inputs))]
+        if self.on_attention is not None or self.chip is not None:      # hooks see each step's attention
+            return np.stack([self.attention_of_sums(b, x8, x_scale, sums[p], p, cache)
+                             for p, (x8, x_scale) in enumerate(inputs)])
+        tokens = [self.token_attention(b, x8, x_scale, sums[p], p) for p, (x8, x_scale) in enumerate(inputs)]
+        q8, k8, v8 = (np.stack([t[i] for t in tokens]) for i in range(3))
+        score = np.array([t[3] for t in tokens], dtype=np.int64)           # (positions, heads, (m, s))
+        keys, vals = cache
+        keys.extend(k8)
+        vals.extend(v8)
+        partial, total = V.causal_partials(q8, k8, v8, score[..., 0], score[..., 1], self.chunk)
+        return np.stack([self.attention_outputs(b, *self.output_readings(b, partial[p], total[p]))
+                         for p in range(len(inputs))])
+
+    def linear_rows(self, name, X):
+        chip = self.chip_linears.get(name)
+        return super().linear_rows(name, X) if chip is None else chip.rows(X)
+
+    def output_scalings(self, b):
+        """Block ``b``'s output readings, the same at every step: the coarse output scale per query head and its
+        NRM's (m, s), then the fine reading's (None and [] without it)."""
+        if b not in self._scalings:
+            shared = np.arange(self.c.heads) // self.group
+            v_scale, o_scale = self.cal.v_proj[b][shared], self.cal.out[b] * OUT_HEADROOM
+            norm = [mantissa_shift(float(vs / os)) for vs, os in zip(v_scale, o_scale)]
+            fine_scale = o_scale / FINE_RATIO if self.fine_output else None
+            fine = [mantissa_shift(float(vs / fs)) for vs, fs in zip(v_scale, fine_scale)] if self.fine_output else []
+            self._scalings[b] = (o_scale, norm, fine_scale, fine)
+        return self._scalings[b]
+
+    def attention_of_sums(self, b, x8, x_scale, sums, pos, cache):
+        """Block ``b``'s attention of the token at ``pos`` from its input's digit rows ``x8`` (scale ``x_scale``)
+        and their q, k and v ``sums`` (``qkv_digit_sums``): (heads, head_dim) float32."""
+        q8, k8, v8, score = self.token_attention(b, x8, x_scale, sums, pos)
+        keys, vals = cache
+        keys.append(k8)
+        vals.append(v8)
+        K_kv = np.stack(keys).transpose(1, 0, 2)                      # (kv_heads, tokens, head_dim)
+        V_kv = np.stack(vals).transpose(1, 0, 2)
+        shared = np.arange(self.c.heads) // self.group                # the key/value head of each query head
+        partial, total = V.online_partials(q8, K_kv[shared], V_kv[shared], *zip(*score), self.chunk)
+        out8, fine8 = self.output_readings(b, partial, total)
+        _, norm, _, fine = self.output_scalings(b)
+        if self.on_attention is not None:
+            self.on_attention(b, pos, q8, K_kv, V_kv, score, norm, out8, fine, fine8)
+        if self.chip is not None:
+            from .chip_steps import Step
+            out8, fine8 = self.chip(Step(0, b, pos, q8, K_kv, V_kv, score, norm, out8, self.group, fine, fine8,
+                                         self.key_digits))
+        return self.attention_outputs(b, out8, fine8)
+
+    def token_attention(self, b, x8, x_scale, sums, pos):
+        """The host's work on one token's q, k and v ``sums`` in block ``b``: q and k scaled back and rotated,
+        the key and value rounded for the cache and the query for the scores. (q8 (heads, head_dim), k8 and v8
+        (kv_heads, head_dim), each query head's score scaling (m, s))."""
+        c = self.c
         # q and k (and v with int32_sums): the int32 sums to the host, which undoes the scales (and applies RoPE)
-        sums = self.qkv_digit_sums(b, x8)
         q = self._rope(combined(sums["q"]) * self.w_scale[b, "q"] * x_scale, pos)
         k = self._rope(combined(sums["k"]) * self.w_scale[b, "k"] * x_scale, pos)
         v8 = self.values(b, x8, x_scale, sums["v"])
@@ -512,29 +607,20 @@ class Ga2Model(FloatModel):
         low = -127 if self.int32_sums else -128                       # quantize's limit, requant's
         self.at_limit["v_proj"] += int(np.sum((v8 == 127) | (v8 == low)))
         self.at_limit["k_cache"] += int(np.sum(np.abs(k8) == self.k_limit))
-        keys, vals = cache
-        keys.append(k8)
-        vals.append(v8)
-        K_kv = np.stack(keys).transpose(1, 0, 2)                      # (kv_heads, tokens, head_dim)
-        V_kv = np.stack(vals).transpose(1, 0, 2)
-        K8, V8 = K_kv[shared], V_kv[shared]                           # (heads, tokens, head_dim)
-        v_scale, o_scale = cal.v_proj[b][shared], cal.out[b] * OUT_HEADROOM
         score = [mantissa_shift(float(qs / math.sqrt(c.head_dim) * SCORE_UNIT)) for qs in q_scale]
-        norm = [mantissa_shift(float(vs / os)) for vs, os in zip(v_scale, o_scale)]
-        partial, total = V.online_partials(q8, K8, V8, *zip(*score), self.chunk)
+        return q8, k8, v8, score
+
+    def output_readings(self, b, partial, total):
+        """NRM of block ``b``'s running outputs ``partial`` and sums ``total`` (one token's): the coarse int8
+        outputs (heads, head_dim) and the fine ones (None without the fine reading)."""
+        _, norm, _, fine = self.output_scalings(b)
         out8 = V.normalise(partial, total, *zip(*norm))
         self.at_limit["out"] += int(np.sum((out8 == 127) | (out8 == -128)))
-        fine, fine8 = [], None
-        if self.fine_output:
-            fine_scale = o_scale / FINE_RATIO
-            fine = [mantissa_shift(float(vs / fs)) for vs, fs in zip(v_scale, fine_scale)]
-            fine8 = V.normalise(partial, total, *zip(*fine))
-        if self.on_attention is not None:
-            self.on_attention(b, pos, q8, K_kv, V_kv, score, norm, out8, fine, fine8)
-        if self.chip is not None:
-            from .chip_steps import Step
-            out8, fine8 = self.chip(Step(0, b, pos, q8, K_kv, V_kv, score, norm, out8, self.group, fine, fine8,
-                                         self.key_digits))
+        return out8, (V.normalise(partial, total, *zip(*fine)) if fine else None)
+
+    def attention_outputs(self, b, out8, fine8):
+        """The host's reading of one token's int8 attention outputs in block ``b``: (heads, head_dim) float32."""
+        o_scale, _, fine_scale, _ = self.output_scalings(b)
         if fine8 is None:
             return (out8 * o_scale[:, None]).astype(np.float32)
         return read_outputs(out8, fine8, o_scale, fine_scale)

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..numerics import (DIGIT_BITS, EXP64_TABLE, EXP_DISTANCES, ONLINE_START, SCORE_MAX, SCORE_MIN, WEIGHT_MAX)
 
-__all__ = ["int_matmul", "quantize", "requant", "scale_score", "online_partials", "normalise", "online_attention"]
+__all__ = ["int_matmul", "quantize", "requant", "scale_score", "online_partials", "causal_partials", "normalise", "online_attention"]
 
 _EXP64 = np.array(EXP64_TABLE + (0,), dtype=np.int64)      # one more entry: every distance from 1,024 on is 0
 
@@ -78,6 +78,51 @@ def online_partials(q8, K8, V8, score_m, score_s, chunk):
                                 values)).astype(np.int64)
         partial = _q16_scale(partial, alpha[:, None]) + (high << DIGIT_BITS) + low
         mx = new_mx
+    return partial, total
+
+
+def causal_partials(q8, K8, V8, score_m, score_s, chunk):
+    """``online_partials`` of every position of a text at once (teacher forcing): the query of position ``p``
+    (``q8[p]``, of (n, H, d)) over the keys and values of positions 0 .. p (``K8``, ``V8``: (n, KV, d), key/value
+    head ``k`` shared by query heads ``k G .. k G + G - 1``, G = H / KV), with its own score scalings
+    (``score_m[p]``, ``score_s[p]``, of (n, H)). The chunks are the text's tokens ``c0 .. c0 + chunk - 1`` for
+    every query, a query's last one cut at its own position, so row ``p`` of the results is exactly
+    ``online_partials(q8[p], K8[:p + 1] per query head, V8[:p + 1] per query head, ...)``: (partials (n, H, d),
+    sums (n, H))."""
+    n, H, d = q8.shape
+    KV = K8.shape[1]
+    G = H // KV
+    if n > (1 << 12):
+        raise ValueError("causal_partials covers texts to 4,096 tokens (numerics.ONLINE_MAX_CTX)")
+    mx = np.full((n, H), ONLINE_START[0], dtype=np.int64)
+    total = np.full((n, H), ONLINE_START[1], dtype=np.int64)
+    partial = np.zeros((n, H, d), dtype=np.int64)
+    m, s = np.asarray(score_m, dtype=np.int64), np.asarray(score_s, dtype=np.int64)
+    queries = np.asarray(q8, dtype=np.float64).reshape(n, KV, G, d).transpose(1, 0, 2, 3)     # (KV, n, G, d)
+
+    def grouped(a, rows):       # (rows, H, x) -> (KV, rows G, x): each key/value head's query heads together
+        return a.reshape(rows, KV, G, -1).transpose(1, 0, 2, 3).reshape(KV, rows * G, -1)
+
+    def ungrouped(a, rows):     # the inverse: (KV, rows G, x) -> (rows, H, x)
+        return a.reshape(KV, rows, G, -1).transpose(1, 0, 2, 3).reshape(rows, H, -1)
+
+    for c0 in range(0, n, chunk):
+        c1, rows = min(n, c0 + chunk), n - c0              # the chunk's tokens; the queries at c0 and after
+        keys = np.asarray(K8[c0:c1], dtype=np.float64).transpose(1, 2, 0)                       # (KV, d, C)
+        dots = ungrouped(queries[:, c0:].reshape(KV, rows * G, d) @ keys, rows)        # MM: exact int32 sums
+        x = scale_score(np.rint(dots).astype(np.int64), m[c0:, :, None], s[c0:, :, None])
+        seen = (np.arange(c0, c1)[None, :] <= np.arange(c0, n)[:, None])[:, None, :]    # key at or before query
+        x = np.where(seen, x, SCORE_MIN)                   # a key after the query moves no maximum...
+        new_mx = np.maximum(mx[c0:], x.max(axis=2))
+        w = (_EXP64[np.minimum(new_mx[:, :, None] - x, EXP_DISTANCES)] * WEIGHT_MAX + (1 << 15)) >> 16
+        w = np.where(seen, w, 0)                           # ... and weighs nothing
+        alpha = _EXP64[np.minimum(new_mx - mx[c0:], EXP_DISTANCES)]
+        total[c0:] = _q16_scale(total[c0:], alpha) + w.sum(axis=2)
+        values = np.asarray(V8[c0:c1], dtype=np.float64).transpose(1, 0, 2)                    # (KV, C, d)
+        high, low = (ungrouped(np.rint(grouped(digit.astype(np.float64), rows) @ values).astype(np.int64), rows)
+                     for digit in (w >> DIGIT_BITS, w & ((1 << DIGIT_BITS) - 1)))
+        partial[c0:] = _q16_scale(partial[c0:], alpha[:, :, None]) + (high << DIGIT_BITS) + low
+        mx[c0:] = new_mx
     return partial, total
 
 
