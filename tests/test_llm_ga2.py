@@ -290,6 +290,50 @@ def test_a_text_at_once_shows_its_hook_every_step(model, ga2, monkeypatch):
     assert seen == [(b, p) for b in range(model.config.blocks) for p in range(len(tokens))]
 
 
+def _greedy_by_steps(path, prompt, max_tokens, stop):
+    """A greedy continuation one ``step`` at a time, the prompt's tokens too (no prefill, no batch)."""
+    tokens, cache, out = path.model.encode(prompt), path.new_cache(), []
+    for pos, t in enumerate(tokens):
+        logits = path.step(t, pos, cache)
+    for _ in range(max_tokens):
+        nxt = int(np.argmax(logits))
+        if nxt in stop:
+            break
+        out.append(nxt)
+        logits = path.step(nxt, len(tokens) + len(out) - 1, cache)
+    return out
+
+
+def test_prompts_stepped_together_are_each_alone(model, ga2):
+    """``generate_batch`` (``ga2 llm eval``'s greedy pairs: the prompts' steps together, the GA-2 path's prompt
+    read at once) against each prompt's greedy tokens a step at a time; one sequence stops early on a token of
+    its own continuation while the others go on."""
+    prompts = ["The capital of France is", "Water boils at", "List three colours:"]
+    alone = [_greedy_by_steps(ga2, p, 5, set()) for p in prompts]
+    stop = {alone[1][2]}
+    want = [_greedy_by_steps(ga2, p, 5, stop) for p in prompts]
+    assert len(want[1]) < 5 and any(len(w) == 5 for w in want)
+    assert ga2.generate_batch(prompts, 5, stop) == want
+    assert [ga2.generate(p, 5, stop) for p in prompts] == want
+
+
+def test_a_batch_s_steps_are_each_alone(model, ga2, monkeypatch):
+    """``step_batch`` of sequences at different positions, each on its own cache: each row the logits of its
+    step alone, to the bit; and ``generate_batch`` gives each step the position after its sequence's last."""
+    prompts = ["The capital of France is", "Water boils at"]
+    prefilled = [ga2.prefill(model.encode(p)) for p in prompts]
+    copies = [[(list(k), list(v)) for k, v in cache] for _, cache in prefilled]
+    tokens = [int(np.argmax(logits)) for logits, _ in prefilled]
+    lengths = [len(model.encode(p)) for p in prompts]
+    rows = ga2.step_batch([(t, n, cache) for t, n, (_, cache) in zip(tokens, lengths, prefilled)])
+    for row, t, n, cache in zip(rows, tokens, lengths, copies):
+        assert np.array_equal(row, ga2.step(t, n, cache))
+    seen, batch = [], ga2.step_batch
+    monkeypatch.setattr(ga2, "step_batch", lambda items: seen.append([p for _, p, _ in items]) or batch(items))
+    ga2.generate_batch(prompts, 3, set())
+    assert seen == [[n + i for n in lengths] for i in range(3)]
+
+
 def test_the_path_refuses_a_text_at_once_on_a_simulator(model, ga2, monkeypatch):
     monkeypatch.setattr(ga2, "products", lambda kind, w8, rows, where: None)
     with pytest.raises(ValueError, match="a step at a time"):

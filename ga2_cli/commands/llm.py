@@ -289,15 +289,15 @@ def _eval(args):
     from ga2_sw.analyses.common import table
     from ga2_sw.llm.evaluate import evaluate, text_parts
     from ga2_sw.llm.gguf_model import load
-    from ga2_sw.llm.texts import EVAL_TEXT, GENERATE_PROMPTS
+    from ga2_sw.llm.texts import EVAL_TEXT
     model = load()
     text = EVAL_TEXT if args.text is None else open(args.text, encoding="utf-8").read()
     available = len(model.encode(text))         # --tokens beyond the text's length scores all of it
     if available < 2:
         raise ValueError(f"--text {args.text}: {available} token(s); scoring needs at least 2")
     tokens = min(args.tokens or available, available)
-    # the text's blocks and heads on both paths, then each prompt's continuation on both
-    work = text_parts(model) + (len(GENERATE_PROMPTS) if args.generate_tokens else 0)
+    # the text's blocks and heads on both paths, then the prompts' steps on both
+    work = text_parts(model) + 2 * args.generate_tokens
     t0 = time.perf_counter()
     with progress_bar(work, args.no_progress, "part") as bar:
         r = evaluate(model, text=text, max_text_tokens=tokens, weight_scales=args.weight_scales,

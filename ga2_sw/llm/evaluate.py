@@ -82,18 +82,17 @@ def plot_eval(result, path):
 
 
 def greedy_pairs(model, ga2, prompts, max_tokens, progress=None):
-    """Greedy continuations of each prompt by both paths: one row per prompt with both texts, the tokens
-    generated and how many leading tokens they share."""
-    tick = progress or (lambda n: None)
-    ref, rows = FloatModel(model), []
+    """Greedy continuations of each prompt by both paths, each path's prompts stepped together
+    (``generate_batch``): one row per prompt with both texts, the tokens generated and how many leading tokens
+    they share. ``progress(1)`` after each step of each path (``2 x max_tokens``)."""
     stop = set()                        # a fixed number of tokens: no stop at end-of-text
-    for prompt in prompts:
-        f = ref.generate(prompt, max_tokens, stop=stop)
-        g = ga2.generate(prompt, max_tokens, stop=stop)
+    floats = FloatModel(model).generate_batch(prompts, max_tokens, stop, progress)
+    ga2s = ga2.generate_batch(prompts, max_tokens, stop, progress)
+    rows = []
+    for prompt, f, g in zip(prompts, floats, ga2s):
         same = next((i for i, (a, b) in enumerate(zip(f, g)) if a != b), min(len(f), len(g)))
         rows.append({"prompt": prompt, "float": model.decode(f), "ga2": model.decode(g), "tokens": len(f),
                      "common_prefix": same})
-        tick(1)
     return rows
 
 

@@ -87,25 +87,46 @@ class FloatModel:
         return self.linear(self.HEAD, self._norm(x, w["output_norm.weight"]))
 
     def step_batch(self, items):
-        """``step`` of each ``(token, pos, cache)`` of a batch's sequences: their logits, in order. (A batch's
-        sequences are computed one after the other: each row of GA-2's batched programs is what it would be
-        alone; ``sim.llm_step.Lockstep`` runs them together as the chip's programs.)"""
+        """``step`` of each ``(token, pos, cache)`` of a batch's sequences: their logits, in order. The float
+        reference computes them one after the other, so that a sequence's float32 logits never depend on the
+        batch it is in (``step_rows`` would add its sums in another order); the GA-2 path, whose sums are
+        integers, takes them together (``Ga2Model.step_batch``), and ``sim.llm_step.Lockstep`` runs them as the
+        chip's programs. Each row of GA-2's batched programs is what it would be alone."""
         return [self.step(token, pos, cache) for token, pos, cache in items]
 
-    def text_logits(self, tokens, progress=None):
+    def text_logits(self, tokens, progress=None, cache=None):
         """The logits after every token of ``tokens`` (n, vocabulary), each position attending to itself and
         the positions before it (teacher forcing): the whole text block by block, every weight matrix after the
         attention multiplying all the positions' rows at once (``linear_rows``: a matrix product in place of n
         vector products). Row ``p`` is what ``step(tokens[p], p, cache)`` gives after the steps before it; in
         float32 up to the order a matrix product adds in (on the GA-2 path, whose products are integer,
-        exactly). ``progress(1)`` after each block and after the head."""
+        exactly). ``progress(1)`` after each block and after the head. ``cache``: an empty cache to fill (a new
+        one by default)."""
+        cache = self.new_cache() if cache is None else cache
+        return self._rows(tokens, lambda b, H: self.attention_rows(b, H, cache[b]), progress)
+
+    def step_rows(self, items):
+        """``step`` of each ``(token, pos, cache)`` of a batch of sequences at once: each sequence's attention on
+        its own cache, every weight matrix after the attention multiplying all their rows at once
+        (``linear_rows``). Row ``n`` is what ``step`` gives the n-th alone; in float32 up to the order a matrix
+        product adds in (on the GA-2 path exactly)."""
+        return self._rows([token for token, _, _ in items], lambda b, H: self.attention_of_rows(b, H, items))
+
+    def attention_of_rows(self, b, H, items):
+        """Block ``b``'s ``attention_block`` of each row of ``H``, the n-th at the position and on the cache of
+        ``items[n]`` (``(token, pos, cache)``): (n, heads, head_dim)."""
+        return np.stack([self.attention_block(b, h, pos, cache[b], self.attention)
+                         for h, (_, pos, cache) in zip(H, items)])
+
+    def _rows(self, tokens, attention_rows, progress=None):
+        """The logits after each of ``tokens`` (n, vocabulary), block by block, ``attention_rows(b, H)`` giving
+        block ``b``'s attention of the normalised rows ``H`` and ``linear_rows`` every other product."""
         c, w = self.c, self.w
         tick = progress or (lambda n: None)
         X = w["token_embd.weight"][list(tokens)].astype(np.float32)
-        cache = self.new_cache()
         for b in range(c.blocks):
             p = f"blk.{b}."
-            A = self.attention_rows(b, self._norm_rows(X, w[p + "attn_norm.weight"]), cache[b])
+            A = attention_rows(b, self._norm_rows(X, w[p + "attn_norm.weight"]))
             X = X + self.linear_rows(p + "attn_output.weight", A.reshape(len(X), -1))
             H = self._norm_rows(X, w[p + "ffn_norm.weight"])
             gate = self.linear_rows(p + "ffn_gate.weight", H)
@@ -149,6 +170,26 @@ class FloatModel:
                 break
             out.append(nxt)
             logits = self.step(nxt, len(tokens) + len(out) - 1, cache)
+        return out
+
+    def generate_batch(self, prompts, max_tokens=32, stop=None, progress=None):
+        """``generate`` of each of ``prompts``, their steps taken together (``step_batch``): the new token ids of
+        each, in order. ``progress(1)`` after each step."""
+        tick = progress or (lambda n: None)
+        stop = {self.model.special["eos"], self.model.special["im_end"]} if stop is None else stop
+        lengths = [len(self.model.encode(prompt)) for prompt in prompts]
+        logits, caches = map(list, zip(*(self.prefill(self.model.encode(prompt)) for prompt in prompts)))
+        out, active = [[] for _ in prompts], range(len(prompts))
+        for _ in range(max_tokens):
+            active = [n for n in active if int(np.argmax(logits[n])) not in stop]
+            if not active:
+                break
+            for n in active:
+                out[n].append(int(np.argmax(logits[n])))
+            rows = self.step_batch([(out[n][-1], lengths[n] + len(out[n]) - 1, caches[n]) for n in active])
+            for n, row in zip(active, rows):
+                logits[n] = row
+            tick(1)
         return out
 
     def log_likelihood(self, text):

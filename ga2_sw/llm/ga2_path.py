@@ -533,11 +533,7 @@ class Ga2Model(FloatModel):
         quantised as the step quantises it, q, k and v of all of them one integer product (the same in any
         order), each position's host work on them as the step's, then the attention of every position at once
         (``vector_numerics.causal_partials``: each query over the keys up to its own, in the step's chunks)."""
-        if self.products is not None:
-            raise ValueError("a simulator of the chip runs the path a step at a time (step), not a text at once")
-        inputs = [self.quantised_input(b, h) for h in H]
-        sums, d = self.qkv_digit_sums(b, np.concatenate([x8 for x8, _ in inputs])), self.digits
-        sums = [{n: s[p * d:(p + 1) * d] for n, s in sums.items()} for p in range(len(inputs))]
+        inputs, sums = self._qkv_rows(b, H)
         if self.on_attention is not None or self.chip is not None:      # hooks see each step's attention
             return np.stack([self.attention_of_sums(b, x8, x_scale, sums[p], p, cache)
                              for p, (x8, x_scale) in enumerate(inputs)])
@@ -550,6 +546,35 @@ class Ga2Model(FloatModel):
         partial, total = V.causal_partials(q8, k8, v8, score[..., 0], score[..., 1], self.chunk)
         return np.stack([self.attention_outputs(b, *self.output_readings(b, partial[p], total[p]))
                          for p in range(len(inputs))])
+
+    def attention_of_rows(self, b, H, items):
+        inputs, sums = self._qkv_rows(b, H)
+        return np.stack([self.attention_of_sums(b, x8, x_scale, sums[n], pos, cache[b])
+                         for n, ((x8, x_scale), (_, pos, cache)) in enumerate(zip(inputs, items))])
+
+    def _qkv_rows(self, b, H):
+        """Each row of ``H`` quantised as a step quantises it, and the q, k and v sums of each (all of them one
+        integer product): ([(x8, x_scale)], [{"q", "k", "v": sums}]), row by row."""
+        if self.products is not None:
+            raise ValueError("a simulator of the chip runs the path a step at a time (step), not rows at once")
+        inputs = [self.quantised_input(b, h) for h in H]
+        sums, d = self.qkv_digit_sums(b, np.concatenate([x8 for x8, _ in inputs])), self.digits
+        return inputs, [{n: s[p * d:(p + 1) * d] for n, s in sums.items()} for p in range(len(inputs))]
+
+    def prefill(self, tokens, cache=None):
+        """Run the prompt, its positions together (``text_logits``: exactly its steps); a step at a time with a
+        simulator of the chip's products or on a cache that already holds tokens."""
+        if self.products is not None or (cache is not None and any(keys for keys, _ in cache)):
+            return super().prefill(tokens, cache)
+        cache = self.new_cache() if cache is None else cache
+        return self.text_logits(tokens, cache=cache)[-1], cache
+
+    def step_batch(self, items):
+        """``step`` of each ``(token, pos, cache)``, exactly, the sequences' products together (``step_rows``);
+        one after the other with a simulator of the chip's products (``products``), which takes a step's rows."""
+        if self.products is not None:
+            return super().step_batch(items)
+        return list(self.step_rows(items))
 
     def linear_rows(self, name, X):
         chip = self.chip_linears.get(name)
