@@ -11,6 +11,7 @@ batch's programs, as the chip runs a step.
 A harness returns only the bytes a program stores its results in (``Job.ext_window``): on the llm chip a product's
 outputs are a few kilobytes of a 4 MiB external memory."""
 
+import dataclasses
 import threading
 
 import numpy as np
@@ -115,6 +116,16 @@ class _Window:
         return self.words[s.start - self.first:s.stop - self.first]
 
 
+def step_heads(step, kv_heads):
+    """The part of an attention ``Step`` that key/value heads ``kv_heads`` (a range) and their query heads make:
+    each key/value head's attention is its own."""
+    q = slice(kv_heads.start * step.group, kv_heads.stop * step.group)
+    kv = slice(kv_heads.start, kv_heads.stop)
+    return dataclasses.replace(step, q8=step.q8[q], K8=step.K8[kv], V8=step.V8[kv], score=step.score[q],
+                               norm=step.norm[q], out8=step.out8[q], fine=step.fine[q] if step.fine else step.fine,
+                               fine8=None if step.fine8 is None else step.fine8[q])
+
+
 class ChipStepAttention:
     """``Ga2Model.chip`` on the step's chip: a block's attention steps (one for each sequence of the batch) as the
     grouped attention program scheduled as ``whole_step`` schedules the step's, on ``sim``; its int8 outputs
@@ -129,7 +140,8 @@ class ChipStepAttention:
 
     def batch(self, steps):
         """Each step's (out8, fine8): the steps (one block of each sequence) in one program, or in halves where
-        they do not fit the chip (as ``whole_step.attention_pieces`` splits a step's)."""
+        they do not fit the chip, and a step that does not fit alone by halves of its key/value heads (as
+        ``whole_step.attention_pieces`` splits a step's)."""
         from ga2_sw.layout import LayoutError
         from ga2_sw.llm.chip_steps import programs
         try:
@@ -138,10 +150,15 @@ class ChipStepAttention:
         except LayoutError:
             fits = False
         if not fits:
-            if len(steps) == 1:
-                raise ValueError(f"the attention of one sequence at {steps[0].length} tokens does not fit the chip")
-            half = len(steps) // 2
-            return self.batch(steps[:half]) + self.batch(steps[half:])
+            if len(steps) > 1:
+                half = len(steps) // 2
+                return self.batch(steps[:half]) + self.batch(steps[half:])
+            kv = steps[0].K8.shape[0]
+            if kv == 1:
+                raise ValueError(f"the attention of one key/value head of a sequence at {steps[0].length} tokens "
+                                 f"does not fit the chip")
+            parts = [self.batch([step_heads(steps[0], heads)])[0] for heads in (range(kv // 2), range(kv // 2, kv))]
+            return [tuple(None if parts[0][n] is None else np.concatenate([p[n] for p in parts]) for n in (0, 1))]
         program = reorder(program, self.config, SCHEDULE, window=SCHEDULE_WINDOW)
         ends = [at(g, h) for at in (lay.ex_out, lay.ex_fine) for g, grp in enumerate(lay.groups)
                 if at == lay.ex_out or grp.fines for h in range(len(grp.scores))]

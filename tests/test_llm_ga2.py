@@ -460,6 +460,25 @@ def test_the_step_s_attention_on_the_llm_chip_continues_from_the_simulator(ga2):
         chip(bad)
 
 
+def test_a_step_too_long_for_the_chip_whole_runs_by_its_key_value_heads(ga2):
+    """``ChipStepAttention`` on an llm chip whose instruction memory holds 64 words: a real step's attention
+    (three key/value heads, about 144 instructions whole) runs a program per key/value head, as
+    ``whole_step.attention_pieces`` splits the step's, with the path's outputs (both readings) and the cycles the
+    cycle model counts for those pieces."""
+    from ga2_sw.chips import config_of
+    from ga2_sw.llm.chip_steps import capture
+    from ga2_sw.llm.whole_step import attention_pieces, program_counters
+    from sim.llm_step import ChipStepAttention
+    [step] = capture(ga2, 1, tokens=4, blocks=(29,))
+    small = config_of("llm", imem_words=64)
+    chip = ChipStepAttention("model", small)
+    out8, fine8 = chip(step)
+    assert np.array_equal(out8, step.out8) and np.array_equal(fine8, step.fine8)
+    pieces = attention_pieces(small, [step.length], key_digits=step.key_digits)
+    assert chip.tally.programs == {"attention": len(pieces)} == {"attention": 3}
+    assert chip.tally.total_cycles == sum(program_counters(tuple(p), small)[0].cycles for _, p in pieces)
+
+
 def test_the_step_s_products_on_the_llm_chip_give_the_path_s_sums(model, ga2, monkeypatch):
     """``ChipProducts``: the output projection of a real token as the step's own programs on the llm chip
     returns ChipLinear's int32 sums, one program a piece, counted, with int8 and with wide weights; a chip that

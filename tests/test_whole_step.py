@@ -12,8 +12,9 @@ import pytest
 from ga2_sw.chips import config_of
 from ga2_sw.cycles import cycle_counts
 from ga2_sw.isa import Op, footprints
-from ga2_sw.llm.whole_step import (MODEL, Host, Product, head_product, bounds, linear_image, linear_outputs, linear_pieces,
-                                   linear_program, step_cost, step_phases, weight_pitch, program_counters)
+from ga2_sw.llm.whole_step import (MODEL, Host, Product, attention_pieces, head_product, bounds, linear_image,
+                                   linear_outputs, linear_pieces, linear_program, step_cost, step_phases, weight_pitch,
+                                   program_counters)
 from ga2_sw.machine import Machine
 from ga2_sw.online_program import grouped_ext_image
 
@@ -182,6 +183,26 @@ def test_the_head_s_candidates_are_one_more_program_counted_by_hand():
     cost, base = step_cost(LLM, [64] * 3, SMALL, head_candidates=16), step_cost(LLM, [64] * 3, SMALL)
     trip = Host().cycles(LLM, rescore.program, rescore.bytes_in, rescore.bytes_out)
     assert cost["cycles"] - base["cycles"] == program_counters(rescore.program, LLM)[0].cycles + trip
+
+
+def test_a_sequence_too_long_for_the_chip_whole_is_split_by_its_key_value_heads():
+    """On an llm chip whose instruction memory holds 256 words, the attention of sequences at 200 and 64 tokens
+    (wide keys): the first's 432 instructions as one program per key/value head (146 each), the second's 162
+    whole; every key/value head of each sequence in one piece, and the phases' bytes, cache reads and MACs those
+    of the whole attention, worked by hand. A key/value head too long alone is refused."""
+    small = config_of("llm", imem_words=256)
+    pieces = attention_pieces(small, [200, 64], key_digits=2)
+    assert all(len(program) <= 256 for _, program in pieces)
+    assert sorted(len(lay.groups) for lay, _ in pieces) == [1, 1, 1, 3]
+    assert sorted(g.length for lay, _ in pieces for g in lay.groups) == [64] * 3 + [200] * 3
+    phases = [p for p in step_phases(small, [200, 64], key_digits=2) if p.name == "attention"]
+    d, heads, kv_heads = 64, 9, 3
+    assert sum(p.kv for p in phases) == kv_heads * 3 * (200 + 64) * d          # K's two planes and V
+    assert sum(p.macs for p in phases) == 2 * heads * (200 + 64) * d
+    assert sum(p.bytes_in for p in phases) == 2 * (heads + 3 * kv_heads) * d   # queries, new K (two) and V rows
+    assert sum(p.bytes_out for p in phases) == 2 * 2 * heads * d               # two readings of each output
+    with pytest.raises(ValueError, match="one key/value head of a sequence at 200 tokens does not fit"):
+        attention_pieces(config_of("llm", imem_words=128), [200], key_digits=2)
 
 
 def test_a_round_trip_counts_its_latency_program_and_bytes():

@@ -282,13 +282,14 @@ def step_numerics(config, digits=None):
     return digits, bool(config.st_words)
 
 
-def attention_layout(config, contexts, model=MODEL, key_digits=1):
+def attention_layout(config, contexts, model=MODEL, key_digits=1, kv_heads=None):
     """The grouped attention of sequences at ``contexts``: each sequence's key/value heads a group of the query
     heads that share it, chunks of 64 tokens, every output read twice (coarse and fine, as the GA-2 path reads
-    it), keys of ``key_digits`` int8 planes. The scalings are placeholders: the cycles do not depend on them."""
+    it), keys of ``key_digits`` int8 planes; ``kv_heads`` of each sequence, all by default. The scalings are
+    placeholders: the cycles do not depend on them."""
     G = model["heads"] // model["kv_heads"]
-    groups = tuple(Group(L, ((1, 0),) * G, ((1, 0),) * G, ((1, 0),) * G) for L in contexts
-                   for _ in range(model["kv_heads"]))
+    kv_heads = range(model["kv_heads"]) if kv_heads is None else kv_heads
+    groups = tuple(Group(L, ((1, 0),) * G, ((1, 0),) * G, ((1, 0),) * G) for L in contexts for _ in kv_heads)
     return GroupedLayout(config, groups, model["d"], min(64, config.sm_max_len), key_digits)
 
 
@@ -301,29 +302,36 @@ SCHEDULE_WINDOW = 64
 
 def attention_pieces(config, contexts, model=MODEL, key_digits=1):
     """The attention of sequences at ``contexts`` as grouped programs that fit the chip (its memories and its
-    instruction memory), scheduled (``SCHEDULE``): all sequences in one where they fit, else split in halves.
+    instruction memory), scheduled (``SCHEDULE``): all sequences in one where they fit, else split in halves,
+    and a sequence that does not fit alone split by its key/value heads (each head's attention is its own).
     ``[(layout, program)]``."""
     return _attention_pieces(config, tuple(contexts), tuple(sorted(model.items())), key_digits)
 
 
 @lru_cache(maxsize=256)
-def _attention_pieces(config, contexts, model_items, key_digits=1):
+def _attention_pieces(config, contexts, model_items, key_digits=1, kv_heads=None):
     model = dict(model_items)
     if len(contexts) > 1:       # the longest sequence alone must fit: found before building the batch's programs
         _attention_pieces(config, (max(contexts),), model_items, key_digits)
     try:
-        layout = attention_layout(config, contexts, model, key_digits)
+        layout = attention_layout(config, contexts, model, key_digits, kv_heads)
         program = grouped_program(layout)
         if len(program) <= config.imem_words:
             return [(layout, reorder(program, config, SCHEDULE, window=SCHEDULE_WINDOW))]
         problem = f"{len(program)} instructions, the chip holds {config.imem_words}"
     except ValueError as exc:
         problem = str(exc)
-    if len(contexts) == 1:
-        raise ValueError(f"the attention of one sequence at {contexts[0]} tokens does not fit: {problem}")
-    half = len(contexts) // 2
-    return (_attention_pieces(config, contexts[:half], model_items, key_digits) +
-            _attention_pieces(config, contexts[half:], model_items, key_digits))
+    if len(contexts) > 1:
+        half = len(contexts) // 2
+        return (_attention_pieces(config, contexts[:half], model_items, key_digits) +
+                _attention_pieces(config, contexts[half:], model_items, key_digits))
+    kv_heads = tuple(range(model["kv_heads"])) if kv_heads is None else kv_heads
+    if len(kv_heads) == 1:
+        raise ValueError(f"the attention of one key/value head of a sequence at {contexts[0]} tokens does not fit: "
+                         f"{problem}")
+    half = len(kv_heads) // 2
+    return (_attention_pieces(config, contexts, model_items, key_digits, kv_heads[:half]) +
+            _attention_pieces(config, contexts, model_items, key_digits, kv_heads[half:]))
 
 
 @dataclass(frozen=True)
@@ -363,13 +371,13 @@ def step_phases(config, contexts, model=MODEL, digits=None, weight_digits=1, key
                                 n * product.cols, 0, B * n * product.cols // product.planes))
         if product.name == "qkv":
             for layout, program in attention_pieces(config, contexts, model, key_digits):
-                ctx = [g.length for g in layout.groups[::kv_heads]]
-                kv = sum(kv_heads * (key_digits + 1) * L * d for L in ctx)
-                # in: the queries and each sequence's new key (its planes) and value rows; out: both readings of
-                # each output
-                phases.append(Phase("attention", tuple(program), len(ctx) * (heads + (key_digits + 1) * kv_heads) * d,
-                                    2 * len(ctx) * heads * d, blocks, 0, kv,
-                                    sum(2 * heads * L * d for L in ctx), layout))
+                # per group (a key/value head of a sequence and its G query heads): in, the queries and the new
+                # key (its planes) and value rows; out, both readings of each output; the cache read once
+                groups, G = layout.groups, heads // kv_heads
+                phases.append(Phase("attention", tuple(program), len(groups) * (G + key_digits + 1) * d,
+                                    2 * len(groups) * G * d, blocks, 0,
+                                    sum((key_digits + 1) * g.length * d for g in groups),
+                                    sum(2 * G * g.length * d for g in groups), layout))
     for _, n, program in pieces[head]:
         phases.append(Phase("head", tuple(program), B * digits * head.cols, B * n * out_bytes, 1, n * head.cols, 0,
                             B * n * head.cols // head.planes))
