@@ -290,31 +290,22 @@ def test_a_text_at_once_shows_its_hook_every_step(model, ga2, monkeypatch):
     assert seen == [(b, p) for b in range(model.config.blocks) for p in range(len(tokens))]
 
 
-def _greedy_by_steps(path, prompt, max_tokens, stop):
-    """A greedy continuation one ``step`` at a time, the prompt's tokens too (no prefill, no batch)."""
-    tokens, cache, out = path.model.encode(prompt), path.new_cache(), []
-    for pos, t in enumerate(tokens):
-        logits = path.step(t, pos, cache)
-    for _ in range(max_tokens):
-        nxt = int(np.argmax(logits))
-        if nxt in stop:
-            break
-        out.append(nxt)
-        logits = path.step(nxt, len(tokens) + len(out) - 1, cache)
-    return out
-
-
-def test_prompts_stepped_together_are_each_alone(model, ga2):
+def test_prompts_stepped_together_are_each_alone(model, ga2, monkeypatch):
     """``generate_batch`` (``ga2 llm eval``'s greedy pairs: the prompts' steps together, the GA-2 path's prompt
-    read at once) against each prompt's greedy tokens a step at a time; one sequence stops early on a token of
-    its own continuation while the others go on."""
+    read at once) against each prompt's greedy tokens a step at a time (``generate`` with the float model's
+    prefill, a token at a time); one sequence stops early on a token of its own continuation while the others go
+    on."""
+    from ga2_sw.llm.float_model import FloatModel
     prompts = ["The capital of France is", "Water boils at", "List three colours:"]
-    alone = [_greedy_by_steps(ga2, p, 5, set()) for p in prompts]
+    together, at_once = ga2.generate_batch(prompts, 5, set()), [ga2.generate(p, 5, set()) for p in prompts]
+    monkeypatch.setattr(ga2, "prefill", lambda tokens, cache=None: FloatModel.prefill(ga2, tokens, cache))
+    alone = [ga2.generate(p, 5, set()) for p in prompts]
+    assert together == at_once == alone
     stop = {alone[1][2]}
-    want = [_greedy_by_steps(ga2, p, 5, stop) for p in prompts]
+    want = [ga2.generate(p, 5, stop) for p in prompts]
     assert len(want[1]) < 5 and any(len(w) == 5 for w in want)
+    monkeypatch.undo()
     assert ga2.generate_batch(prompts, 5, stop) == want
-    assert [ga2.generate(p, 5, stop) for p in prompts] == want
 
 
 def test_a_batch_s_steps_are_each_alone(model, ga2, monkeypatch):
