@@ -413,17 +413,9 @@ class Ga2Model(FloatModel):
         self.k_scale = self.k_scale * (127 / self.k_limit)         # the calibrated peak at the keys' limit
         self._quantise_projections(calibration, weight_scales, smoothing)
         self.linears = linears
-        names = [f"blk.{b}.{n}.weight" for b in range(c.blocks) for n in self.BLOCK_LINEARS] + [self.HEAD]
         self.weight_digits = weight_digits if linears == "chip" else 1
-        self.chip_linears = {n: ChipLinear(self.w[n], calibration.inputs[n], linear_smoothing, digits,
-                                           weight_digits) for n in names[:-1]} if linears == "chip" else {}
         self.head_candidates = head_candidates if linears == "chip" and self.weight_digits == 1 else 0
-        if linears == "chip":
-            x_peak = calibration.inputs[self.HEAD]
-            self.chip_linears[self.HEAD] = (
-                RescoredHead(self.w[self.HEAD], x_peak, linear_smoothing, digits, self.head_candidates)
-                if self.head_candidates else ChipLinear(self.w[self.HEAD], x_peak, linear_smoothing, digits,
-                                                        weight_digits))
+        self.chip_linears = self._chip_linears(calibration, linear_smoothing, digits) if linears == "chip" else {}
         self.at_limit = {"v_proj": 0, "k_cache": 0, "out": 0}
         self.group = c.heads // c.kv_heads
         self._scalings = {}             # block -> output_scalings(block)
@@ -441,6 +433,17 @@ class Ga2Model(FloatModel):
         # (whole_step.block_products, head_product), w8 its int8 weights (rows, columns), rows the input's int8
         # digit rows (digits, columns).
         self.products = None
+
+    def _chip_linears(self, calibration, smoothing, digits):
+        """The products after the attention and the LM head on the chip's numerics, by weight name: every
+        block's ``ChipLinear``, the head's a ``RescoredHead`` where it has candidates."""
+        names = [f"blk.{b}.{n}.weight" for b in range(self.c.blocks) for n in self.BLOCK_LINEARS]
+        out = {n: ChipLinear(self.w[n], calibration.inputs[n], smoothing, digits, self.weight_digits) for n in names}
+        x_peak = calibration.inputs[self.HEAD]
+        out[self.HEAD] = (RescoredHead(self.w[self.HEAD], x_peak, smoothing, digits, self.head_candidates)
+                          if self.head_candidates else
+                          ChipLinear(self.w[self.HEAD], x_peak, smoothing, digits, self.weight_digits))
+        return out
 
     def _quantise_projections(self, calibration, weight_scales, smoothing):
         """Every block's q, k and v weights: scaled by the smoothing factors of their input's channels and
