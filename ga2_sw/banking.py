@@ -117,6 +117,7 @@ def spread_stride(e, config, rows=2):
     return e
 
 
+@lru_cache(maxsize=1024)          # a grouped layout asks for it at every address it works out
 def key_stride(d, keys, config):
     """Words from one key of ``d`` words to the next in a K buffer read by score MMs (``tb = 1``, ``keys`` keys,
     a slice reading one word of each): decoupled, the stride from ``d`` to ``d + 2 Nb - 1`` at which the fewest
