@@ -551,6 +551,8 @@ class Ga2Model(FloatModel):
                          for p in range(len(inputs))])
 
     def attention_of_rows(self, b, H, items):
+        """``FloatModel.attention_of_rows``, exactly: q, k and v of all the rows one integer product, then each
+        sequence's attention on its own cache as its step's."""
         inputs, sums = self._qkv_rows(b, H)
         return np.stack([self.attention_of_sums(b, x8, x_scale, sums[n], pos, cache[b])
                          for n, ((x8, x_scale), (_, pos, cache)) in enumerate(zip(inputs, items))])

@@ -8,7 +8,8 @@ import numpy as np
 
 from ..numerics import (DIGIT_BITS, EXP64_TABLE, EXP_DISTANCES, ONLINE_START, SCORE_MAX, SCORE_MIN, WEIGHT_MAX)
 
-__all__ = ["int_matmul", "quantize", "requant", "scale_score", "online_partials", "causal_partials", "normalise", "online_attention"]
+__all__ = ["int_matmul", "quantize", "requant", "scale_score", "online_partials", "causal_partials", "normalise",
+           "online_attention"]
 
 _EXP64 = np.array(EXP64_TABLE + (0,), dtype=np.int64)      # one more entry: every distance from 1,024 on is 0
 
