@@ -362,7 +362,7 @@ def test_eval_command_tracks_the_float_model(model_file, model, monkeypatch, tmp
     """``ga2 llm eval`` on the first 20 tokens of its text: the GA-2 path agrees with the float model on the
     next token and its perplexity is close (measured on all 518 tokens: docs/LLM.md)."""
     plot = tmp_path / "eval.png"
-    r = _eval(model_file, monkeypatch, tmp_path, "--generate-tokens", "0", "--plot", str(plot), "--no-cycles",
+    r = _eval(model_file, monkeypatch, tmp_path, "--generate-tokens", "0", "--plot", str(plot),
               tokens=20, model=model)
     assert r["tokens"] == 19 and r["top1_agreement"] >= 0.85 and r["weights_on_chip_fraction"] == 1.0
     per = r["per_token"]
@@ -380,9 +380,9 @@ def test_eval_command_tracks_the_float_model(model_file, model, monkeypatch, tmp
 
 @pytest.mark.slow
 def test_eval_command_prints_the_chips_cost_per_token(model_file, monkeypatch, tmp_path, capsys):
-    """The chip's cost per token beside the accuracy (`ga2 llm cycles`): 4x4 and 8x8, batch 1 and full; and
-    the greedy continuations of both models."""
-    r = _eval(model_file, monkeypatch, tmp_path, "--generate-tokens", "1")
+    """With ``--cycles``, the attention programs' cost per token beside the accuracy (`ga2 llm cycles`): 4x4 and
+    8x8, batch 1 and full; and the greedy continuations of both models."""
+    r = _eval(model_file, monkeypatch, tmp_path, "--generate-tokens", "1", "--cycles")
     cycles = r["cycles_per_token"]
     assert {(c["chip"], c["batch"], c["context"]) for c in cycles} == {
         (chip, b, L) for chip, bs in (("4x4", (1, 4)), ("8x8", (1, 4, 8))) for b in bs for L in (64, 1024)}

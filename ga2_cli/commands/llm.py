@@ -325,7 +325,7 @@ def _eval(args):
         print(f"\n{g['prompt']!r}, {g['tokens']} greedy tokens, the first {g['common_prefix']} the same:")
         print(f"  float32:   {g['float']!r}")
         print(f"  GA-2 path: {g['ga2']!r}")
-    if not args.no_cycles:
+    if args.cycles:
         from ga2_sw.llm.step_cycles import table as cycle_table
         print()
         r["cycles_per_token"] = cycle_table(sizes=(4, 8), batches=(1, 4, 8), contexts=(64, 1024))
@@ -527,8 +527,9 @@ def _add_eval(llm):
                    help="write the summary, each token's log-likelihoods and the generations as JSON")
     e.add_argument("--plot", metavar="FILE.png", type=plot_option(),
                    help="draw each token's log-likelihood on both paths and the running agreement (.png, .pdf, .svg)")
-    e.add_argument("--no-cycles", action="store_true",
-                   help="leave out the cycles-per-token table of the chip's attention programs (`ga2 llm cycles`)")
+    e.add_argument("--cycles", action="store_true",
+                   help="also print the cycles per token of the chip's attention programs alone (`ga2 llm cycles`; "
+                        "the whole step's: `ga2 llm throughput`)")
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     e.set_defaults(func=_eval, check=_check_model)
 
