@@ -65,10 +65,10 @@ def test_command(tmp_path, capsys):
     (row,) = json.loads(out.read_text())["rows"]
     assert row["memory"] == "ddr3-800" and row["batch"] == 1 and row["outputs_match_numpy"]
     assert "of DRAM peak" in capsys.readouterr().out
-    for argv, message in ((["--batch", "5"], "--batch 5: at most the array's rows (4, --rows)"),
+    for argv, message in ((["--batch", "9"], "--batch 9: at most the array's rows (8, --rows)"),
                           (["--widths", "3"], "--widths: each must be one of 1, 4, 8, 16, not 3"),
                           (["--axi", "0"], "--axi: the weight stream runs on the AXI4 port (1), not 0"),
-                          (["--sp-words", "1024"], "--sp-words is 1024, but the weight stream of a batch of 4"),
+                          (["--sp-words", "1024"], "--sp-words is 1024, but the weight stream of a batch of 8"),
                           (["--memory", "ddr3-800"], "--memory: the weight stream runs the memories of --memories")):
         assert main(["weight-stream", *argv]) == 2
         err = capsys.readouterr().err.strip().splitlines()

@@ -33,7 +33,7 @@ def requantised(W, X, m, s):
 
 
 @pytest.mark.parametrize("batch,rows,cols,group", [(1, 16, 64, 1), (3, 40, 576, 2), (4, 64, 128, 4),
-                                                  (5, 48, 1536, 1), (8, 33, 576, 2)])
+                                                  (5, 48, 1536, 1), (10, 33, 576, 2)])
 def test_a_product_is_numpy(batch, rows, cols, group):
     """Every tile's outputs requantised and stored, ``group`` tiles at a time (the last group short where the
     tiles do not divide); batches over the array's rows (two MMs a tile), a last tile narrower than the array, a
@@ -73,6 +73,38 @@ def test_a_product_s_int32_sums_are_numpy(batch, digits, rows, cols, group):
     assert result.counters == cycle_counts(program, LLM)[0]
     with pytest.raises(ValueError, match="st_words"):
         linear_program(config_of("llm", st_words=0), batch, Product("p", rows, cols), sums=True)
+
+
+@pytest.mark.parametrize("batch,rows,cols", [(2, 40, 576), (9, 33, 1536)])
+def test_one_tile_buffer_loads_each_tile_after_the_mms_of_the_one_before(batch, rows, cols):
+    """With one weight buffer (``buffers`` = 1) every tile's LD comes after the MMs of the tile before, which
+    read the same words: the reference machine, one instruction after the other, gives numpy's sums only in
+    that order, and the cycle model its counters."""
+    rng = np.random.default_rng(batch + rows)
+    W, X = rng.integers(-128, 128, (rows, cols)), rng.integers(-128, 128, (batch, cols))
+    program = linear_program(LLM, batch, Product("p", rows, cols), sums=True, buffers=1)
+    result = Machine(LLM).run(program, linear_image(W, X, LLM))
+    assert result.ok, result.error
+    assert np.array_equal(linear_outputs(result.ext, LLM, batch, rows, cols, sums=True), X @ W.T)
+    assert result.counters == cycle_counts(program, LLM)[0]
+    ops = [i.op for i in program]
+    first_mm = ops.index(Op.MM)
+    assert ops[first_mm:].index(Op.LD) == -(-batch // LLM.rows)          # the tile's MMs, then the next tile's LD
+    with pytest.raises(ValueError, match="1 or 2 buffers"):
+        linear_program(LLM, batch, Product("p", rows, cols), sums=True, buffers=3)
+
+
+def test_down_at_b8_takes_one_tile_buffer_and_every_other_product_two():
+    """B = 8 on the llm chip: down's 16 input rows of 1,536 (1,600 words apart) and two tiles of 16 weight rows
+    are 76,800 words, more than the 65,536-word scratchpad, so its tiles share one buffer; every other product
+    of the step keeps two (each LD before the MMs of the tile before)."""
+    down = Product("down", 576, 1536)
+    assert 16 * 1600 + 2 * 16 * 1600 > LLM.sp_words >= 16 * 1600 + 16 * 1600
+    for product in (down, Product("gate", 1536, 576), head_product()):
+        for _, rows, program in linear_pieces(LLM, 8, product, digits=2):
+            weights = rows * weight_pitch(product.cols, LLM)             # the weights lie first, then the inputs
+            buffers = {i.dst for i in program if i.op == Op.LD and i.src < weights}
+            assert len(buffers) == (1 if product is down else 2), product.name
 
 
 def test_the_head_is_split_into_pieces_that_fit_and_cover_it():
@@ -137,12 +169,13 @@ def test_a_step_reads_every_weight_once_whatever_the_batch(batch, digits):
 
 def test_the_bounds_worked_by_hand():
     """B = 1 at 64 tokens: 134,479,872 weight bytes and 30 x 64 x 384 KV bytes over a DDR3-800's 16 bytes a
-    100 MHz cycle; the MACs (every weight once, and the attention's 2 x 9 heads x 64 x 64 a block) over 64."""
+    100 MHz cycle; the MACs (every weight once, and the attention's 2 x 9 heads x 64 x 64 a block) over the
+    8 x 16 array's 128."""
     cost = step_cost(LLM, [64])
     kv = 30 * 64 * 3 * 2 * 64
     macs = WEIGHTS_PER_TOKEN + 30 * 2 * 9 * 64 * 64
     assert (cost["weights"], cost["kv"], cost["macs"]) == (WEIGHTS_PER_TOKEN, kv, macs)
-    assert bounds(LLM, cost) == (round((WEIGHTS_PER_TOKEN + kv) / 16), -(-macs // 64))
+    assert bounds(LLM, cost) == (round((WEIGHTS_PER_TOKEN + kv) / 16), -(-macs // 128))
 
 
 def test_wide_weights_and_keys_are_read_once_and_counted_by_hand():
@@ -165,7 +198,7 @@ def test_wide_weights_and_keys_are_read_once_and_counted_by_hand():
     assert plain["weights"] == qkv + after and wide["weights"] == qkv + 2 * after
     assert (wide["kv"], plain["kv"]) == (64 * 64 * 3, 64 * 64 * 2)
     assert wide["macs"] == plain["macs"] == qkv + after + 2 * 3 * 64 * 64
-    assert bounds(LLM, wide) == (round((wide["weights"] + wide["kv"]) / 16), -(-plain["macs"] // 64))
+    assert bounds(LLM, wide) == (round((wide["weights"] + wide["kv"]) / 16), -(-plain["macs"] // 128))
 
 
 def test_the_head_s_candidates_are_one_more_program_counted_by_hand():
@@ -231,11 +264,11 @@ def run_ga2(*argv):
 
 
 def test_throughput_command_json(tmp_path):
-    """A batch asked for that does not fit the chip (B = 8 on the llm chip) is named and left out."""
+    """A batch asked for that does not fit the chip (B = 16 on the llm chip) is named and left out."""
     out = tmp_path / "t.json"
-    r = run_ga2("llm", "throughput", "--batches", "2,8", "--contexts", "64", "--no-progress", "--json", str(out))
+    r = run_ga2("llm", "throughput", "--batches", "2,16", "--contexts", "64", "--no-progress", "--json", str(out))
     assert r.returncode == 0, r.stderr
-    assert "(B = 8 left out: down (576 x 1536) for a batch of 8 does not fit" in r.stdout
+    assert "(B = 16 left out: down (576 x 1536) for a batch of 16 does not fit" in r.stdout
     data = json.loads(out.read_text())
     assert data["chip"] == "llm" and data["memory"] == "ddr3-800"
     for row in data["rows"]:
@@ -244,7 +277,7 @@ def test_throughput_command_json(tmp_path):
         clock = data["fmax_mhz"] or data["clock_mhz"]
         assert row["tokens_per_s"] == round(row["batch"] * clock * 1e6 / row["cycles"], 3)
     assert [(r["batch"], r["context"]) for r in data["rows"]] == [(2, 64)]
-    assert [row["batch"] for row in data["left_out"]] == [8]
+    assert [row["batch"] for row in data["left_out"]] == [16]
     assert (data["weight_digits"], data["key_digits"], data["input_digits"], data["head_candidates"]) == (1, 2, 2, 16)
 
 

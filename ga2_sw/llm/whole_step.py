@@ -134,7 +134,8 @@ GROUP_WORDS = 512
 GROUPS = (16, 8, 4, 2, 1)
 
 
-def linear_program(config, batch, product, mn=PRODUCT_MN, first=0, count=None, digits=1, sums=False, group=1):
+def linear_program(config, batch, product, mn=PRODUCT_MN, first=0, count=None, digits=1, sums=False, group=1,
+                   buffers=2):
     """``W x`` of ``batch`` tokens for rows ``first .. first + count`` of ``product``'s weights (all of them by
     default), each token's input ``digits`` int8 rows (2: the 15-bit input's high and low digits,
     ``ga2_path.input_digits``; the rows of a token next to each other). The program reads the weights' rows from
@@ -142,7 +143,11 @@ def linear_program(config, batch, product, mn=PRODUCT_MN, first=0, count=None, d
     bytes after them, and stores the results after those (``output_base``), ``group`` tiles of them at a time:
     with ``sums`` (a chip built with ``st_words``) the int32 sums whole (ST ``wd``, four bytes each), else
     requantised to int8 (RQ with ``mn``). The tile of weight rows ``r0 .. r0 + n`` (``n`` at most the array's
-    columns) holds input row ``a``'s ``n`` results at result ``r0 A + a n`` (``A = batch x digits``)."""
+    columns) holds input row ``a``'s ``n`` results at result ``r0 A + a n`` (``A = batch x digits``). With
+    ``buffers`` = 1 (where two tiles and the inputs do not fit the scratchpad) one tile buffer: each tile's load
+    waits for the MMs of the tile before it, which read the same buffer."""
+    if buffers not in (1, 2):
+        raise ValueError(f"a product's weight tiles take 1 or 2 buffers, not {buffers!r}")
     if sums and not config.st_words:
         raise ValueError("int32 sums leave the chip only through an ST of whole words (a chip built with st_words)")
     R, C = config.rows, config.cols
@@ -151,7 +156,7 @@ def linear_program(config, batch, product, mn=PRODUCT_MN, first=0, count=None, d
     lx, pitch = operand_stride(K, config), weight_pitch(K, config)
     X = 0
     W = operand_start(X + A * lx, "B", config)
-    OUT = W + 2 * C * lx                     # a ring of two groups' results
+    OUT = W + buffers * C * lx               # then a ring of two groups' results
     ex_w, ex_x = 0, count * pitch
     ex_out, size = output_base(count, K, A, config, sums), WORD_BYTES if sums else 1
     starts = range(0, count, C)
@@ -160,7 +165,7 @@ def linear_program(config, batch, product, mn=PRODUCT_MN, first=0, count=None, d
         return min(C, count - starts[k])
 
     def load(k):
-        return rows_moved("LD", W + (k % 2) * C * lx, lx, ex_w + starts[k] * pitch, pitch, width(k), pitch)
+        return rows_moved("LD", W + (k % buffers) * C * lx, lx, ex_w + starts[k] * pitch, pitch, width(k), pitch)
 
     def slot(k):
         return OUT + (k % (2 * group)) * A * C
@@ -175,10 +180,12 @@ def linear_program(config, batch, product, mn=PRODUCT_MN, first=0, count=None, d
     behind = []
     for k in range(len(starts)):
         # the next tile's load before this tile's MMs (it issues once the tile before's MMs are done with its
-        # buffer), then the results of the group before out, which wait for its MMs' writes
-        program += load(k + 1) if k + 1 < len(starts) else []
-        program += [mm(dst=slot(k) + a0 * width(k), A=X + a0 * lx, B=W + (k % 2) * C * lx, M=min(R, A - a0),
-                       K=K, N=width(k), tb=1, lda=lx, ldb=lx, ldc=width(k)) for a0 in range(0, A, R)]
+        # buffer; with one buffer, after them), then the results of the group before out, which wait for its
+        # MMs' writes
+        following = load(k + 1) if k + 1 < len(starts) else []
+        mms = [mm(dst=slot(k) + a0 * width(k), A=X + a0 * lx, B=W + (k % buffers) * C * lx, M=min(R, A - a0),
+                  K=K, N=width(k), tb=1, lda=lx, ldb=lx, ldc=width(k)) for a0 in range(0, A, R)]
+        program += following + mms if buffers == 2 else mms + following
         program += behind
         behind = drain(k) if k % group == group - 1 or k == len(starts) - 1 else []
     return program + behind + [halt()]
@@ -245,25 +252,30 @@ def _fits(config, build):
 def linear_pieces(config, batch, product, mn=PRODUCT_MN, digits=1):
     """``product`` as programs that each fit the chip (instruction memory, scratchpad, external window): the
     weights' rows split into runs of whole tiles, as few as fit, each storing its results in groups of as many
-    tiles as fit too (``GROUPS``, ``GROUP_WORDS``). ``[(first row, rows, program)]``; ValueError when not even one
-    tile fits. A chip built with ``st_words`` stores the int32 sums (``step_numerics``)."""
+    tiles as fit too (``GROUPS``, ``GROUP_WORDS``), the tiles double-buffered unless only one buffer fits (down at
+    B = 8 on the llm chip). ``[(first row, rows, program)]``; ValueError when not even one tile fits. A chip built
+    with ``st_words`` stores the int32 sums (``step_numerics``)."""
     _, sums = step_numerics(config, digits)
     A = batch * digits
     groups = [g for g in GROUPS if g * A * config.cols <= GROUP_WORDS] or [1]
-    per = -(-product.rows // config.cols)
-    while per:
-        rows = min(product.rows, per * config.cols)
-        group = next((g for g in groups if _fits(config, lambda: linear_program(config, batch, product, mn, 0, rows,
-                                                                                digits, sums, g))), None)
-        if group:
+    for buffers in (2, 1):
+        per = -(-product.rows // config.cols)
+        while per:
+            rows = min(product.rows, per * config.cols)
+            group = next((g for g in groups if _fits(config, lambda: linear_program(
+                config, batch, product, mn, 0, rows, digits, sums, g, buffers))), None)
+            if group:
+                break
+            per = per * 3 // 4 if per > 4 else per - 1
+        if per:
             break
-        per = per * 3 // 4 if per > 4 else per - 1
-    if not per:
+    else:
         raise ValueError(f"{product.name} ({product.rows} x {product.cols}) for a batch of {batch} does not fit "
                          f"the chip's memories (sp_words {config.sp_words}, ext_words {config.ext_words})")
     step = per * config.cols
     return [(r0, min(step, product.rows - r0), linear_program(config, batch, product, mn, r0,
-                                                              min(step, product.rows - r0), digits, sums, group))
+                                                              min(step, product.rows - r0), digits, sums, group,
+                                                              buffers))
             for r0 in range(0, product.rows, step)]
 
 
