@@ -9,8 +9,8 @@ per cycle) and of the DRAM's peak bandwidth reached; a simulator's run is checke
 
 The chip defaults to the llm chip's 8 x 16 (a batch of up to 8, the default; 16 columns take a 16-byte beat's 16
 weights a cycle: the projections' MMs stream a k-slice of ``cols`` weights per cycle, so a tile's MM keeps pace
-with its load only when ``cols`` >= ``bus_bytes``) with 32 banks and ``row_writes`` (a tile's 4 x 16 results
-written in 19 cycles, not 64: written one a cycle, the MM of a tile outlasts its load); the DRAM's peak is per
+with its load only when ``cols`` >= ``bus_bytes``) with 32 banks and ``row_writes`` (a tile's 8 x 16 results
+written in 23 cycles, not 128: written one a cycle, the MM of a tile outlasts its load); the DRAM's peak is per
 chip cycle at ``--clock-mhz``, so a DDR3-800 x16 device (16 bytes a 100 MHz cycle) is one the 16-byte port can
 fill, and DDR3-1600 (32) is not."""
 

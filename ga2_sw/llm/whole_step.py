@@ -258,25 +258,31 @@ def linear_pieces(config, batch, product, mn=PRODUCT_MN, digits=1):
     _, sums = step_numerics(config, digits)
     A = batch * digits
     groups = [g for g in GROUPS if g * A * config.cols <= GROUP_WORDS] or [1]
-    for buffers in (2, 1):
-        per = -(-product.rows // config.cols)
-        while per:
-            rows = min(product.rows, per * config.cols)
-            group = next((g for g in groups if _fits(config, lambda: linear_program(
-                config, batch, product, mn, 0, rows, digits, sums, g, buffers))), None)
-            if group:
-                break
-            per = per * 3 // 4 if per > 4 else per - 1
-        if per:
-            break
-    else:
+    found = next(((buffers, *fit) for buffers in (2, 1)
+                  if (fit := _fewest_programs(config, batch, product, mn, digits, sums, groups, buffers))), None)
+    if found is None:
         raise ValueError(f"{product.name} ({product.rows} x {product.cols}) for a batch of {batch} does not fit "
                          f"the chip's memories (sp_words {config.sp_words}, ext_words {config.ext_words})")
+    buffers, per, group = found
     step = per * config.cols
     return [(r0, min(step, product.rows - r0), linear_program(config, batch, product, mn, r0,
                                                               min(step, product.rows - r0), digits, sums, group,
                                                               buffers))
             for r0 in range(0, product.rows, step)]
+
+
+def _fewest_programs(config, batch, product, mn, digits, sums, groups, buffers):
+    """``(tiles a program, tiles a store)`` of ``linear_pieces``' programs with ``buffers`` tile buffers: the most
+    tiles a program that fit, each with the largest store group that fits; None when not even one tile fits."""
+    per = -(-product.rows // config.cols)
+    while per:
+        rows = min(product.rows, per * config.cols)
+        group = next((g for g in groups if _fits(config, lambda: linear_program(
+            config, batch, product, mn, 0, rows, digits, sums, g, buffers))), None)
+        if group:
+            return per, group
+        per = per * 3 // 4 if per > 4 else per - 1
+    return None
 
 
 def step_numerics(config, digits=None):
