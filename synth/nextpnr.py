@@ -237,8 +237,8 @@ def fmax(config, device="25k", seed=1, freq=100, cache_dir=None, precheck=True, 
     say = (lambda text: _stderr_line(f"[seed {seed}] {text}")) if progress else None
     run = (config, device, seed, freq, net, router)
     hit = _cached(cache.load(d, "fmax", key), limit, say, run)
-    if hit is not None:
-        return hit
+    if hit is not None:         # made for the same hardware, perhaps asked for with other workload fields
+        return {**hit, "config": config.to_dict()} if "config" in hit else hit
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ga2-pnr-") as work:
         pinned_netlist(net["json"], Path(work) / "ga2.json")

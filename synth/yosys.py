@@ -102,8 +102,8 @@ def area(config, target="generic", flat=True, cache_dir=None):
     key = cache.key_of(kind="area", config=config.hardware(), verilog=vsha, tools=cache.tool_versions(),
                        target=target, flat=flat, generic_flow=2 if target == "generic" else None)
     hit = cache.load(d, "area", key)
-    if hit is not None:
-        return hit
+    if hit is not None:         # made for the same hardware, perhaps asked for with other workload fields
+        return {**hit, "config": config.to_dict()}
     t0 = time.perf_counter()
     result = {"config": config.to_dict(), "target": target}
     with tempfile.TemporaryDirectory(prefix="ga2-synth-") as work:

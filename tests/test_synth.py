@@ -63,6 +63,15 @@ def test_generic_schema_and_sums(generic):
     assert generic["total"].get("$mem_v2", 0) >= 2        # scratchpad and instruction memory stay memories
 
 
+def test_a_cached_result_names_the_configuration_asked_for(generic, cache_dir):
+    """Configurations of one hardware share a cached result (it is keyed by the Verilog); each gets its own
+    configuration back, not the one the result was first made for."""
+    from synth.yosys import area
+    other = CONFIG.replace(clock_mhz=CONFIG.clock_mhz + 1)         # a workload field: the same Verilog
+    r = area(other, "generic", flat=False, cache_dir=cache_dir)
+    assert r["config"] == other.to_dict() != generic["config"] and r["units"] == generic["units"]
+
+
 def test_generic_array_multipliers(generic):
     arr = generic["coarse_units"]["array"]
     assert arr.get("$mul", 0) == CONFIG.rows * CONFIG.cols
