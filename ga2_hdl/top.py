@@ -86,7 +86,7 @@ def unit_parameters(name, config):
                     row_b=bool(config.row_b), row_writes=bool(config.row_writes))
     if cls is OnlineUnit:
         return dict(addr_width=aw, max_len=config.sm_max_len, read_latency=vector_read_latency(config),
-                    schedule=online_schedule(config))
+                    schedule=online_schedule(config), wide=bool(config.wide_scores))
     raise AssertionError(f"no parameters for {cls.__name__}")
 
 

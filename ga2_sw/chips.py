@@ -67,8 +67,10 @@ def _catalogue():
                             "streamed in 64-token chunks, head dimension 64", "85k", online_unit=1,
                             sp_words=32768, imem_words=4096, ext_words=131072, d=64, d_model=256, max_ctx=4096)
     llm = decoupled.derive("llm", "SmolLM2-135M's weights streamed from a DDR3-800 at 16 bytes a beat into an "
-                           "8 x 16 array over AXI4, with the online unit for its attention and int32 sums stored whole", "85k",
+                           "8 x 16 array over AXI4, with the online unit and wide scores for its attention and int32 "
+                           "sums stored whole", "85k",
                            rows=8, cols=16, sp_banks=32, bus_bytes=16, axi=1, row_writes=1, online_unit=1, st_words=1,
+                           wide_scores=1,
                            sp_words=65536, imem_words=4096, ext_words=1 << 22, d=64, d_model=576, max_ctx=4096,
                            memory="ddr3-800")
     prefill8 = decoupled.derive("prefill8", "an 8 x 8 array on 32 banks with a 4-byte port and a row of results "

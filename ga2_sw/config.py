@@ -33,7 +33,7 @@ WORKLOAD_FIELDS = ("d_model", "d", "max_ctx", "memory", "clock_mhz", "ext_write_
 # Hardware fields that switch on a feature added after chips were measured without it: while off they are left
 # out of ``Config.hardware()`` (so of the Verilog's header and every cache key), and a chip without the feature
 # keeps its Verilog and its recorded datasheet byte for byte.
-FEATURE_FIELDS = ("st_words",)
+FEATURE_FIELDS = ("st_words", "wide_scores")
 
 # (minimum, maximum) of every integer field; the maxima follow from the instruction encoding (16-bit
 # scratchpad addresses and lengths, 8-bit M and N, 12-bit strides) or from what the RTL is built and tested
@@ -61,6 +61,7 @@ _RANGES = {
     "sm_lanes":    (1, 2),
     "ld_overlap":  (0, 1),
     "st_words":    (0, 1),
+    "wide_scores": (0, 1),
     "ext_write_latency": (1, 64),
     "clock_mhz":   (1, 1000),
 }
@@ -98,6 +99,8 @@ _HELP = {
                   "last request (the DMA holds two; decoupled mode, bare packed port; docs/ARCHITECTURE.md)",
     "st_words": "1: ST takes the wd flag, storing whole 32-bit words (four bytes each) through the packed "
                 "port, so int32 results leave the chip (bus_bytes > 1; docs/ISA.md)",
+    "wide_scores": "1: SMC takes the ws flag, reading each score as two int32 planes ld words apart, 128 x high + "
+                   "low: wide keys' scores without an RSA to add them (online_unit = 1; docs/ISA.md)",
     "axi": "1: the external port is an AXI4 manager (bursts, valid/ready on every channel; docs/ARCHITECTURE.md)",
     "ext_write_latency": "with axi = 1: cycles from a write burst's last beat to its answer on B",
     "clock_mhz": "the chip's clock in MHz, as the external memory's timing sees it (with a DRAM memory)",
@@ -136,6 +139,7 @@ class Config:
     sm_lanes: int = 1
     ld_overlap: int = 0
     st_words: int = 0
+    wide_scores: int = 0
     ext_write_latency: int = 1
     clock_mhz: int = 100
     memory: str = "ideal"
@@ -207,6 +211,9 @@ class Config:
         if self.memory != "ideal" and not self.axi:
             raise ValueError(f"Config field 'memory' must be ideal on the bare port (a DRAM answers the AXI4 port: "
                              f"axi = 1), not {self.memory!r}")
+        if self.wide_scores and not self.online_unit:
+            raise ValueError(f"Config field 'wide_scores' needs the online unit (online_unit = 1), whose SMC "
+                             f"reads the scores, not {self.wide_scores!r}")
         if self.sm_max_len < self.max_ctx and not self.online_unit:
             # (with the online unit, attention streams the context in chunks of at most sm_max_len)
             raise ValueError(f"Config field 'sm_max_len' must be at least max_ctx ({self.max_ctx}) so attention "

@@ -141,8 +141,10 @@ def online_requests(instr, config):
     "w")]``, one per cycle at most, every read before every write (``ga2_sw.timing``'s schedules)."""
     i, n = instr, instr.len
     if i.op == Op.SMC:
-        first_pass, busy = smc_phases(n, config)
-        reads = [(1, i.st), (2, i.st + 1)] + [(3 + t, i.src + t) for t in range(n)]
+        first_pass, busy = smc_phases(n, config, i.ws)
+        scores = [i.src + t + plane * i.ld for t in range(n) for plane in range(2)] if i.ws else \
+            [i.src + t for t in range(n)]        # with ws each score's high word, then its low word
+        reads = [(1, i.st), (2, i.st + 1)] + [(3 + c, addr) for c, addr in enumerate(scores)]
         writes = ([(first_pass + 3 + t, i.dst + t) for t in range(n)] +
                   [(first_pass + n + 4 + t, i.dst + i.ld + t) for t in range(n)] +
                   [(busy - 2 + k, i.st + k) for k in range(3)])

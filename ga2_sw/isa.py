@@ -46,6 +46,7 @@ SLOTS = {
     "rb":  (5, 1, False),       # MM: row i of A takes a B of its own, i*lda words past B (Config.row_b chips only)
     "sa":  (6, 1, False),       # MM: every row takes A's row 0, so lda steps only rb's Bs (Config.row_b chips only)
     "wd":  (4, 1, False),       # ST: store whole words, WORD_BYTES bytes each (Config.st_words chips only)
+    "ws":  (4, 1, False),       # SMC: each score from two planes ld words apart (Config.wide_scores chips only)
     "dst": (8, 16, False),
     "src": (24, 16, False),
     "len": (40, 16, False),
@@ -76,7 +77,8 @@ FIELDS = {
     Op.RQ:   (("dst", "dst"), ("src", "src"), ("len", "len"), ("m", "m"), ("s", "s")),
     Op.SM:   (("dst", "dst"), ("src", "src"), ("len", "len")),
     Op.HALT: (),
-    Op.SMC:  (("dst", "dst"), ("src", "src"), ("len", "len"), ("m", "m"), ("s", "s"), ("st", "st"), ("ld", "lda")),
+    Op.SMC:  (("dst", "dst"), ("src", "src"), ("len", "len"), ("m", "m"), ("s", "s"), ("st", "st"), ("ld", "lda"),
+              ("ws", "ws")),
     Op.RSA:  (("dst", "dst"), ("src", "src"), ("len", "len"), ("ld", "lda"), ("a", "st")),
     Op.NRM:  (("dst", "dst"), ("src", "src"), ("len", "len"), ("m", "m"), ("s", "s"), ("st", "st")),
 }
@@ -88,6 +90,7 @@ class Feature(Enum):
     ROW_B = "row_b"                 # MM's rb and sa fields: a tile a row (docs/ISA.md)
     WORD_STORES = "st_words"        # ST's wd field: stores of whole int32 words
     ONLINE = "online_unit"          # SMC, RSA and NRM: the online unit (docs/LONG_CONTEXT.md)
+    WIDE_SCORES = "wide_scores"     # SMC's ws field: scores of two int32 planes (wide keys)
 
 
 def features_of(config):
@@ -95,9 +98,9 @@ def features_of(config):
     return frozenset(f for f in Feature if getattr(config, f.value))
 
 
-# Fields that only chips built with a feature take (MM's rb and sa: Feature.ROW_B; ST's wd: Feature.WORD_STORES);
-# elsewhere a set one is ILLEGAL, as a stray bit is.
-OPTIONAL_FIELDS = {"rb": Feature.ROW_B, "sa": Feature.ROW_B, "wd": Feature.WORD_STORES}
+# Fields that only chips built with a feature take (MM's rb and sa: Feature.ROW_B; ST's wd: Feature.WORD_STORES;
+# SMC's ws: Feature.WIDE_SCORES); elsewhere a set one is ILLEGAL, as a stray bit is.
+OPTIONAL_FIELDS = {"rb": Feature.ROW_B, "sa": Feature.ROW_B, "wd": Feature.WORD_STORES, "ws": Feature.WIDE_SCORES}
 
 
 def unbuilt_fields(instr, features):
@@ -154,7 +157,7 @@ OPS = {
     # The online unit reads everything an instruction reads before it writes anything (docs/ISA.md), so
     # overlapping ranges behave as "read everything, then write" and need no OVERLAP rule.
     Op.SMC:  OpSpec("osm", "vector", "vec", sp=(("src", "r"), ("dst", "w"), ("st", "rw")),
-                    busy=lambda i, config: smc_busy(i.len, config)),
+                    busy=lambda i, config: smc_busy(i.len, config, i.ws)),
     Op.RSA:  OpSpec("osm", "vector", "vec", sp=(("src", "r"), ("dst", "rw"), ("a", "r")),
                     busy=lambda i, config: rsa_busy(i.len, config)),
     Op.NRM:  OpSpec("osm", "vector", "vec", sp=(("src", "r"), ("dst", "w"), ("st", "r")),
@@ -243,6 +246,7 @@ class Instr:
     a: int = 0
     sa: int = 0
     wd: int = 0
+    ws: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "op", Op(self.op))
@@ -315,9 +319,10 @@ def halt():
     return Instr(Op.HALT)
 
 
-def smc(dst, src, len, m, s, st, ld=None):
-    """SMC; the low digits ``ld`` words after the high ones (default ``len``: right after them)."""
-    return Instr(Op.SMC, dst=dst, src=src, len=len, m=m, s=s, st=st, ld=len if ld is None else ld)
+def smc(dst, src, len, m, s, st, ld=None, ws=0):
+    """SMC; the low digits ``ld`` words after the high ones (default ``len``: right after them), and with ``ws``
+    the scores' low plane ``ld`` words after their high one."""
+    return Instr(Op.SMC, dst=dst, src=src, len=len, m=m, s=s, st=st, ld=len if ld is None else ld, ws=ws)
 
 
 def rsa(dst, src, len, ld, a):
@@ -382,8 +387,9 @@ def footprints(instr):
         return [(i.A, a_hi), (i.B, b_hi), (i.dst, c_hi)], []
     if i.op in (Op.RQ, Op.SM):
         return [(i.src, i.src + i.len - 1), (i.dst, i.dst + i.len - 1)], []
-    if i.op == Op.SMC:          # the weights' high digits, their low digits ld words on; the state (M, S, alpha)
-        return [(i.src, i.src + i.len - 1), (i.dst, i.dst + i.ld + i.len - 1), (i.st, i.st + 2)], []
+    if i.op == Op.SMC:          # the scores (with ws their two planes, ld apart); the weights' high digits, their
+        # low digits ld words on; the state (M, S, alpha)
+        return [(i.src, i.src + i.ws * i.ld + i.len - 1), (i.dst, i.dst + i.ld + i.len - 1), (i.st, i.st + 2)], []
     if i.op == Op.RSA:          # the two product rows, ld apart; the running outputs; alpha
         return [(i.src, i.src + i.ld + i.len - 1), (i.dst, i.dst + i.len - 1), (i.a, i.a)], []
     if i.op == Op.NRM:          # the state's (M, S): S is read

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from .cycles import Counters, run_program
 from .isa import Op, Err
 from .packing import WORD_BYTES, held_image, load_element, store_element, word_bytes
-from .numerics import nrm_word, rsa_word, s8, s32, smc_words, u32, requant, softmax_q16
+from .numerics import nrm_word, rsa_word, s8, s32, smc_words, u32, requant, softmax_q16, wide_score_words
 
 __all__ = ["Machine", "Result", "run"]
 
@@ -80,7 +80,10 @@ def _execute(i, sp, ext, config):
     # The online unit reads every word an instruction reads before it writes one (docs/ISA.md), and writes in
     # this order: so do these.
     elif i.op == Op.SMC:
-        high, low, mx, total, alpha = smc_words(sp[i.src:i.src + i.len], sp[i.st], sp[i.st + 1], i.m, i.s)
+        scores = sp[i.src:i.src + i.len]
+        if i.ws:                # 128 x the high plane's score + the low plane's, ld words on (modulo 2**32)
+            scores = wide_score_words(scores, sp[i.src + i.ld:i.src + i.ld + i.len])
+        high, low, mx, total, alpha = smc_words(scores, sp[i.st], sp[i.st + 1], i.m, i.s)
         sp[i.dst:i.dst + i.len] = high
         sp[i.dst + i.ld:i.dst + i.ld + i.len] = low
         sp[i.st:i.st + 3] = [mx, total, alpha]

@@ -9,7 +9,7 @@ __all__ = ["quantize", "scale_for", "mantissa_shift", "requant", "EXP_TABLE", "s
            "s8", "s32", "u32", "sat8", "Q16_ONE", "MAX_SHIFT", "M_BITS", "SCORE_UNIT", "SCORE_MIN", "SCORE_MAX",
            "EXP64_TABLE", "EXP_DISTANCES", "WEIGHT_BITS", "WEIGHT_MAX", "DIGIT_BITS", "ONLINE_MAX_CTX", "ONLINE_START",
            "exp64", "weight_of_exp", "WEIGHT64_TABLE", "scale_score", "online_softmax_step", "weight_digits", "rescale_add", "normalise", "NRM_MAX_SHIFT",
-           "ALPHA_BITS", "smc_words", "rsa_word", "nrm_word", "KEY_DIGITS", "KEY_LIMIT", "WIDE_KEY_MAX",
+           "ALPHA_BITS", "smc_words", "wide_score_words", "rsa_word", "nrm_word", "KEY_DIGITS", "KEY_LIMIT", "WIDE_KEY_MAX",
            "wide_key_digits"]
 
 Q16_ONE = 1 << 16
@@ -215,6 +215,12 @@ def smc_words(scores, state_max, state_sum, m, s):
     weights, alpha, (mx, total) = online_softmax_step(x, (s32(state_max), s32(state_sum)))
     high, low = weight_digits(weights)
     return high, low, u32(mx), u32(total), alpha
+
+
+def wide_score_words(high, low):
+    """SMC's ``ws`` scores: ``128 * high + low`` modulo 2**32 of each pair of int32 words, the two planes' dot
+    products of wide keys (``DIGIT_BITS``: what RSA with alpha 0 adds)."""
+    return [u32((s32(h) << DIGIT_BITS) + s32(l)) for h, l in zip(high, low)]
 
 
 def rsa_word(partial, alpha_word, high, low):

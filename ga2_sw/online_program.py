@@ -15,12 +15,19 @@ one output: the host takes the fine one where it is inside its range).
 
 With wide keys (``key_digits = 2``, docs/LONG_CONTEXT.md) each key is 15 bits as two int8 digits, ``128 hi +
 lo`` (``numerics.wide_key_digits``), held as two digit planes of the cache: the K chunk is two loads, the scores
-two MMs (one per plane) that RSA adds with alpha 0 (a word holding 0), ``128 * q.hi + q.lo``, before SMC. The
-keys' traffic doubles; the scores' error from rounding the keys all but vanishes.
+two MMs (one per plane) that RSA adds with alpha 0 (a word holding 0), ``128 * q.hi + q.lo``, before SMC; on a chip
+built with wide scores (``Config.wide_scores``) SMC reads both planes' scores itself (``ws``), and no RSA adds them.
+The keys' traffic doubles; the scores' error from rounding the keys all but vanishes.
+
+Where the array has rows for every query head's two digit rows (``2 x heads <= rows``: the llm chip's 8) and the
+scratchpad room, the groups run as two **streams** (``GroupedLayout.streams``), each with buffers of its own,
+their chunks taken in turn: ``P V`` of a group's query heads is then one MM of all their digit rows a value
+tile, and while the matrix unit runs it for one stream the vector lane has the other's SMCs to run.
 ``ga2_sw.llm.vector_numerics.online_attention`` is the same computation written with numpy over whole arrays,
 the tests' reference (it takes the wide keys whole: no digits)."""
 
 from dataclasses import dataclass
+from itertools import zip_longest
 
 from . import isa
 from .banking import key_stride, operand_start, operand_stride, spread_stride
@@ -28,7 +35,7 @@ from .layout import LayoutBase, LayoutError
 from .numerics import KEY_DIGITS, ONLINE_START, u32, wide_key_digits
 from .packing import packed
 
-__all__ = ["Group", "GroupedLayout", "grouped_program", "grouped_ext_image", "grouped_outputs"]
+__all__ = ["Group", "GroupedLayout", "grouped_layout", "grouped_program", "grouped_ext_image", "grouped_outputs"]
 
 # Wide keys' RSA reads its alpha of 0 from the word after the state's starting maximum (``ex_state + 1``).
 assert ONLINE_START[1] == 0, "the online state's starting sum is the zero word wide keys' RSA reads"
@@ -67,11 +74,17 @@ class GroupedLayout(LayoutBase):
     d: int
     chunk: int
     key_digits: int = 1     # 1: int8 keys; 2: wide keys, two digit planes
+    streams: int = 1        # 2: the groups in two streams, each with buffers of its own (``two_streams``)
 
     def __post_init__(self):
         c = self.config
         if self.key_digits not in KEY_DIGITS:
             raise LayoutError(f"keys have 1 or 2 int8 digits, not {self.key_digits}")
+        if self.streams not in (1, 2):
+            raise LayoutError(f"a grouped program runs 1 or 2 streams, not {self.streams}")
+        if self.streams == 2 and not self.one_mm_products:
+            raise LayoutError(f"two streams need P V as one MM of every query head's two digit rows: "
+                              f"{2 * self.heads} rows on an array of {c.rows}")
         if not c.online_unit:
             raise LayoutError("Grouped attention needs the online unit (Config field 'online_unit' = 1)")
         if not (1 <= self.chunk <= c.sm_max_len and 1 <= self.d <= c.sm_max_len and c.rows >= 2):
@@ -116,11 +129,32 @@ class GroupedLayout(LayoutBase):
     def S0(self):                   # the scores, two buffers (chunk parity): one row of a chunk per query head
         return 2 * self.key_digits * self.chunk * self.key_stride + 2 * self.chunk * self.d
 
-    def S(self, k):                 # chunk k's scores (ldc = chunk)
-        return self.S0 + (k % 2) * self.key_digits * self.heads * self.chunk
+    @property
+    def wide_scores(self):
+        """Whether SMC reads the two planes' scores itself (``ws``: wide keys on a chip built with
+        ``wide_scores``): each head's high plane's row then its low plane's, ``digit_stride`` apart, SMC's ``ld``
+        for its reads as for its two digit rows."""
+        return self.key_digits == 2 and bool(self.config.wide_scores)
 
-    def S_plane(self, plane, k):    # wide keys: the scores of each digit plane, then RSA adds them into S's rows
-        return self.S(k) + plane * self.heads * self.chunk
+    @property
+    def score_ldc(self):
+        """Words from one query head's scores to the next's (the score MMs' ``ldc``)."""
+        return 2 * self.digit_stride if self.wide_scores else self.chunk
+
+    @property
+    def score_words(self):          # one buffer's scores: every plane of every head
+        return self.heads * (self.score_ldc if self.wide_scores else self.key_digits * self.chunk)
+
+    def S(self, k):                 # chunk k's scores (ldc = chunk; with wide scores 2 digit_stride)
+        return self.S0 + (k % 2) * self.score_words
+
+    def S_plane(self, plane, k):    # wide keys: each digit plane's scores (RSA adds them into S's rows, or SMC reads
+        # both: the low plane's row digit_stride after each head's high one)
+        return self.S(k) + plane * (self.digit_stride if self.wide_scores else self.heads * self.chunk)
+
+    def score_row(self, k, h, plane=0):
+        """Where query head ``h``'s scores of chunk ``k`` (of digit plane ``plane``) start."""
+        return self.S_plane(plane, k) + h * self.score_ldc
 
     @property
     def digit_stride(self):
@@ -135,7 +169,7 @@ class GroupedLayout(LayoutBase):
         return -(-(self.digit_stride + self.chunk) // nb) * nb
 
     def D(self, h):                 # query head h's weights: SMC's two digit rows, a digit_stride apart
-        base = self.S0 + 2 * self.key_digits * self.heads * self.chunk
+        base = self.S0 + 2 * self.score_words
         if self.value_columns:      # on the banks of the other parity than the value columns' (at even a >> b);
             base = operand_start(base, "B", self.config)    # a step of twice an odd multiple of 2 Nb keeps it
         return base + h * self._d_step
@@ -183,8 +217,24 @@ class GroupedLayout(LayoutBase):
         return self.OUT(h) + self.d
 
     @property
-    def ZERO(self):                 # wide keys: a word holding 0, RSA's alpha when it adds the planes' scores
-        return self.Q(self.heads)
+    def one_mm_products(self):
+        """Whether ``P V`` of a group's query heads can be one MM (``M = 2 x heads``): the array has the rows,
+        and each head's two digit rows lie ``digit_stride`` after the head before's (``D``), as its products do
+        (``PR``, ``d`` apart)."""
+        return 2 * self.heads <= self.config.rows and self._d_step == 2 * self.digit_stride
+
+    @property
+    def stream_stride(self):
+        """Words from one stream's buffers (the chunk buffers to the query heads' blocks) to the next's: a
+        multiple of ``Nb x Nb`` words, so that every address of the second stream is on the bank of the first's
+        (``(a + a >> b) mod Nb``)."""
+        unit = self.config.sp_banks ** 2
+        return -(-self.Q(self.heads) // unit) * unit
+
+    @property
+    def ZERO(self):                 # wide keys: a word holding 0, RSA's alpha when it adds the planes' scores (unused
+        # with wide scores); after every stream's buffers
+        return self.Q(self.heads) + (self.streams - 1) * self.stream_stride
 
     @property
     def START(self):                # a packed port: START_A's row, then START_B's rows
@@ -244,6 +294,17 @@ class GroupedLayout(LayoutBase):
         return self.ex_state + self.start_words
 
 
+def grouped_layout(config, groups, d, chunk, key_digits=1):
+    """The layout of ``groups``' attention on ``config``'s chip: two streams where there are two groups or more,
+    the array has the rows for one MM of ``P V`` a group and the scratchpad the room, else one."""
+    if len(groups) > 1:
+        try:
+            return GroupedLayout(config, tuple(groups), d, chunk, key_digits, streams=2)
+        except LayoutError:
+            pass
+    return GroupedLayout(config, tuple(groups), d, chunk, key_digits)
+
+
 def grouped_program(lay):
     """Each group (a key/value head of a sequence) in turn: its caches stream through the chunk buffers once,
     and every query head sharing them runs its own scores, SMC, P V and RSA on each chunk; NRM and the store per
@@ -255,13 +316,11 @@ def grouped_program(lay):
     chunk's scores (into the other scores buffer) go before the last head's P V, its first SMC before the last
     head's RSA (with two heads or more: one head's SMC and RSA share its state), so that neither lane waits
     for the other at a chunk's edge."""
+    if lay.streams == 2:
+        return _two_streams(lay)
     ops = _ChunkOps(lay)
     chunks = ops.chunks
-    prog = ops.loads(0)
-    if lay.key_digits == 2:
-        prog.append(isa.ld(dst=lay.ZERO, src=lay.ex_state + 1, len=1))
-    if packed(lay.config):
-        prog.append(isa.ld(dst=lay.START, src=lay.ex_state + len(ONLINE_START), len=lay.start_words - 2))
+    prog = ops.loads(0) + _constants(lay)
     started = False             # this chunk's scores and first SMC already issued (by the chunk before)
     for k, (g, c0, size) in enumerate(chunks):
         heads = len(lay.groups[g].scores)
@@ -291,13 +350,68 @@ def grouped_program(lay):
     return prog + [isa.halt()]
 
 
-class _ChunkOps:
-    """The instructions of a grouped program's pieces, chunk ``k`` of ``chunks`` (group, first token, size)."""
+def _constants(lay):
+    """The words every chunk reads: wide keys' 0 (RSA's alpha, without wide scores), and on a packed port the
+    state's start as START_A's and START_B's operands."""
+    prog = []
+    if lay.key_digits == 2 and not lay.wide_scores:
+        prog.append(isa.ld(dst=lay.ZERO, src=lay.ex_state + 1, len=1))
+    if packed(lay.config):
+        prog.append(isa.ld(dst=lay.START, src=lay.ex_state + len(ONLINE_START), len=lay.start_words - 2))
+    return prog
 
-    def __init__(self, lay):
-        self.lay, n = lay, lay.chunk
-        self.chunks = [(g, c0, min(n, grp.length - c0)) for g, grp in enumerate(lay.groups)
+
+def _two_streams(lay):
+    """The groups in two streams (even groups and odd), each with its own buffers, their chunks in turn: a chunk's
+    loads of the next, every head's SMC, the next chunk's scores (the same group's), ``P V`` of all the heads'
+    digit rows as one MM a value tile, then every head's RSA. The list scheduler (``schedule.reorder``) then runs
+    one stream's SMCs beside the other's ``P V``."""
+    streams = [_ChunkOps(lay, s) for s in range(2)]
+    prog = [i for ops in streams if ops.chunks for i in ops.loads(0)] + _constants(lay)
+    for turn in zip_longest(*(ops.rounds() for ops in streams), fillvalue=[]):
+        prog += [i for part in turn for i in part]
+    return prog + [isa.halt()]
+
+
+class _Stream:
+    """A grouped layout seen from stream ``s`` (``GroupedLayout.streams``): its buffers' addresses
+    ``s x stream_stride`` on, every other attribute the layout's."""
+    BUFFERS = ("K", "V", "S", "S_plane", "score_row", "D", "PR", "Q", "PARTIAL", "STATE", "OUT", "FINE")
+
+    def __init__(self, lay, s):
+        self._lay, self._offset = lay, s * lay.stream_stride
+
+    def __getattr__(self, name):
+        value = getattr(self._lay, name)
+        if name in self.BUFFERS:
+            return lambda *args: value(*args) + self._offset
+        return value
+
+
+class _ChunkOps:
+    """The instructions of a grouped program's pieces, chunk ``k`` of ``chunks`` (group, first token, size): of
+    every group, or of stream ``s``'s (its groups, ``g % streams == s``, on its buffers)."""
+
+    def __init__(self, lay, s=0):
+        self.lay, n = (lay if lay.streams == 1 else _Stream(lay, s)), lay.chunk
+        self.chunks = [(g, c0, min(n, grp.length - c0)) for g, grp in enumerate(lay.groups) if g % lay.streams == s
                        for c0 in range(0, grp.length, n)]
+
+    def rounds(self):
+        """Each chunk's instructions in a stream (``_two_streams``), one list a chunk."""
+        chunks, scored = self.chunks, False
+        for k, (g, c0, size) in enumerate(chunks):
+            heads = len(self.lay.groups[g].scores)
+            ahead = k + 1 < len(chunks) and chunks[k + 1][0] == g      # the next chunk is this group's
+            part = self.group_start(g) if c0 == 0 else []
+            part += self.loads(k + 1) if k + 1 < len(chunks) else []
+            part += [] if scored else self.scores(k)
+            part += [i for h in range(heads) for i in self.weights(k, h)]
+            part += self.scores(k + 1) if ahead else []
+            part += self.group_products(k) + [i for h in range(heads) for i in self.rescale(h)]
+            part += self.group_end(g) if c0 + size == self.lay.groups[g].length else []
+            scored = ahead
+            yield part
 
     def loads(self, k):         # the chunk's keys (each digit plane) and values (to the last one's last token)
         lay, (g, c0, size), ks = self.lay, self.chunks[k], self.lay.key_stride
@@ -309,11 +423,12 @@ class _ChunkOps:
     def scores(self, k):        # the group's query heads are the rows of one MM per cols keys, per plane
         lay, (g, _, size), n = self.lay, self.chunks[k], self.lay.chunk
         rows, C, heads = lay.config.rows, lay.config.cols, len(lay.groups[g].scores)
-        out = [isa.mm(dst=lay.S_plane(p, k) + h0 * n + j0, A=lay.Q(h0), B=lay.K(k, p) + j0 * lay.key_stride,
+        out = [isa.mm(dst=lay.score_row(k, h0, p) + j0, A=lay.Q(h0), B=lay.K(k, p) + j0 * lay.key_stride,
                       M=min(rows, heads - h0), K=lay.d, N=min(C, size - j0), tb=1, lda=lay.head_stride,
-                      ldb=lay.key_stride, ldc=n)
+                      ldb=lay.key_stride, ldc=lay.score_ldc)
                for p in range(lay.key_digits) for h0 in range(0, heads, rows) for j0 in range(0, size, C)]
-        if lay.key_digits == 2:     # 128 * (q . hi) + q . lo, in place: RSA reads everything before it writes
+        if lay.key_digits == 2 and not lay.wide_scores:     # 128 * (q . hi) + q . lo, in place: RSA reads
+            # everything before it writes
             out += [isa.rsa(dst=lay.S(k) + h * n, src=lay.S(k) + h * n, len=size, ld=lay.heads * n, a=lay.ZERO)
                     for h in range(heads)]
         return out
@@ -321,8 +436,8 @@ class _ChunkOps:
     def weights(self, k, h):    # SMC: head h's weights as two digit rows, its running maximum and sum
         lay, (g, _, size) = self.lay, self.chunks[k]
         m, s = lay.groups[g].scores[h]
-        return [isa.smc(dst=lay.D(h), src=lay.S(k) + h * lay.chunk, len=size, m=m, s=s, st=lay.STATE(h),
-                        ld=lay.digit_stride)]
+        return [isa.smc(dst=lay.D(h), src=lay.score_row(k, h), len=size, m=m, s=s, st=lay.STATE(h),
+                        ld=lay.digit_stride, ws=int(lay.wide_scores))]
 
     def products(self, k, h):   # P V of both digit rows
         lay, size, C = self.lay, self.chunks[k][2], self.lay.config.cols
@@ -330,6 +445,14 @@ class _ChunkOps:
         step, ldb = (lay.chunk, lay.chunk) if lay.value_columns else (1, lay.d)
         return [isa.mm(dst=lay.PR(h) + j0, A=lay.D(h), B=lay.V(k) + j0 * step, M=2, K=size, N=min(C, lay.d - j0),
                        tb=int(lay.value_columns), lda=lay.digit_stride, ldb=ldb, ldc=lay.d)
+                for j0 in range(0, lay.d, C)]
+
+    def group_products(self, k):    # P V of every head's two digit rows, one MM a value tile (one_mm_products)
+        lay, (g, _, size), C = self.lay, self.chunks[k], self.lay.config.cols
+        step, ldb = (lay.chunk, lay.chunk) if lay.value_columns else (1, lay.d)
+        return [isa.mm(dst=lay.PR(0) + j0, A=lay.D(0), B=lay.V(k) + j0 * step, M=2 * len(lay.groups[g].scores),
+                       K=size, N=min(C, lay.d - j0), tb=int(lay.value_columns), lda=lay.digit_stride, ldb=ldb,
+                       ldc=lay.d)
                 for j0 in range(0, lay.d, C)]
 
     def rescale(self, h):       # RSA: the running outputs rescaled by alpha plus the two products

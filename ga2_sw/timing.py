@@ -12,7 +12,7 @@ __all__ = ["FETCH_CYCLES", "ISSUE_CYCLES", "SP_WRITE_DELAY", "DEBUG_READ_LATENCY
            "vector_read_latency",
            "compute_read_latency", "dma_read_latency", "AXI_ST_DATA_DELAY", "dma_data_at_banks", "st_latency",
            "debug_read_latency", "rq_latency", "sm_pass_cycles",
-           "sm_overhead", "SMC_SCORE_DEPTH", "RSA_DEPTH", "NRM_DEPTH", "smc_busy", "rsa_busy", "nrm_busy", "smc_phases",
+           "sm_overhead", "SMC_SCORE_DEPTH", "RSA_DEPTH", "NRM_DEPTH", "smc_busy", "rsa_busy", "nrm_busy", "smc_phases", "smc_reads",
            "OnlineSchedule", "online_schedule"]
 
 FETCH_CYCLES = 1        # the first instruction's fetch
@@ -144,19 +144,27 @@ RSA_DEPTH = 4           # word, partials, product, the rescaled sum (into the bu
 NRM_DEPTH = 15          # word, partials, product, numerator, shifted, clamp flags, 8 quotient bits, int8
 
 
-def smc_phases(n, config):
+def smc_reads(n, wide=False):
+    """The scores' reads of an SMC of ``n`` scores: one a score, or with ``ws`` (``wide``) two, its high plane's
+    word then its low plane's."""
+    return 2 * n if wide else n
+
+
+def smc_phases(n, config, wide=False):
     """Cycles (from the start pulse) of an SMC of ``n`` scores: ``(first weight-pass cycle P0, busy time)``.
-    Reads st, st+1 in cycles 1, 2 and the scores in 3 .. n+2; the last score enters the buffer in cycle
-    n + 2 + L + SMC_SCORE_DEPTH; the new maximum is registered in the next cycle, alpha's table read the next,
-    alpha registered the next; the weights pass reads the buffer from P0 on: the high digit of weight i is
-    written in cycle P0 + 3 + i, the low digit in P0 + n + 4 + i, then M', S' and alpha in P0 + 2n + 4 .. + 6."""
-    first_pass = n + 2 + vector_read_latency(config) + SMC_SCORE_DEPTH + 4
+    Reads st, st+1 in cycles 1, 2 and the scores in 3 .. R+2 (``R = smc_reads(n, wide)``: with ``ws`` score i's
+    high word in 3 + 2i, its low word in 4 + 2i, the two added as the low one's data arrives); the last score
+    enters the buffer in cycle R + 2 + L + SMC_SCORE_DEPTH; the new maximum is registered in the next cycle,
+    alpha's table read the next, alpha registered the next; the weights pass reads the buffer from P0 on: the
+    high digit of weight i is written in cycle P0 + 3 + i, the low digit in P0 + n + 4 + i, then M', S' and alpha
+    in P0 + 2n + 4 .. + 6."""
+    first_pass = smc_reads(n, wide) + 2 + vector_read_latency(config) + SMC_SCORE_DEPTH + 4
     return first_pass, first_pass + 2 * n + 6
 
 
-def smc_busy(n, config):
-    """SMC's busy time: ``3 n + L + SMC_SCORE_DEPTH + 12`` (``smc_phases``)."""
-    return smc_phases(n, config)[1]
+def smc_busy(n, config, wide=False):
+    """SMC's busy time: ``3 n + L + SMC_SCORE_DEPTH + 12``, ``n`` more with ``ws`` (``smc_phases``)."""
+    return smc_phases(n, config, wide)[1]
 
 
 def rsa_busy(n, config):

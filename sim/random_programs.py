@@ -165,9 +165,12 @@ def _online_instr(draw, config, op):
     src = draw(0, sp - n)
     if op == Op.SMC:
         ld = _pick(draw, (n, 0, draw(0, min(64, sp - n))))
+        ws = draw(0, 1) if config.wide_scores else 0      # the scores' two planes, ld apart
+        if ws:
+            src = draw(0, sp - n - ld)
         dst = _pick(draw, (lambda: draw(0, sp - n - ld), lambda: _near(draw, src, 0, sp - n - ld)))()
         st = _pick(draw, (lambda: draw(0, sp - 3), lambda: _near(draw, dst, 0, sp - 3)))()
-        return isa.smc(dst, src, n, m, draw(0, MAX_SHIFT), st, ld)
+        return isa.smc(dst, src, n, m, draw(0, MAX_SHIFT), st, ld, ws)
     if op == Op.RSA:
         ld = _pick(draw, (n, 0, draw(0, min(64, sp - n))))
         src = draw(0, sp - n - ld)

@@ -287,7 +287,7 @@ def test_a_thousand_random_programs_per_chip(name):
 def random_config(rng):
     """A random valid configuration of a size Verilator builds in about a minute: array 1..8 x 1..8, scratchpad
     64..4096 words, any bank count, port, lane and overlap option in either mode, whole-word stores on a packed
-    port (drawn until Config accepts)."""
+    port, wide scores with the online unit (drawn until Config accepts)."""
     while True:
         mode = rng.choice(["inorder", "decoupled"])
         banks = rng.choice([4, 8, 16, 32])
@@ -301,6 +301,8 @@ def random_config(rng):
                       sm_lanes=rng.randint(1, 2), ld_overlap=rng.randint(0, 1))
         if kw.get("bus_bytes", 1) > 1:
             kw["st_words"] = rng.randint(0, 1)
+        if kw["online_unit"]:
+            kw["wide_scores"] = rng.randint(0, 1)
         try:
             return Config(**kw)
         except ValueError:
@@ -314,7 +316,7 @@ def test_random_configurations_are_valid_and_varied():
     assert len({c.to_json() for c in drawn}) == 200
     assert {c.mode.value for c in drawn} == {"inorder", "decoupled"} and any(c.axi for c in drawn)
     assert any(c.rq_lanes > 1 for c in drawn) and any(c.bus_bytes == 16 for c in drawn)
-    assert any(c.st_words for c in drawn)
+    assert any(c.st_words for c in drawn) and any(c.wide_scores for c in drawn)
 
 
 @pytest.mark.slow

@@ -31,7 +31,7 @@ def test_encode_decode_round_trip(instr):
 def test_field_ranges_follow_the_bit_layout():
     # widths from the table in docs/ISA.md
     widths = {"dst": 16, "src": 16, "len": 16, "A": 16, "B": 16, "K": 16, "M": 8, "N": 8, "tb": 1, "rb": 1, "sa": 1,
-              "wd": 1, "lda": 12, "ldb": 12, "ldc": 12, "s": 6, "st": 16, "a": 16, "ld": 12}
+              "wd": 1, "ws": 1, "lda": 12, "ldb": 12, "ldc": 12, "s": 6, "st": 16, "a": 16, "ld": 12}
     external = {(Op.LD, "src"), (Op.ST, "dst")}          # 32-bit external addresses
     for op in Op:
         for name, _ in isa.FIELDS[op]:
@@ -51,6 +51,18 @@ def test_st_s_whole_word_flag_is_bit_4_on_chips_built_with_it():
     assert isa.used_bits(Op.ST, isa.features_of(packed.replace(st_words=1))) >> 4 & 1 and not isa.used_bits(Op.ST, isa.features_of(packed)) >> 4 & 1
     assert isa.check(isa.st(src=1, dst=8, len=2, wd=1), packed) == Err.ILLEGAL
     assert isa.USED_BITS[Op.LD] >> 4 & 1 == 0                  # never LD's
+
+
+def test_smc_s_wide_scores_flag_is_bit_4_on_chips_built_with_it():
+    # docs/ISA.md: [4] ws (SMC), chips built with wide_scores = 1 only, elsewhere a stray bit (ILLEGAL)
+    from ga2_sw.config import Config
+    narrow = isa.smc(dst=1, src=8, len=2, m=3, s=4, st=40, ld=5)
+    word = isa.encode(isa.smc(dst=1, src=8, len=2, m=3, s=4, st=40, ld=5, ws=1))
+    assert word == isa.encode(narrow) | 1 << 4
+    online = Config(online_unit=1)
+    assert isa.used_bits(Op.SMC, isa.features_of(online.replace(wide_scores=1))) >> 4 & 1
+    assert not isa.used_bits(Op.SMC, isa.features_of(online)) >> 4 & 1
+    assert not isa.used_bits(Op.RSA, isa.features_of(online.replace(wide_scores=1))) >> 4 & 1      # SMC's alone
 
 
 def test_external_addresses_split_across_their_slot_and_xhi():

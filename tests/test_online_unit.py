@@ -8,6 +8,7 @@ tests/test_differential.py)."""
 
 import math
 import random
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -21,11 +22,17 @@ from ga2_sw.isa import Err, Op
 from ga2_sw.llm.vector_numerics import online_attention
 from ga2_sw.machine import Machine
 from ga2_sw.numerics import KEY_LIMIT, WIDE_KEY_MAX, mantissa_shift, nrm_word, rsa_word, s8, smc_words
-from ga2_sw.online_program import Group, GroupedLayout, grouped_ext_image, grouped_outputs, grouped_program
+from ga2_sw.chips import chip
+from ga2_sw.layout import LayoutError
+from ga2_sw.llm.whole_step import SCHEDULE, SCHEDULE_WINDOW
+from ga2_sw.schedule import reorder
+from ga2_sw.online_program import (Group, GroupedLayout, grouped_ext_image, grouped_layout, grouped_outputs,
+                                     grouped_program)
 from sim.backends import get_backend
 from sim.compare import compare_results
 
 ONLINE = Config(online_unit=1, sp_words=512, ext_words=512, imem_words=64)      # tests/test_differential's chip
+WIDE = ONLINE.replace(wide_scores=1)                                             # with SMC's ws
 WORDS = st.integers(0, 2**32 - 1)
 
 
@@ -43,17 +50,58 @@ def exp_q16(distance):
     return 0 if distance >= 1024 else math.floor(65536 * math.exp(-distance / 64) + 0.5)
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(WORDS, min_size=1, max_size=20), WORDS, WORDS, st.integers(-2**15, 2**15 - 1), st.integers(0, 47))
-def test_smc_words_follow_the_document(scores, max_word, sum_word, m, s):
-    x = [max(-2**15, min(2**15 - 1, floor_half_up(Fraction(s32(a) * m, 2**s)))) for a in scores]
+def document_smc(dots, max_word, sum_word, m, s):
+    """SMC of docs/ISA.md on the int32 scores ``dots``: (high digits, low digits, new maximum, new sum, alpha)."""
+    x = [max(-2**15, min(2**15 - 1, floor_half_up(Fraction(a * m, 2**s)))) for a in dots]
     old = s32(max_word)
     new = max([old] + x)
     w = [floor_half_up(Fraction(exp_q16(new - v) * 4095, 65536)) for v in x]
     alpha = exp_q16(new - old)
     total = floor_half_up(Fraction(s32(sum_word) * alpha, 65536)) + sum(w)
-    assert smc_words(scores, max_word, sum_word, m, s) == ([v // 128 for v in w], [v % 128 for v in w],
-                                                           new % 2**32, total % 2**32, alpha)
+    return [v // 128 for v in w], [v % 128 for v in w], new % 2**32, total % 2**32, alpha
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(WORDS, min_size=1, max_size=20), WORDS, WORDS, st.integers(-2**15, 2**15 - 1), st.integers(0, 47))
+def test_smc_words_follow_the_document(scores, max_word, sum_word, m, s):
+    assert smc_words(scores, max_word, sum_word, m, s) == document_smc([s32(a) for a in scores], max_word,
+                                                                       sum_word, m, s)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(WORDS, WORDS), min_size=1, max_size=20), WORDS, WORDS,
+       st.integers(-2**15, 2**15 - 1), st.integers(0, 47), st.integers(0, 30))
+def test_a_wide_smc_follows_the_document(planes, max_word, sum_word, m, s, gap):
+    """SMC with ws on the reference machine: each score is 128 x its high plane's word + its low plane's, ``ld``
+    words on, modulo 2**32 (docs/ISA.md); the rest is SMC's, written here from the document."""
+    n, ld = len(planes), len(planes) + gap
+    ext = [0] * 512
+    for t, (high, low) in enumerate(planes):
+        ext[t], ext[ld + t] = high, low
+    ext[300:302] = [max_word, sum_word]
+    prog = [isa.ld(0, 0, 100), isa.ld(300, 300, 2), isa.smc(100, 0, n, m, s, 300, ld, ws=1),
+            isa.st(100, 100, 210), isa.halt()]
+    r = Machine(WIDE).run(prog, ext)
+    assert r.ok, r.error
+    dots = [s32((128 * s32(h) + s32(lo)) % 2**32) for h, lo in planes]
+    high, low, new, total, alpha = document_smc(dots, max_word, sum_word, m, s)
+    assert r.ext[100:100 + n] == high and r.ext[100 + ld:100 + ld + n] == low
+    assert r.ext[300:303] == [new, total, alpha]
+
+
+def test_wide_scores_need_their_chip():
+    """ws exists on chips built with wide scores only (ILLEGAL elsewhere, as a stray bit is); its scores' range
+    runs to the low plane's last word; the chip needs the online unit."""
+    wide = isa.smc(100, 0, 9, 5, 3, 300, 20, ws=1)
+    assert isa.decode(isa.encode(wide)) == (wide, Err.NONE)
+    assert isa.check(wide, ONLINE) == Err.ILLEGAL and isa.check(wide, WIDE) == Err.NONE
+    assert Machine(ONLINE).run([wide, isa.halt()]).error == Err.ILLEGAL
+    assert "wide_scores=1" in isa.explain(wide, ONLINE)
+    assert isa.footprints(wide)[0][0] == (0, 28)
+    assert isa.check(isa.smc(100, 490, 9, 5, 3, 300, 20, ws=1), WIDE) == Err.SP_RANGE        # low plane past the end
+    assert isa.check(isa.smc(100, 490, 9, 5, 3, 300, 20), WIDE) == Err.NONE
+    with pytest.raises(ValueError, match="wide_scores"):
+        Config(wide_scores=1)
 
 
 @settings(max_examples=300, deadline=None)
@@ -87,15 +135,21 @@ def test_online_opcodes_are_illegal_without_the_unit():
 @pytest.mark.parametrize("mode", ["inorder", "decoupled"])
 def test_requests_are_all_reads_then_writes_one_per_cycle(mode):
     """The schedule the cycle model charges for and the decoupled MMs give way to: one access per cycle, every
-    read before every write, the last write in the last busy cycle."""
-    config = ONLINE.replace(mode=mode)
-    for instr in (isa.smc(0, 100, 7, 3, 4, 300, 11), isa.rsa(10, 100, 9, 20, 300), isa.nrm(0, 100, 5, 3, 4, 300)):
+    read before every write, the last write in the last busy cycle; a wide SMC reads both planes' words, one
+    cycle more a score."""
+    config = WIDE.replace(mode=mode)
+    for instr in (isa.smc(0, 100, 7, 3, 4, 300, 11), isa.smc(0, 100, 7, 3, 4, 300, 11, ws=1),
+                  isa.rsa(10, 100, 9, 20, 300), isa.nrm(0, 100, 5, 3, 4, 300)):
         reqs = online_requests(instr, config)
         cycles = [c for c, _, _ in reqs]
         assert len(set(cycles)) == len(cycles)
         assert max(c for c, _, k in reqs if k == "r") < min(c for c, _, k in reqs if k == "w")
         footprint = {a for lo, hi in isa.footprints(instr)[0] for a in range(lo, hi + 1)}
         assert {a for _, a, _ in reqs} <= footprint
+        assert max(cycles) == isa.OPS[instr.op].busy(instr, config)
+        if instr.ws:
+            assert {a for _, a, k in reqs if k == "r"} >= set(range(100, 107)) | set(range(111, 118))
+            assert isa.OPS[Op.SMC].busy(instr, config) == isa.OPS[Op.SMC].busy(replace(instr, ws=0), config) + 7
 
 
 def head(L, d, seed, peaked=False, key_digits=1):
@@ -159,25 +213,32 @@ def test_a_packed_port_starts_the_state_below_every_score(key_digits, L):
     assert output(lay, r.ext) == want and any(want)
 
 
+@pytest.mark.parametrize("wide", [0, 1])
 @pytest.mark.parametrize("mode", ["inorder", "decoupled"])
 @pytest.mark.parametrize("L,d,chunk", [(1, 16, 64), (65, 16, 64), (130, 8, 16), (300, 64, 64)])
-def test_wide_key_program_is_online_attention(mode, L, d, chunk):
-    """Wide keys (two digit planes, two score MMs added by RSA with alpha 0): the program's outputs are
-    online_attention's on the 15-bit keys whole, which multiplies them without digits; and they are not what
-    the high digits alone would give."""
-    config = Config(online_unit=1, mode=mode, sp_words=32768, ext_words=65536, imem_words=1024)
+def test_wide_key_program_is_online_attention(mode, L, d, chunk, wide):
+    """Wide keys (two digit planes, two score MMs added by RSA with alpha 0, or on a chip built with wide scores
+    read by SMC's ws): the program's outputs are online_attention's on the 15-bit keys whole, which multiplies
+    them without digits; and they are not what the high digits alone would give."""
+    config = Config(online_unit=1, mode=mode, sp_words=32768, ext_words=65536, imem_words=1024, wide_scores=wide)
     for seed, peaked in ((L, False), (L + 1, True)):
         lay, prog, ext, want = run_head(config, L, d, chunk, seed, peaked=peaked, key_digits=2)
         r = Machine(config).run(prog, ext)
         assert r.ok, r.error
         assert output(lay, r.ext) == want and len(set(want)) > 1
         assert r.counters == cycle_counts(prog, config)[0]
-        assert sum(i.op == Op.RSA for i in prog) == 2 * -(-L // chunk)
-        # the last chunk's scores, as RSA left them: q . k exactly (numpy, on the whole keys), not q . 128 hi
+        chunks = -(-L // chunk)
+        assert sum(i.op == Op.RSA for i in prog) == (1 if wide else 2) * chunks
+        assert [i.ws for i in prog if i.op == Op.SMC] == [wide] * chunks
+        # the last chunk's scores as SMC takes them (RSA's sums, or 128 x the high plane + the low plane): q . k
+        # exactly (numpy, on the whole keys), not q . 128 hi
         q8, K, _ = head(L, d, seed, peaked, 2)
         last = K[(L - 1) // chunk * chunk:]
-        at = lay.S((L - 1) // chunk)
-        dots = [s32(w) for w in r.sp[at:at + len(last)]]
+        at, n = lay.score_row((L - 1) // chunk, 0), len(last)
+        dots = [s32(w) for w in r.sp[at:at + n]]
+        if wide:
+            low = r.sp[at + lay.digit_stride:at + lay.digit_stride + n]
+            dots = [128 * h + s32(w) for h, w in zip(dots, low)]
         assert dots == list(last @ q8) and dots != list((128 * ((last + 64) >> 7)) @ q8)
 
 
@@ -202,9 +263,9 @@ def test_a_long_context_step_is_bound_by_its_cache():
 
 
 @pytest.mark.parametrize("mode", ["inorder", "decoupled"])
-@pytest.mark.parametrize("key_digits", [1, 2])
-def test_chunk_loop_on_pysim(mode, key_digits):
-    config = ONLINE.replace(mode=mode)
+@pytest.mark.parametrize("key_digits,chip", [(1, ONLINE), (2, ONLINE), (2, WIDE)])
+def test_chunk_loop_on_pysim(mode, key_digits, chip):
+    config = chip.replace(mode=mode)
     lay, prog, ext, want = run_head(config, 11, 4, 4, 3, key_digits=key_digits)
     (got,) = get_backend("pysim").run_many(config, [(prog, ext)])
     assert not compare_results(Machine(config).run(prog, ext), got)
@@ -243,6 +304,29 @@ def test_random_online_instructions_on_pysim(mode):
     results = get_backend("pysim").run_many(config, jobs)
     for (prog, ext), got in zip(jobs, results):
         assert not compare_results(Machine(config).run(prog, ext), got), prog[1]
+
+
+@pytest.mark.parametrize("mode", ["decoupled", "inorder"])
+def test_wide_smcs_on_pysim(mode):
+    """SMC with ws on the RTL (pysim) against the reference machine, memory and counters: random planes beside an
+    MM; an LD into the low plane issued right after the SMC (decoupled, the scoreboard must hold it until the
+    SMC has read that plane); and an SMC whose low plane runs past the scratchpad (SP_RANGE)."""
+    rng = random.Random(8)
+    config = WIDE.replace(mode=mode)
+    jobs = []
+    for op, after in ((isa.smc(100, 0, 9, rng.randrange(-2**15, 2**15), 12, 300, 20, ws=1), []),
+                      (isa.smc(100, 5, 16, -77, 20, 300, 16, ws=1), []),
+                      (isa.smc(100, 3, 9, 913, 9, 300, 20, ws=1), [isa.ld(23, 410, 9)]),
+                      (isa.smc(100, 490, 9, 5, 3, 300, 20, ws=1), [])):
+        ext = [rng.getrandbits(32) if k < 420 else 0 for k in range(512)]
+        ext[300:304] = [rng.randrange(-40000, 40000) % 2**32, 77, 0, rng.getrandbits(32)]
+        jobs.append(([isa.ld(0, 0, 400), op, *after, isa.mm(420, 0, 40, 4, 8, 4, 1, 8, 8, 4), isa.st(0, 0, 460),
+                      isa.halt()], ext))
+    results = get_backend("pysim").run_many(config, jobs)
+    for (prog, ext), got in zip(jobs, results):
+        want = Machine(config).run(prog, ext)
+        assert not compare_results(want, got), prog[1]
+    assert Machine(config).run(*jobs[3]).error == Err.SP_RANGE
 
 
 # -- decode steps over long contexts (ga2_sw.online_decode) ------------------------------------------------------
@@ -486,15 +570,15 @@ def test_grouped_program_spreads_its_keys_over_eight_banks(key_digits):
     _outputs_are_online_attention(lay, prog, grouped_ext_image(lay, data), data)
 
 
-@pytest.mark.parametrize("key_digits", [1, pytest.param(2, marks=pytest.mark.slow)])
-def test_grouped_program_reads_value_columns_on_thirty_two_banks(key_digits):
+@pytest.mark.parametrize("key_digits,wide", [(1, 0), pytest.param(2, 0, marks=pytest.mark.slow), (2, 1)])
+def test_grouped_program_reads_value_columns_on_thirty_two_banks(key_digits, wide):
     """d = 64 and chunks of 64 on the llm chip's 32 banks: the V chunks are held a column of 64 tokens per value
     dimension (``value_columns``), in external memory (a sequence's last chunk padded) as in the buffers, so
     every P V MM reads them transposed, and every slice of every MM reads its operands on distinct banks (the
     bank function worked here: ``(a + a // 32) % 32``); each query head's output is still online_attention's,
     over a context of a chunk and a part of the next and one shorter than a chunk."""
     config = Config(online_unit=1, mode="decoupled", sp_words=32768, ext_words=131072, imem_words=1024,
-                    sp_banks=32, cols=16, d=64)
+                    sp_banks=32, cols=16, d=64, wide_scores=wide)
     groups, data = _heads_of_64(12, ((80, 3), (9, 1)), key_digits)
     lay = GroupedLayout(config, groups, 64, 64, key_digits)
     assert lay.value_columns
@@ -509,3 +593,73 @@ def test_grouped_program_reads_value_columns_on_thirty_two_banks(key_digits):
     image = grouped_ext_image(lay, data)
     assert image[lay.ex_v(0) + 64 * 64 + 5 * 64 + 13] == int(data[0][2][64 + 13][5]) & 0xFFFFFFFF
     _outputs_are_online_attention(lay, prog, image, data)
+
+
+# -- two streams (GroupedLayout.streams): P V of a group's heads as one MM, two groups' chunks in turn ------------
+
+LLM_ARRAY = Config(online_unit=1, mode="decoupled", sp_words=65536, ext_words=262144, imem_words=4096, sp_banks=32,
+                   rows=8, cols=16, d=64)
+
+
+def _pv_rows(prog, lay):
+    """The M of every P V MM of a grouped program (its A rows are SMC's digit rows, ``digit_stride`` apart)."""
+    return sorted({i.M for i in prog if i.op == Op.MM and i.lda == lay.digit_stride and i.K <= lay.chunk})
+
+
+@pytest.mark.parametrize("key_digits,wide", [(1, 0), (2, 0), (2, 1)])
+def test_two_streams_are_online_attention(key_digits, wide):
+    """On the llm chip's array and banks (8 x 16, 32 banks), groups of one to three query heads in two streams,
+    each stream with buffers of its own: every query head's output is still online_attention's and the counters
+    the cycle model's; P V is one MM of every head's two digit rows, and the program takes fewer cycles than the
+    same groups in one stream."""
+    config = LLM_ARRAY.replace(wide_scores=wide)
+    groups, data = _heads_of_64(13, ((80, 3), (9, 1), (130, 3), (64, 2)), key_digits)
+    lay = GroupedLayout(config, groups, 64, 64, key_digits, streams=2)
+    prog = grouped_program(lay)
+    _outputs_are_online_attention(lay, prog, grouped_ext_image(lay, data), data)
+    assert _pv_rows(prog, lay) == [2, 4, 6]
+    one = GroupedLayout(config, groups, 64, 64, key_digits)
+    assert _pv_rows(grouped_program(one), one) == [2]
+    # on the llm chip itself (its 16-byte port to a DDR3), scheduled as whole_step schedules a step's programs
+    llm = chip("llm").config.replace(wide_scores=wide)
+    cycles = [cycle_counts(reorder(grouped_program(GroupedLayout(llm, groups, 64, 64, key_digits, streams=n)), llm,
+                                   SCHEDULE, window=SCHEDULE_WINDOW), llm)[0].cycles for n in (1, 2)]
+    assert cycles[1] < cycles[0], cycles
+
+
+def test_the_layout_takes_two_streams_where_the_chip_allows():
+    """``grouped_layout``: two streams for two groups or more where one MM holds a group's digit rows (8 rows, three
+    heads) and the scratchpad has the room; one for a single group, for three heads on 4 rows (the long chip),
+    and where the scratchpad holds one stream's buffers alone. Asked for, two streams without the rows, or three
+    streams, are refused."""
+    three = (Group(70, ((1, 0),) * 3, ((1, 0),) * 3),) * 2
+    assert grouped_layout(LLM_ARRAY, three, 64, 64, 2).streams == 2
+    assert grouped_layout(LLM_ARRAY, three[:1], 64, 64, 2).streams == 1
+    assert grouped_layout(LLM_ARRAY.replace(rows=4), three, 64, 64, 2).streams == 1
+    one = GroupedLayout(LLM_ARRAY, three, 64, 64, 2)
+    assert grouped_layout(LLM_ARRAY.replace(sp_words=-(-one.sp_needed // 1024) * 1024), three, 64, 64, 2).streams == 1
+    with pytest.raises(LayoutError, match="two streams need"):
+        GroupedLayout(LLM_ARRAY.replace(rows=4), three, 64, 64, 2, streams=2)
+    with pytest.raises(LayoutError, match="1 or 2 streams"):
+        GroupedLayout(LLM_ARRAY, three, 64, 64, 2, streams=3)
+
+
+@pytest.mark.parametrize("mode", ["inorder", "decoupled"])
+def test_two_streams_on_pysim(mode):
+    """Two streams on the RTL (pysim, a 4 x 4 array: groups of two heads and one), memory and counters against the
+    reference machine, each head's output online_attention's."""
+    config = ONLINE.replace(mode=mode, sp_words=1024, ext_words=1024, imem_words=256)
+    rng = np.random.default_rng(6)
+    groups, data = [], []
+    for L, heads in ((9, 2), (13, 2), (5, 1)):
+        groups.append(Group(L, tuple(mantissa_shift(float(rng.uniform(0.5, 3)) * 64 / 127 / 127 / 2)
+                                     for _ in range(heads)),
+                            tuple(mantissa_shift(float(rng.uniform(0.5, 2))) for _ in range(heads))))
+        data.append((rng.integers(-127, 128, (heads, 4)), rng.integers(-127, 128, (L, 4)),
+                     rng.integers(-127, 128, (L, 4))))
+    lay = GroupedLayout(config, tuple(groups), 4, 4, streams=2)
+    prog = grouped_program(lay)
+    ext = grouped_ext_image(lay, data)
+    (got,) = get_backend("pysim").run_many(config, [(prog, ext)])
+    assert not compare_results(Machine(config).run(prog, ext), got)
+    _outputs_are_online_attention(lay, prog, ext, data)

@@ -114,7 +114,10 @@ class CheckOperands(wiring.Component):
         if Feature.ONLINE in s.features:              # ga2_sw.isa.footprints: the long-context instructions' three ranges
             online = (Op.SMC, Op.RSA, Op.NRM)
             with m.Elif(s.op == Op.SMC):          # the two digit rows, ld apart; the state M, S, alpha
-                m.d.sync += load(a, s.w.src, ln1) + load(b, s.w.dst, ln1, 1, s.w.ld) + load(c, s.w.st, 2)
+                # (the scores: with ws, on a chip built with wide scores, their two planes, ld apart)
+                scores = load(a, s.w.src, ln1, optional_field(s.w, "ws"), s.w.ld) \
+                    if Feature.WIDE_SCORES in s.features else load(a, s.w.src, ln1)
+                m.d.sync += scores + load(b, s.w.dst, ln1, 1, s.w.ld) + load(c, s.w.st, 2)
             with m.Elif(s.op == Op.RSA):          # the two product rows, ld apart; the outputs; alpha
                 m.d.sync += load(a, s.w.src, ln1, 1, s.w.ld) + load(b, s.w.dst, ln1) + load(c, s.w.a, 0)
             with m.Elif(s.op == Op.NRM):

@@ -10,9 +10,9 @@ from amaranth.utils import bits_for
 from ga2_sw.isa import Op
 from ga2_sw.numerics import (ALPHA_BITS, DIGIT_BITS, EXP64_TABLE, EXP_DISTANCES, SCORE_MIN, SCORE_MAX, WEIGHT_MAX,
                              WEIGHT64_TABLE)
-from ga2_sw.timing import NRM_DEPTH, RSA_DEPTH, SMC_SCORE_DEPTH
+from ga2_sw.timing import NRM_DEPTH, RSA_DEPTH, SMC_SCORE_DEPTH, smc_reads
 
-from ..ports import WORD, Unit
+from ..ports import WORD, Unit, optional_field
 from .requant_pipeline import half_shift, round_half_saturate
 from ..valid_chain import delayed
 
@@ -32,7 +32,9 @@ class OnlineUnit(Unit):
     ``ga2_sw.cycles.online_requests`` (from ``ga2_sw.timing``); the busy times ``smc_busy``, ``rsa_busy``,
     ``nrm_busy``. With the start pulse in cycle 0 (``step`` counts the busy cycles from 1):
 
-    * SMC: reads ``st``, ``st+1``, then the ``n`` scores (cycles 1 .. n+2); each score's ``scale_score`` enters
+    * SMC: reads ``st``, ``st+1``, then the ``n`` scores (cycles 1 .. n+2; with ``ws``, on a chip built with
+      ``wide``, each score's high word and then its low word, ``ld`` apart, in cycles 1 .. 2n+2, and ``128 high +
+      low`` goes into the multiplier's word register as the low word arrives); each score's ``scale_score`` enters
       the buffer ``SMC_SCORE_DEPTH`` cycles after its data, beside the running maximum of the chunk; then the new
       maximum, alpha's exp-table read, alpha; the weights pass reads the buffer: the score registered, its
       distance to the maximum, the weights' table (``w = (e * 4095 + 2**15) >> 16`` of the exp table's ``e``,
@@ -57,10 +59,13 @@ class OnlineUnit(Unit):
         Cycles from a read request to its data (``ga2_sw.timing.vector_read_latency``).
     schedule :
         The cycle model's busy times (``ga2_sw.timing.online_schedule``), which the pipelines must take.
+    wide :
+        Whether SMC takes the ``ws`` flag (``Config.wide_scores``): scores of two planes.
     """
 
-    def __init__(self, *, addr_width, max_len, read_latency, schedule):
+    def __init__(self, *, addr_width, max_len, read_latency, schedule, wide=False):
         self._max_len, self._read_latency, self._model = max_len, read_latency, schedule
+        self._wide = bool(wide)
         super().__init__(addr_width=addr_width)
 
     def elaborate(self, platform):
@@ -112,18 +117,29 @@ class OnlineUnit(Unit):
         first_pass, smc_x, rsa_x, nrm_x = self._model           # at n = 0; each adds multiples of n
         assert smc_x == first_pass + 6 and rsa_x == s.L + RSA_DEPTH + 2 and nrm_x == s.L + NRM_DEPTH + 2, \
             "the online unit's schedules (ga2_sw.timing)"
+        # A wide SMC (ws) reads one more word a score, so every event after its reads comes n cycles later.
+        ws, later = Const(0), (lambda at: at)
+        if self._wide:
+            assert smc_reads(1, True) == smc_reads(1) + 1, "a wide SMC reads two words a score"
+            ws = Signal(name="ws")
+            wide_smc = (s.instr.op == Op.SMC) & optional_field(s.instr, "ws")
+            later = lambda at: at + Mux(wide_smc, length, 0)      # noqa: E731
+            with m.If(~busy):
+                m.d.sync += ws.eq(wide_smc)
         with m.If(~busy):
             m.d.sync += [op.eq(s.instr.op), n.eq(length), dst.eq(s.instr.dst), src.eq(s.instr.src),
                          mult.eq(s.instr.m), shift.eq(s.instr.s), step.eq(1),
                          st.eq(Mux(s.instr.op == Op.RSA, s.instr.a, s.instr.st)), ld.eq(s.instr.ld),
                          # (the weights pass reads the buffer from P0 - 1: its scores are registered before
                          # the distance, so the buffer's output and the exp table's address are never on one path)
-                         new_max_at.eq(length + first_pass - 3), weights_at.eq(length + first_pass - 2),
+                         new_max_at.eq(later(length + first_pass - 3)),
+                         weights_at.eq(later(length + first_pass - 2)),
                          # (the writing passes are switched on a cycle before their first buffer read)
-                         lows_at.eq(2 * length + first_pass + 2), state_at.eq(3 * length + first_pass + 4),
+                         lows_at.eq(later(2 * length + first_pass + 2)),
+                         state_at.eq(later(3 * length + first_pass + 4)),
                          drain_at.eq(Mux(s.instr.op == Op.RSA, 3 * length + s.L + RSA_DEPTH + 1,
                                          length + s.L + NRM_DEPTH + 1)),
-                         last_step.eq(Mux(s.instr.op == Op.SMC, 3 * length + smc_x,
+                         last_step.eq(Mux(s.instr.op == Op.SMC, later(3 * length + smc_x),
                                           Mux(s.instr.op == Op.RSA, 4 * length + rsa_x, 2 * length + nrm_x)))]
         with m.If(s.ctl.start):
             m.d.sync += busy.eq(1)
@@ -134,11 +150,12 @@ class OnlineUnit(Unit):
         m.d.comb += [s.ctl.busy.eq(busy), s.ctl.done.eq(busy & (step == last_step))]
         s.__dict__.update(n=n, ld=ld, drain_at=drain_at, busy=busy, length=length, dst=dst, src=src, st=st,
                           mult=mult, shift=shift, step=step, new_max_at=new_max_at, weights_at=weights_at,
-                          lows_at=lows_at, state_at=state_at, is_smc=is_smc, is_rsa=is_rsa, is_nrm=is_nrm)
+                          lows_at=lows_at, state_at=state_at, is_smc=is_smc, is_rsa=is_rsa, is_nrm=is_nrm, ws=ws,
+                          later=later)
 
     def _reading_pass(self, m, s):
-        """The reading pass, one scratchpad read a cycle: SMC st, st+1, src..; RSA a, then (src+ld+j, src+j,
-        dst+j); NRM st+1, src.."""
+        """The reading pass, one scratchpad read a cycle: SMC st, st+1, src.. (with ws st, st+1, then (src+i,
+        src+ld+i)); RSA a, then (src+ld+j, src+j, dst+j); NRM st+1, src.."""
         # -- the reading pass: SMC st, st+1, src..; RSA a, then (src+ld+j, src+j, dst+j); NRM st+1, src.. -----
         reading = Signal(name="reading")
         reads_left = Signal(range(3 * s.nmax + 2), name="reads_left")
@@ -148,7 +165,7 @@ class OnlineUnit(Unit):
         with m.If(~s.busy):
             m.d.sync += [rd_addr.eq(Mux(s.instr.op == Op.RSA, s.instr.a,
                                         Mux(s.instr.op == Op.NRM, s.instr.st + 1, s.instr.st))),
-                         reads_left.eq(Mux(s.instr.op == Op.SMC, s.length + 2,
+                         reads_left.eq(Mux(s.instr.op == Op.SMC, s.later(s.length + 2),
                                            Mux(s.instr.op == Op.RSA, 3 * s.length + 1, s.length + 1))),
                          lo_ptr.eq(s.instr.src + s.instr.ld), hi_ptr.eq(s.instr.src), out_ptr.eq(s.instr.dst),
                          phase.eq(0)]
@@ -166,6 +183,14 @@ class OnlineUnit(Unit):
                 with m.Else():
                     m.d.sync += [rd_addr.eq(lo_ptr + 1), phase.eq(1), lo_ptr.eq(lo_ptr + 1),
                                  hi_ptr.eq(hi_ptr + 1), out_ptr.eq(out_ptr + 1)]
+            if self._wide:
+                with m.Elif(s.is_smc & s.ws):           # st, st+1, then each score's high word and its low word
+                    with m.If(s.step == 1):
+                        m.d.sync += rd_addr.eq(rd_addr + 1)
+                    with m.Elif(phase == 0):
+                        m.d.sync += [rd_addr.eq(hi_ptr), phase.eq(1)]
+                    with m.Else():
+                        m.d.sync += [rd_addr.eq(lo_ptr), phase.eq(0), hi_ptr.eq(hi_ptr + 1), lo_ptr.eq(lo_ptr + 1)]
             with m.Elif((s.is_smc & (s.step == 2)) | (s.is_nrm & (s.step == 1))):
                 m.d.sync += rd_addr.eq(s.src)
             with m.Else():
@@ -199,8 +224,15 @@ class OnlineUnit(Unit):
             m.d.sync += low.eq(data.as_signed())
         with m.If(s.is_rsa & arrived & (arrivals != 0) & (arr_phase == 2)):
             m.d.sync += high.eq(data.as_signed())
+        # A wide SMC's scores: the high word held until its low word arrives (odd arrivals from 3 on).
+        score_high, scores_at = None, arrivals >= 2
+        if self._wide:
+            score_high = Signal(signed(WORD), name="score_high")
+            with m.If(s.is_smc & s.ws & arrived & (arrivals >= 2) & ~arrivals[0]):
+                m.d.sync += score_high.eq(data.as_signed())
+            scores_at = (arrivals >= 2) & (~s.ws | arrivals[0])
         # The words that go through the multiplier: SMC's scores, RSA's running outputs, NRM's partials.
-        element = arrived & Mux(s.is_smc, arrivals >= 2,
+        element = arrived & Mux(s.is_smc, scores_at,
                                 Mux(s.is_rsa, (arrivals != 0) & (arr_phase == 0), arrivals >= 1))
         index = Signal(range(s.nmax), name="index")                   # the element's index, as it arrives
         with m.If(~s.busy):
@@ -208,7 +240,7 @@ class OnlineUnit(Unit):
         with m.Elif(element):
             m.d.sync += index.eq(index + 1)
         s.__dict__.update(data=data, alpha=alpha, element=element, index=index, state_max=state_max,
-                          state_sum=state_sum, low=low, high=high)
+                          state_sum=state_sum, low=low, high=high, score_high=score_high)
 
     def _multiplier(self, m, s):
         """The shared 32 x 18 multiplier: the word register, two partial products and their sum, with each
@@ -217,7 +249,10 @@ class OnlineUnit(Unit):
         scale_sum = Signal(name="scale_sum")            # SMC: S * alpha goes through in this cycle
         word = Signal(signed(WORD), name="word")
         operand = Signal(signed(MULT_B), name="operand")
-        m.d.sync += [word.eq(Mux(scale_sum, s.state_sum, s.data.as_signed())),
+        score = s.data.as_signed()
+        if self._wide:      # a wide SMC's score: 128 x its high word + its low word, modulo 2**32
+            score = Mux(s.is_smc & s.ws, (s.score_high << DIGIT_BITS) + s.data.as_signed(), score)
+        m.d.sync += [word.eq(Mux(scale_sum, s.state_sum, score)),
                      operand.eq(Mux(s.is_rsa | scale_sum, Cat(s.alpha, Const(0, 1)).as_signed(), s.mult))]
         part_lo, part_hi = Signal(signed(16 + MULT_B + 1), name="part_lo"), Signal(signed(16 + MULT_B), name="part_hi")
         product = Signal(signed(WORD + MULT_B), name="product")

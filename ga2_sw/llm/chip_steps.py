@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import Config
-from ..online_program import Group, GroupedLayout, grouped_ext_image, grouped_program
+from ..online_program import Group, grouped_ext_image, grouped_layout, grouped_program
 
 __all__ = ["Step", "capture", "programs", "STEP_CONFIG", "PROMPTS", "BLOCKS"]
 
@@ -92,6 +92,6 @@ def programs(steps, batch=2, config=STEP_CONFIG):
         key_digits = {s.key_digits for s in part}
         if len(key_digits) != 1:
             raise ValueError("a program's steps hold their keys alike (key_digits)")
-        lay = GroupedLayout(config, tuple(groups), config.d, min(64, config.sm_max_len), key_digits.pop())
+        lay = grouped_layout(config, groups, config.d, min(64, config.sm_max_len), key_digits.pop())
         out.append((grouped_program(lay), grouped_ext_image(lay, data), lay, part))
     return out

@@ -39,7 +39,7 @@ from ..cycles import cycle_counts
 from ..dram import GRADES, peak_bytes_per_cycle
 from ..isa import INSTR_BITS, EncodingError, footprints, halt, mm, rows_moved, rq, st
 from ..packing import WORD_BYTES
-from ..online_program import Group, GroupedLayout, grouped_program
+from ..online_program import Group, grouped_layout, grouped_program
 from ..schedule import reorder
 from .step_cycles import SMOLLM2
 
@@ -303,17 +303,18 @@ def step_numerics(config, digits=None):
 def attention_layout(config, contexts, model=MODEL, key_digits=1, kv_heads=None):
     """The grouped attention of sequences at ``contexts``: each sequence's key/value heads a group of the query
     heads that share it, chunks of 64 tokens, every output read twice (coarse and fine, as the GA-2 path reads
-    it), keys of ``key_digits`` int8 planes; ``kv_heads`` of each sequence, all by default. The scalings are
-    placeholders: the cycles do not depend on them."""
+    it), keys of ``key_digits`` int8 planes; ``kv_heads`` of each sequence, all by default; in two streams where
+    the chip allows (``online_program.grouped_layout``). The scalings are placeholders: the cycles do not depend
+    on them."""
     G = model["heads"] // model["kv_heads"]
     kv_heads = range(model["kv_heads"]) if kv_heads is None else kv_heads
     groups = tuple(Group(L, ((1, 0),) * G, ((1, 0),) * G, ((1, 0),) * G) for L in contexts for _ in kv_heads)
-    return GroupedLayout(config, groups, model["d"], min(64, config.sm_max_len), key_digits)
+    return grouped_layout(config, groups, model["d"], min(64, config.sm_max_len), key_digits)
 
 
 # The attention's programs are list-scheduled against the cycle model (``ga2_sw.schedule.reorder``), the matrix
 # unit's instructions kept in the builder's order: on the llm chip a third fewer cycles than as written (one
-# sequence at 1,024 tokens: 129,607 cycles as written, 83,712 scheduled).
+# sequence at 1,024 tokens with wide keys: 141,483 cycles as written, 94,604 scheduled).
 SCHEDULE = (("matrix",),)
 SCHEDULE_WINDOW = 64
 
