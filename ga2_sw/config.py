@@ -146,6 +146,13 @@ class Config:
     mode: Mode = Mode.INORDER
 
     def __post_init__(self):
+        self._check_fields()
+        self._check_port()
+        self._check_lanes()
+        self._check_memory_and_attention()
+
+    def _check_fields(self):
+        """Each field on its own: a name among its choices, an integer in its range."""
         if not isinstance(self.mode, Mode):
             if self.mode not in MODES:
                 raise ValueError(f"Config field 'mode' must be one of {', '.join(MODES)}, not {self.mode!r}")
@@ -161,6 +168,10 @@ class Config:
                 raise ValueError(f"Config field '{f.name}' must be an integer in range {lo}..{hi}, not {value!r}")
             if not lo <= value <= hi:
                 raise ValueError(f"Config field '{f.name}' must be in range {lo}..{hi}, not {value!r}")
+
+    def _check_port(self):
+        """The banks and the external port: a power of two of banks that divides the scratchpad, a beat the
+        chip is built for, and the packed port's own rules."""
         if self.sp_banks & (self.sp_banks - 1):
             raise ValueError(f"Config field 'sp_banks' must be a power of two in range 4..64, not {self.sp_banks!r}")
         if self.mode is Mode.DECOUPLED and self.sp_words % self.sp_banks:
@@ -170,6 +181,9 @@ class Config:
             raise ValueError(f"Config field 'bus_bytes' must be one of {', '.join(map(str, BUS_BYTES))}, "
                              f"not {self.bus_bytes!r}")
         self._check_packed_port()
+
+    def _check_lanes(self):
+        """The lanes and overlaps, each on the decoupled chip's banked scratchpad, whose ports they need."""
         if self.row_writes:
             # A row's words are written in one cycle through one port-B requester each: only the banked
             # scratchpad has the ports, and N <= cols consecutive words take distinct banks while cols < sp_banks.
@@ -208,6 +222,9 @@ class Config:
             if self.bus_bytes == 1 or self.axi:
                 raise ValueError(f"Config field 'ld_overlap' needs the bare packed port (bus_bytes > 1, axi = 0; "
                                  f"here bus_bytes = {self.bus_bytes}, axi = {self.axi}), not {self.ld_overlap!r}")
+
+    def _check_memory_and_attention(self):
+        """What answers the port, and what the attention's instructions need."""
         if self.memory != "ideal" and not self.axi:
             raise ValueError(f"Config field 'memory' must be ideal on the bare port (a DRAM answers the AXI4 port: "
                              f"axi = 1), not {self.memory!r}")
