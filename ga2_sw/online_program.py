@@ -408,7 +408,7 @@ class _ChunkOps:
             part += [] if scored else self.scores(k)
             part += [i for h in range(heads) for i in self.weights(k, h)]
             part += self.scores(k + 1) if ahead else []
-            part += self.group_products(k) + [i for h in range(heads) for i in self.rescale(h)]
+            part += self.products(k, 0, heads) + [i for h in range(heads) for i in self.rescale(h)]
             part += self.group_end(g) if c0 + size == self.lay.groups[g].length else []
             scored = ahead
             yield part
@@ -439,20 +439,13 @@ class _ChunkOps:
         return [isa.smc(dst=lay.D(h), src=lay.score_row(k, h), len=size, m=m, s=s, st=lay.STATE(h),
                         ld=lay.digit_stride, ws=int(lay.wide_scores))]
 
-    def products(self, k, h):   # P V of both digit rows
+    def products(self, k, h, heads=1):  # P V of both digit rows of heads h .. h + heads - 1 (more than one:
+        # one MM of all their rows, one_mm_products)
         lay, size, C = self.lay, self.chunks[k][2], self.lay.config.cols
         # value j of token t at V + t * d + j, or by columns at V + j * chunk + t (read transposed)
         step, ldb = (lay.chunk, lay.chunk) if lay.value_columns else (1, lay.d)
-        return [isa.mm(dst=lay.PR(h) + j0, A=lay.D(h), B=lay.V(k) + j0 * step, M=2, K=size, N=min(C, lay.d - j0),
-                       tb=int(lay.value_columns), lda=lay.digit_stride, ldb=ldb, ldc=lay.d)
-                for j0 in range(0, lay.d, C)]
-
-    def group_products(self, k):    # P V of every head's two digit rows, one MM a value tile (one_mm_products)
-        lay, (g, _, size), C = self.lay, self.chunks[k], self.lay.config.cols
-        step, ldb = (lay.chunk, lay.chunk) if lay.value_columns else (1, lay.d)
-        return [isa.mm(dst=lay.PR(0) + j0, A=lay.D(0), B=lay.V(k) + j0 * step, M=2 * len(lay.groups[g].scores),
-                       K=size, N=min(C, lay.d - j0), tb=int(lay.value_columns), lda=lay.digit_stride, ldb=ldb,
-                       ldc=lay.d)
+        return [isa.mm(dst=lay.PR(h) + j0, A=lay.D(h), B=lay.V(k) + j0 * step, M=2 * heads, K=size,
+                       N=min(C, lay.d - j0), tb=int(lay.value_columns), lda=lay.digit_stride, ldb=ldb, ldc=lay.d)
                 for j0 in range(0, lay.d, C)]
 
     def rescale(self, h):       # RSA: the running outputs rescaled by alpha plus the two products
