@@ -26,9 +26,19 @@ def _area(args):
     from .yosys import area
     from .report import area_table
     config = config_from_args(args)
+    if args.signals is not None and (args.target != "ecp5" or args.no_flat):
+        raise ValueError("--signals reads the flattened ECP5 netlist: it needs --target ecp5 and no --no-flat")
     r = area(config, args.target, flat=not args.no_flat, cache_dir=args.cache_dir)
     print(f"{args.target} synthesis of ga2 {config.rows}x{config.cols} ({r['seconds']} s when computed)")
     print(area_table(r))
+    if args.signals is not None:
+        from .report import lut_sites_by_signal, signals_table
+        from .yosys import ecp5_netlist
+        with open(ecp5_netlist(config, args.cache_dir)["json"]) as f:
+            groups, total = lut_sites_by_signal(json.load(f), top=args.signals)
+        print(f"the flattened netlist's {total:,} LUT sites (nextpnr's TRELLIS_COMB), by the signal the cells drive:")
+        print(signals_table(groups, total))
+        r = {**r, "signals": [{"signal": s, "lut_sites": n} for s, n in groups], "lut_sites": total}
     _write(args.json, r)
     return 0
 
@@ -185,6 +195,9 @@ def build_parser():
     p = sub.add_parser("area", parents=[common], help="Yosys cell counts, whole chip and per unit")
     p.add_argument("--target", choices=["generic", "ecp5"], default="generic")
     p.add_argument("--no-flat", action="store_true", help="skip the flattened whole-chip synthesis")
+    p.add_argument("--signals", type=Int(1, 1000), default=None, metavar="N",
+                   help="also the N signals whose cells take the most LUT sites in the flattened ECP5 netlist, "
+                        "1..1000 (with --target ecp5)")
     add_config_arguments(p)
     p.set_defaults(func=_area)
 

@@ -4,7 +4,8 @@ import re
 
 from .units import UNITS
 
-__all__ = ["table", "area_table", "fmax_text", "sweep_table", "datasheet_text"]
+__all__ = ["table", "area_table", "fmax_text", "sweep_table", "datasheet_text", "lut_sites_by_signal",
+           "signals_table"]
 
 
 def table(head, body, align=None):
@@ -30,6 +31,33 @@ def area_table(result):
         muls = {u: c.get("$mul", 0) for u, c in result["coarse_units"].items() if c.get("$mul")}
         out += "\nword-level $mul cells before gate mapping: " + ", ".join(f"{u} {n}" for u, n in muls.items())
     return out
+
+
+# The logic cells of an ECP5 netlist and the LUT sites (nextpnr's TRELLIS_COMB) each takes: a CCU2C two, a
+# 16 x 4 LUT RAM four.
+LUT_SITES = {"LUT4": 1, "CCU2C": 2, "TRELLIS_DPR16X4": 4}
+
+
+def lut_sites_by_signal(netlist, top=20):
+    """The ``top`` signals of a flattened ECP5 ``netlist`` (Yosys' JSON, a dict) by the LUT sites of the cells
+    that drive them: Yosys names a mapped cell after the signal it drives (``scratchpad.b7_row_LUT4_Z_3``), so
+    with the cell suffix dropped and every number written ``#`` (a bank's, a lane's, an operand's) the cells
+    group by the RTL signal they build. Returns [(signal, LUT sites)], the largest first, and the total."""
+    groups, total = {}, 0
+    for module in netlist["modules"].values():
+        for name, cell in module.get("cells", {}).items():
+            sites = LUT_SITES.get(cell["type"])
+            if not sites:
+                continue
+            total += sites
+            signal = re.sub(r"\d+", "#", re.sub(r"_(LUT4|CCU2C|TRELLIS_FF|TRELLIS_DPR16X4)(_.*)?$", "", name).split("$CCU2")[0])
+            groups[signal] = groups.get(signal, 0) + sites
+    return sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))[:top], total
+
+
+def signals_table(groups, total):
+    body = [[signal, f"{n:,}", f"{100 * n / total:.1f}%"] for signal, n in groups]
+    return table(["signal (cells named after what they drive)", "LUT sites", "share"], body)
 
 
 def _path_line(cp):

@@ -383,7 +383,33 @@ def random_stream_case(rng, config, kind):
 STREAM_KINDS = ["plain", "extreme", "dst_on_A", "plain", "dst_on_B"]
 
 
-@pytest.mark.parametrize("rows, cols, count", [(4, 4, 50), (2, 3, 50)])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 8, 9])
+def test_the_feeders_counts_are_the_number_of_bits_set(n):
+    """Both codes the streaming feeder keeps per bank, on every combination of ``n`` bits: the thermometer code
+    has bit ``k`` high when more than ``k`` are set, and the binary count is Python's count of ones."""
+    from amaranth.hdl import Module, Signal
+    from amaranth.sim import Simulator
+    from ga2_hdl.matrix.stream_feeder import popcount, thermometer
+    m = Module()
+    bits = Signal(n)
+    code, count = thermometer(m, list(bits), "t"), popcount(m, list(bits), "p")
+    seen = []
+
+    async def bench(ctx):
+        for value in range(1 << n):
+            ctx.set(bits, value)
+            ones = bin(value).count("1")
+            assert ctx.get(count) == ones, (n, value)
+            assert ctx.get(code) == (1 << ones) - 1, (n, value)
+            seen.append(ones)
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    assert sorted(set(seen)) == list(range(n + 1))
+
+
+# (4, 8): twelve operands a slice, past THERMOMETER_OPERANDS: binary counts and the banks' indices compared
+@pytest.mark.parametrize("rows, cols, count", [(4, 4, 50), (2, 3, 50), (4, 8, 30)])
 def test_smm_random(rows, cols, count):
     config = Config(rows=rows, cols=cols, **STREAM)
     rng = np.random.default_rng(100 + rows * 10 + cols)
@@ -504,12 +530,13 @@ def test_smm_last_slice_waits_for_the_writer_at_every_distance():
     assert overlapped[0] == 1 and overlapped[-1] == 0, overlapped
 
 
-@pytest.mark.parametrize("rows, cols, count, density", [(4, 4, 30, 0.0), (4, 4, 30, 0.4), (2, 3, 30, 0.3)])
+@pytest.mark.parametrize("rows, cols, count, density", [(4, 4, 30, 0.0), (4, 4, 30, 0.4), (2, 3, 30, 0.3),
+                                                        (4, 8, 24, 0.4)])
 def test_smm_random_chains(rows, cols, count, density):
     """Random MMs back to back beside random vector-lane banks: a third read the previous one's result, the
     rest are independent (their regions drawn apart), so the unit's reads, its writes and the vector lane's
     requests meet on the banks in every combination."""
-    config = Config(rows=rows, cols=cols, **STREAM)
+    config = Config(rows=rows, cols=cols, **{**STREAM, "sp_words": 256 if cols <= 4 else 512})
     rng = np.random.default_rng(500 + rows + int(density * 10))
     image = random_image(rng, config)
     cases = []
@@ -551,7 +578,7 @@ def test_smm_a_b_per_row(rows, cols, banks, density):
 
 @pytest.mark.parametrize("rows, cols, count, density", [pytest.param(4, 4, 24, 0.3, marks=pytest.mark.slow),
                                                         pytest.param(4, 4, 16, 0.8, marks=pytest.mark.slow),
-                                                        (2, 3, 10, 0.5)])
+                                                        (2, 3, 10, 0.5), (3, 8, 10, 0.5)])
 def test_smm_gives_way_to_the_vector_lane(rows, cols, count, density):
     """The vector lane (RQ, SM) has port B first: with random banks asked for on ``vector_banks_next`` for each
     cycle (one to three banks in a ``density`` share of the cycles), no read or write of the MM ever goes to a

@@ -391,3 +391,28 @@ def test_sweep_banks_stop_at_eight_where_more_buy_no_cycles():
     assert four[4] > 1.04 * four[8]
     eight = {b: decode_step(sweep_config(8, mode="decoupled", sp_banks=b))["cycles_per_step"] for b in (8, 16)}
     assert eight[16] <= eight[8] <= 1.001 * eight[16]
+
+
+def test_lut_sites_group_by_the_signal_the_cells_drive():
+    """``synth area --signals``: cells grouped by the RTL signal in their names, numbers as ``#``, a CCU2C two
+    sites, a 16 x 4 LUT RAM four, flip-flops and block RAMs none; counted by hand on a netlist written here."""
+    from synth.report import lut_sites_by_signal
+    cells = {"scratchpad.b7_row_LUT4_Z": "LUT4", "scratchpad.b12_row_LUT4_Z_3": "LUT4",
+             "scratchpad.b7_row_TRELLIS_FF_Q": "TRELLIS_FF", "mm.feeder.first_bank3_0_1_CCU2C_S0": "CCU2C",
+             "mm.feeder.first_bank30_1_0_CCU2C_S0$CCU2_COMB1": "CCU2C", "scratchpad.bank2.0.0": "DP16KD",
+             "debug__data_LUT4_Z": "LUT4", "dma.st_queue.storage_TRELLIS_DPR16X4": "TRELLIS_DPR16X4"}
+    netlist = {"modules": {"ga2": {"cells": {n: {"type": t} for n, t in cells.items()}}}}
+    groups, total = lut_sites_by_signal(netlist)
+    assert total == 3 + 2 * 2 + 4
+    assert groups == [("dma.st_queue.storage", 4), ("mm.feeder.first_bank#_#_#", 4),
+                      ("scratchpad.b#_row", 2), ("debug__data", 1)]
+    assert lut_sites_by_signal(netlist, top=1)[0] == [("dma.st_queue.storage", 4)]    # ties by name
+
+
+@pytest.mark.parametrize("args", [["--signals", "5"], ["--signals", "5", "--target", "ecp5", "--no-flat"],
+                                  ["--signals", "0", "--target", "ecp5"]])
+def test_signals_need_the_flattened_ecp5_netlist(args, capsys):
+    from synth.__main__ import main
+    assert main(["area", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--signals" in err and len(err.splitlines()) == 1, err

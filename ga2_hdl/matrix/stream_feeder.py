@@ -6,6 +6,7 @@ from types import SimpleNamespace
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
 
 from ga2_sw.timing import (BANKED_DATA_DELAY, BANKED_READ_DELAY, BANKED_SELECT_DELAY, MM_DRAIN_CYCLES,
                            MM_PLAN_CYCLES, STREAM_MM_OVERHEAD)
@@ -35,6 +36,12 @@ DRAIN_CYCLES = STEP_DELAY + 1
 # The copies of the per-bank codes of operands still to read, one for each group of registers the slice's end
 # enables (StreamFeeder.elaborate).
 END_COPIES = 4
+# Up to THERMOMETER_OPERANDS operands a slice (a 4 x 4 array's 8), each bank's count of operands still to read is a
+# thermometer code and two operands share a bank where their one-hot banks meet: a gate or two of registers in
+# the read loop (the feeder's timing, below). Both grow with the square of the operands: on the llm chip's 8 x 16
+# array (24 operands, 32 banks) the codes took 24,224 LUT4 and the pairs' compares 12,406 of the chip's 102,226.
+# Beyond it the counts are binary and the pairs compare the banks' indices (``_BinaryCounts``).
+THERMOMETER_OPERANDS = 8
 
 
 class StreamFeeder(wiring.Component):
@@ -122,9 +129,11 @@ class StreamFeeder(wiring.Component):
         instr, ports, rows = ctl.instr, self.read_ports, self._rows
         n_ops, aw = len(ports), self._addr_width
         pairs = [(q, p) for p in range(n_ops) for q in range(p)]
+        codes = (_ThermometerCounts if n_ops <= THERMOMETER_OPERANDS else _BinaryCounts)(n_ops)
         # the signals the sections share (each section adds its own for the ones after it)
         s = SimpleNamespace(pairs=pairs, ctl=ctl, instr=instr, ports=ports, rows=rows, cols=self._cols,
-                            banks=self._banks, row_b=self._row_b, n_ops=n_ops, aw=aw)
+                            banks=self._banks, row_b=self._row_b, n_ops=n_ops, aw=aw, codes=codes,
+                            indices=isinstance(codes, _BinaryCounts))
         self._operand_registers(m, s)
         self._bank_codes(m, s)
         self._reads(m, s)
@@ -168,6 +177,10 @@ class StreamFeeder(wiring.Component):
         same = {pq: Signal(name=f"op{pq[0]}_op{pq[1]}_same_bank") for pq in s.pairs}
         on_bank = [Signal(s.banks, name=f"op{p}_bank") for p in range(s.n_ops)]     # one bit per bank
         ahead_bank = [Signal(s.banks, name=f"op{p}_ahead_bank") for p in range(s.n_ops)]
+        # Where the pairs compare the banks' indices, each one-hot bank has its index beside it.
+        b = exact_log2(s.banks)
+        next_index = [Signal(b, name=f"op{p}_next_index") for p in range(s.n_ops)] if s.indices else None
+        ahead_index = [Signal(b, name=f"op{p}_ahead_index") for p in range(s.n_ops)] if s.indices else None
         # Slices still to read after the one being read, and whether it is the last (a register: the state
         # machine and the array's mark take it without a compare).
         left = Signal(16)
@@ -175,7 +188,8 @@ class StreamFeeder(wiring.Component):
         next_is_last = left == 1
         s.__dict__.update(rb=rb, sa=sa, firsts=firsts, addr=addr, steps=steps, ahead=ahead, nexts=nexts,
                           next_banks=next_banks, used=used, phase=phase, read_in=read_in, served=served,
-                          same=same, on_bank=on_bank, ahead_bank=ahead_bank, left=left, on_last=on_last,
+                          same=same, on_bank=on_bank, ahead_bank=ahead_bank, next_index=next_index,
+                          ahead_index=ahead_index, left=left, on_last=on_last,
                           next_is_last=next_is_last, base_a=base_a, base_b=base_b, lda=lda, ldb=ldb, tb=tb)
 
     def _bank_codes(self, m, s):
@@ -192,8 +206,8 @@ class StreamFeeder(wiring.Component):
         # bank7_waiting -> its end -> the state machine, 10.71 ns: 97.78 and 93.4 MHz on a 25F). So there are
         # END_COPIES copies of the codes, each its own loop (its end computed from its own codes, its codes
         # stepped by its own end, so no tool can merge them), and each copy's end enables one group of registers.
-        copies = [[Signal(s.n_ops, name=f"bank{b}_waiting" + (f"_copy{c}" if c else "")) for b in range(s.banks)]
-                  for c in range(END_COPIES)]
+        copies = [[Signal(s.codes.shape, name=f"bank{b}_waiting" + (f"_copy{c}" if c else ""))
+                   for b in range(s.banks)] for c in range(END_COPIES)]
 
         def bank_bit(address):
             return Const(1, s.banks) << bank_index(address, s.banks)
@@ -203,17 +217,23 @@ class StreamFeeder(wiring.Component):
         # across the die (op0_addr -> bank7_waiting_copy1, 11.16 ns, 8.99 of routing: the AXI chip's worst path
         # on three seeds of three, 89.59 to 96.11 MHz on a 25F).
         first_banks = [Signal(s.banks, name=f"op{p}_first_bank") for p in range(s.n_ops)]
+        first_index = ([Signal(exact_log2(s.banks), name=f"op{p}_first_index") for p in range(s.n_ops)]
+                       if s.indices else None)
 
         def counts(hits, name):
             """Per bank, how many of the used operands on the banks ``hits`` (one bit each) sit on it."""
-            return [thermometer(m, [u & h[b] for u, h in zip(s.used, hits)], f"{name}_bank{b}")
+            return [s.codes.count(m, [u & h[b] for u, h in zip(s.used, hits)], f"{name}_bank{b}")
                     for b in range(s.banks)]
 
-        def plan(hits):
-            """The slice whose operands sit on the banks ``hits`` becomes the one being read (its codes apart)."""
-            return ([s.same[q, p].eq((hits[q] & hits[p]).any()) for q, p in s.pairs] +
+        def plan(hits, indices):
+            """The slice whose operands sit on the banks ``hits`` (one-hot; ``indices``, their indices where the
+            pairs compare those) becomes the one being read (its codes apart)."""
+            same = ([indices[q] == indices[p] for q, p in s.pairs] if s.indices else
+                    [(hits[q] & hits[p]).any() for q, p in s.pairs])
+            return ([s.same[pair].eq(x) for pair, x in zip(s.pairs, same)] +
                     [hit.eq(h) for hit, h in zip(s.on_bank, hits)])
-        s.__dict__.update(bank_bit=bank_bit, counts=counts, plan=plan, copies=copies, first_banks=first_banks)
+        s.__dict__.update(bank_bit=bank_bit, counts=counts, plan=plan, copies=copies, first_banks=first_banks,
+                          first_index=first_index)
 
     def _reads(self, m, s):
         """This cycle's reads: each operand still to read unless an earlier one shares its bank or the vector
@@ -227,7 +247,8 @@ class StreamFeeder(wiring.Component):
         free = [~(hit & held).any() for hit in s.on_bank]
         reads = [pending[p] & free[p] & ~Cat(*(pending[q] & s.same[q, p] for q in range(p))).any()
                  for p in range(s.n_ops)]
-        ends = [~Cat(*(code[1] | (code[0] & held[b]) for b, code in enumerate(waiting))).any() for waiting in s.copies]
+        ends = [~Cat(*(s.codes.several(code) | (s.codes.some(code) & held[b]) for b, code in enumerate(waiting))).any()
+                for waiting in s.copies]
         # Each copy's end, and the registers it enables: the state machine and the slice count; the slices'
         # addresses; the next slice's; its banks and the plan.
         slice_done, addr_end, ahead_end, plan_end = ends
@@ -247,14 +268,18 @@ class StreamFeeder(wiring.Component):
             with m.State("ADDRESS"):
                 m.d.sync += [*(a.eq(f) for a, f in zip(s.addr, s.firsts)),
                              *(h.eq(s.bank_bit(f)) for h, f in zip(s.first_banks, s.firsts)), planning.eq(1)]
+                if s.indices:
+                    m.d.sync += [i.eq(bank_index(f, s.banks)) for i, f in zip(s.first_index, s.firsts)]
                 m.next = "PLAN"
             # The last slice waits in WAIT while the result writer is busy, entered from the cycle before it
             # would be read: a state, so that the wait is not one more term of every read's arbitration.
             with m.State("PLAN"):
-                m.d.sync += [*s.plan(s.first_banks), *(a.eq(n) for a, n in zip(s.ahead, s.nexts)),
+                m.d.sync += [*s.plan(s.first_banks, s.first_index), *(a.eq(n) for a, n in zip(s.ahead, s.nexts)),
                              *(code.eq(count) for waiting in s.copies
                                for code, count in zip(waiting, s.counts(s.first_banks, "first"))),
                              *(h.eq(n) for h, n in zip(s.ahead_bank, s.next_banks)), planning.eq(0)]
+                if s.indices:
+                    m.d.sync += [i.eq(n) for i, n in zip(s.ahead_index, s.next_index)]
                 with m.If(s.on_last & self.writer_busy):
                     m.next = "WAIT"
                 with m.Else():
@@ -280,6 +305,8 @@ class StreamFeeder(wiring.Component):
         # In PLAN the slice after the first is the first's addresses stepped, later the one after `ahead`'s.
         for a, h, base, ah, step in zip(s.nexts, s.next_banks, s.addr, s.ahead, s.steps):
             m.d.comb += [a.eq(Mux(s.planning, base, ah) + step), h.eq(s.bank_bit(a))]
+        if s.indices:
+            m.d.comb += [i.eq(bank_index(a, s.banks)) for i, a in zip(s.next_index, s.nexts)]
         slice_read = s.reading & s.slice_done
         # Idle, the fields follow the instruction, which holds still in the start cycle: `start` (the end of
         # the sequencer's issue decision) then drives only the state machine.
@@ -296,7 +323,9 @@ class StreamFeeder(wiring.Component):
         with m.If(s.reading & s.ahead_end):
             m.d.sync += [a.eq(n) for a, n in zip(s.ahead, s.nexts)]
         with m.If(s.reading & s.plan_end):
-            m.d.sync += [*s.plan(s.ahead_bank), *(h.eq(n) for h, n in zip(s.ahead_bank, s.next_banks))]
+            m.d.sync += [*s.plan(s.ahead_bank, s.ahead_index), *(h.eq(n) for h, n in zip(s.ahead_bank, s.next_banks))]
+            if s.indices:
+                m.d.sync += [i.eq(n) for i, n in zip(s.ahead_index, s.next_index)]
         # Each copy's codes, stepped by its own end: the next slice's counts, else one read from each bank that is
         # not held.
         ahead_counts = s.counts(s.ahead_bank, "ahead")
@@ -304,7 +333,7 @@ class StreamFeeder(wiring.Component):
             with m.If(s.reading & end):
                 m.d.sync += [code.eq(count) for code, count in zip(waiting, ahead_counts)]
             with m.Elif(s.reading):
-                m.d.sync += [code.eq(Mux(s.held[b], code, code[1:])) for b, code in enumerate(waiting)]
+                m.d.sync += [code.eq(Mux(s.held[b], code, s.codes.less_one(code))) for b, code in enumerate(waiting)]
         with m.If(s.reading):
             m.d.sync += s.phase.eq(s.phase ^ s.slice_done)
             for bit, rd in zip(s.read_in, s.reads):
@@ -343,6 +372,53 @@ class StreamFeeder(wiring.Component):
                      s.ctl.last.eq(delayed(m, s.slice_read & s.on_last, STEP_DELAY, "last_step"))]
 
 
+class _ThermometerCounts:
+    """Per-bank counts as thermometer codes, ``code[k]`` high while more than ``k`` operands wait: a read takes one
+    off by a shift."""
+
+    def __init__(self, n_ops):
+        self.shape = n_ops
+
+    @staticmethod
+    def count(m, bits, name):
+        return thermometer(m, bits, name)
+
+    @staticmethod
+    def some(code):
+        return code[0]
+
+    @staticmethod
+    def several(code):
+        return code[1]
+
+    @staticmethod
+    def less_one(code):
+        return code[1:]
+
+
+class _BinaryCounts:
+    """Per-bank counts as binary numbers: a read takes one off by a decrement (none off an empty bank)."""
+
+    def __init__(self, n_ops):
+        self.shape = range(n_ops + 1)
+
+    @staticmethod
+    def count(m, bits, name):
+        return popcount(m, bits, name)
+
+    @staticmethod
+    def some(code):
+        return code.any()
+
+    @staticmethod
+    def several(code):
+        return code[1:].any()
+
+    @staticmethod
+    def less_one(code):
+        return Mux(code.any(), code - 1, 0)
+
+
 def times(value, n):
     """``value * n`` for a constant ``n >= 0`` as a sum of shifted copies of ``value``: written as a product, Yosys
     maps it onto a MULT18X18D, whose delay made the first operand addresses the decoupled chip's critical path
@@ -368,6 +444,33 @@ def thermometer(m, bits, name):
     while len(codes) > 1:
         codes = [merge(*codes[i:i + 2]) if i + 1 < len(codes) else codes[i] for i in range(0, len(codes), 2)]
     return codes[0]
+
+
+def popcount(m, bits, name):
+    """The number of ``bits`` set, in binary: each group of four counted by a gate or two (a LUT4 a bit), the
+    groups' counts added in a tree whose levels are signals."""
+    def count4(group):
+        if len(group) == 1:
+            return 1, Cat(group[0])
+        pairs = [(x ^ y, x & y) for x, y in zip(group[::2], group[1::2])]
+        if len(group) % 2:
+            pairs.append((group[-1], Const(0, 1)))
+        if len(pairs) == 1:
+            return len(group), Cat(*pairs[0])
+        (s1, c1), (s2, c2) = pairs             # (s1 + s2) + 2 (c1 + c2): c1 and s1 are never both set
+        return len(group), Cat(s1 ^ s2, (s1 & s2) ^ c1 ^ c2, c1 & c2)
+    nodes = [count4(bits[i:i + 4]) for i in range(0, len(bits), 4)]
+    level = 0
+    while len(nodes) > 1:
+        merged = []
+        for i in range(0, len(nodes) - 1, 2):
+            (n1, x), (n2, y) = nodes[i], nodes[i + 1]
+            out = Signal(range(n1 + n2 + 1), name=f"{name}_{level}_{i // 2}")
+            m.d.comb += out.eq(x + y)
+            merged.append((n1 + n2, out))
+        nodes = merged + nodes[len(merged) * 2:]
+        level += 1
+    return nodes[0][1]
 
 
 def useds(instr, *, rows, cols, row_b):
