@@ -129,6 +129,26 @@ def build_sequencer(config):
 # vector lane (a lane runs one instruction at a time, so lane j of both shares group "vector<j>").
 LANE_WIDE_UNITS = ("dma", "rq", "sm")
 
+# The units whose ports of one instruction ask for consecutive words, lane j for lane 0's + j (the packed DMA's
+# byte lanes; the result writer's row of words): from LANE_SET_LANES of them the banks take a set's rows from two
+# registers instead of every lane's (BankedScratchpad's lane sets); fewer cost the banks about as much either way.
+LANE_SET_LANES = 8
+
+
+def lane_sets(config):
+    """The banked scratchpad's lane sets of ``config``'s chip (``lane_reads``, ``lane_writes``): the packed DMA's
+    lanes (its groups ``dma``, ``dma1``, ...) on a port of ``bus_bytes >= LANE_SET_LANES``, and with
+    ``row_writes`` the result writer's ``cols`` write ports where ``cols >= LANE_SET_LANES``."""
+    reads, writes = [], []
+    if config.bus_bytes >= LANE_SET_LANES:
+        dma = tuple(f"dma{j or ''}" for j in range(config.bus_bytes))
+        reads.append(dma)
+        writes.append(dma)
+    if config.row_writes and config.cols >= LANE_SET_LANES:
+        writes.append(tuple(f"mm{j}" for j in range(config.cols)))
+    return {"lane_reads": reads, "lane_writes": writes}
+
+
 # The host's debug reads share a lane's read port (they happen only while no program runs): in order the chip's
 # only one; decoupled the DMA lane's, port A of the banks, so that the compute lanes' crossbar has no extra
 # requester. Their data comes DEBUG_READ_LATENCY cycles after the address in both modes: in order a register
@@ -174,7 +194,8 @@ class GA2(wiring.Component):
         dma_groups = tuple(sorted(g for g in all_groups if g.startswith("dma")))
         vector_groups = tuple(sorted(g for g in all_groups if g.startswith("vector")))
         self.scratchpad = (BankedScratchpad(**scratchpad_parameters(config), **groups, port_a=dma_groups,
-                                            first=vector_groups, port_a_data_registered=dma_data_at_banks(config))
+                                            first=vector_groups, port_a_data_registered=dma_data_at_banks(config),
+                                            **lane_sets(config))
                            if config.decoupled else Scratchpad(**scratchpad_parameters(config), **groups))
         if config.decoupled:        # the units wait as long for their data as the banks take
             assert all(self.scratchpad.read_latency(g) == compute_read_latency(config)

@@ -165,6 +165,88 @@ def test_banked_scratchpad_flags_a_collision():
     assert not _scratchpad_bench(config, [{("w", "dma"): (1, 9, 1)}, {("r", "mm0"): (1, 9)}])[-1]["collided"]
 
 
+def _lane_set_bench(banks, lanes, cycles):
+    """A BankedScratchpad whose port A has one lane set of ``lanes`` read and write groups (``dma``, ``dma1``,
+    ...), driven with ``cycles``: each ``(kind, addresses, data)``, kind "r" or "w", ``addresses`` one per lane
+    (None: the lane is off). An off lane's address is parked anywhere in a read and, as the units drive it, at
+    its word of the run in a write (``base``, lane 0's word, is the run's first word less the lanes before it).
+    Returns what each read cycle's lanes saw (None where off), the words, and the collided flag."""
+    config = Config(mode="decoupled", sp_words=512, sp_banks=banks)
+    names = tuple(f"dma{j or ''}" for j in range(lanes))
+    sp = BankedScratchpad(**scratchpad_parameters(config), reads=dict.fromkeys(names, 1),
+                          writes=dict.fromkeys(names, 1), port_a=names, lane_reads=[names], lane_writes=[names])
+    assert sp.read_latency("dma") == 2
+    rng, seen = random.Random(1), []
+
+    async def bench(ctx):
+        driven = cycles + [("r", [None] * lanes, None)]
+        for t, (kind, addresses, data) in enumerate(driven):
+            for j, name in enumerate(names):
+                run = next(((a - i) % config.sp_words for i, a in enumerate(addresses) if a is not None), 0)
+                for group, on in ((sp.read_group(name)[0], kind == "r"), (sp.write_group(name)[0], kind == "w")):
+                    live = on and addresses[j] is not None
+                    ctx.set(group.en, live)
+                    parked = (run + j) % config.sp_words if kind == "w" else rng.randrange(config.sp_words)
+                    ctx.set(group.addr, addresses[j] if live else parked)
+                if kind == "w":
+                    ctx.set(sp.write_group(name)[0].data, data[j] if addresses[j] is not None else 0)
+            await ctx.tick()
+            if t and driven[t - 1][0] == "r":      # a read's data: the cycle after its request's
+                seen.append([ctx.get(sp.read_group(n)[0].data) if a is not None else None
+                             for n, a in zip(names, driven[t - 1][1])])
+        await ctx.tick().repeat(2)
+        seen.append({"words": [ctx.get(sp.cell(a)) for a in range(config.sp_words)],
+                     "collided": ctx.get(sp.collided)})
+    sim = Simulator(sp)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return seen
+
+
+@pytest.mark.parametrize("banks, lanes", [(16, 8), (32, 16)])
+def test_a_lane_set_moves_runs_of_consecutive_words(banks, lanes):
+    """A lane set's banks take their rows from the set's even and odd rows: random runs of consecutive words
+    (across multiples of the bank count, the first and last lanes off as an unaligned LD's or ST's are) written
+    and read back through the lanes equal a plain list's words, and nothing is flagged."""
+    rng = random.Random(banks)
+    words, cycles, expected = [0] * 512, [], []
+    for n in range(120):
+        # lane 0's word below 0 (a run from word 0 on, its lanes' words wrapping past the top) now and then
+        base = rng.randrange(-lanes + 2, 0) if rng.random() < 0.15 else rng.randrange(512 - lanes)
+        first, last = sorted(rng.sample(range(max(0, -base), lanes + 1), 2))
+        addresses = [base + j if first <= j < last else None for j in range(lanes)]
+        if n < 40 or rng.random() < 0.5:
+            data = [rng.getrandbits(32) for _ in range(lanes)]
+            for a, d in zip(addresses, data):
+                if a is not None:
+                    words[a] = d
+            cycles.append(("w", addresses, data))
+        else:
+            expected.append([words[a] if a is not None else None for a in addresses])
+            cycles.append(("r", addresses, None))
+    crossing = sum(1 for _, addresses, _ in cycles
+                   if len({a // banks for a in addresses if a is not None}) == 2)
+    assert crossing > 10, "too few runs cross a multiple of the banks: the test is too weak"
+    assert sum(1 for _, addresses, _ in cycles if addresses[0] is None and 0 in addresses) > 1, "no run from word 0"
+    *reads, final = _lane_set_bench(banks, lanes, cycles)
+    assert reads == expected
+    assert final["words"] == words and not final["collided"]
+
+
+def test_a_lane_set_flags_lanes_that_are_not_consecutive():
+    """Two lanes of a set on rows two apart, or on one row but not consecutive (distinct banks either way, so
+    only the lane set's own watches can tell)."""
+    banks = 16
+    far = 2 * banks + 1
+    assert bank_of(far, Config(mode="decoupled", sp_banks=banks)) != bank_of(0, Config(mode="decoupled", sp_banks=banks))
+    lanes = [0, far] + [None] * 6
+    assert _lane_set_bench(banks, 8, [("w", lanes, [1] * 8)])[-1]["collided"]
+    # ... and a lane on its run's row but not at its word (a write set's data is rotated from lane 0's word)
+    assert _lane_set_bench(banks, 8, [("w", [0, 3] + [None] * 6, [1] * 8)])[-1]["collided"]
+    assert not _lane_set_bench(banks, 8, [("w", [0, 1] + [None] * 6, [1] * 8)])[-1]["collided"]
+
+
 def test_debug_reads_wait_for_the_last_write():
     """The host's debug reads share the compute lane's bank port: with the debug address parked on the bank of
     an RQ's last write, that write (a cycle after the unit's last busy one) must not meet a debug read."""

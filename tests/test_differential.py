@@ -46,6 +46,9 @@ PACKED_16 = FUZZ_DECOUPLED.replace(bus_bytes=16, sp_banks=32)
 # The result writer a row a cycle (Config.row_writes), on the word port and on a packed one.
 ROW_WRITES = FUZZ_DECOUPLED.replace(row_writes=1)
 ROW_WRITES_PACKED = PACKED_4.replace(row_writes=1)
+# Lane sets (ga2_hdl.top.lane_sets): the result writer's row of eight words and an 8-byte port's eight lanes each
+# take their banks' rows from a set's two.
+LANE_SETS = FUZZ_DECOUPLED.replace(cols=8, row_writes=1, bus_bytes=8, sp_banks=16)
 # A B operand per array cell (Config.row_b: MM's rb and sa), on 32 banks and on the default 8, where its 20
 # operands a slice crowd the banks.
 ROW_B = FUZZ_DECOUPLED.replace(row_b=1, sp_banks=32)
@@ -313,9 +316,9 @@ def test_every_fault_kind(sims, config):
 
 
 @pytest.mark.parametrize("config", [FUZZ_CONFIG, FUZZ_DECOUPLED, FUZZ_ONLINE, ONLINE_DECOUPLED, PACKED_4, PACKED_16,
-                                    ROW_WRITES, ROW_WRITES_PACKED],
+                                    ROW_WRITES, ROW_WRITES_PACKED, LANE_SETS],
                          ids=["inorder", "decoupled", "inorder-online", "decoupled-online", "packed-4", "packed-16",
-                              "row-writes", "row-writes-packed-4"])
+                              "row-writes", "row-writes-packed-4", "lane-sets"])
 def test_seeded_fuzz(capsys, config):
     """The `ga2 fuzz` loop itself: 300 seeded programs, fast path (no Hypothesis)."""
     done, seconds, failure = fuzz(config, 300, seed=2024, progress=False)

@@ -64,6 +64,11 @@ class BankedScratchpad(PortGroups):
     here put the route from the scratchpad to the matrix unit at the head of the decoupled chip's worst paths
     (`vector_announce_banks` -> the feeder's slice registers, 10.28 and 10.57 ns on a 25F).
 
+    A lane set (``lane_reads``, ``lane_writes``: tuples of read or write groups of one port, in lane order) is
+    groups whose requests of a cycle ask for consecutive words (the packed DMA's byte lanes, the result writer's
+    row of words; ``ga2_hdl.top.lane_sets``): their rows are at most two neighbours, so each bank takes its row
+    from the set's even row or its odd row (``_lane_rows``) instead of an AND-OR of every lane's.
+
     Members
     -------
     rd_<group> : In(SpReadSignature).array(n)
@@ -75,7 +80,7 @@ class BankedScratchpad(PortGroups):
     """
 
     def __init__(self, *, depth, addr_width, banks, reads, writes, port_a=(), first=(), init=(),
-                 port_a_data_registered=False):
+                 port_a_data_registered=False, lane_reads=(), lane_writes=()):
         self._banks = banks
         super().__init__(addr_width=addr_width, reads=reads, writes=writes,
                          members={"first_banks_next": Out(banks)} if first else None)
@@ -83,9 +88,21 @@ class BankedScratchpad(PortGroups):
             unknown = set(names) - set(self._reads) - set(self._writes)
             if unknown:
                 raise ValueError(f"{what} group(s) {', '.join(sorted(unknown))} are not read or write groups")
+        # A write set's words are rotated to their banks where the bank map repeats with the address space: lane
+        # 0's word `a` may lie below address 0 (an unaligned LD's first beat), its run then wrapping past the
+        # top, where the rows start again at 0 and the banks stay in step only if the rows, 2**addr_width / banks
+        # of them, are a multiple of the banks (_lane_data).
+        self._rotates = addr_width >= 2 * exact_log2(banks)
         if set(first) & set(port_a):
             raise ValueError("A group on port A cannot go first on port B")
         self._port_a, self._first = tuple(port_a), tuple(first)
+        self._lane_sets = {"read": [tuple(x) for x in lane_reads], "write": [tuple(x) for x in lane_writes]}
+        for kind, known in (("read", self._reads), ("write", self._writes)):
+            for lanes in self._lane_sets[kind]:
+                if not set(lanes) <= set(known) or len(set(lanes)) != len(lanes) or len(lanes) < 2:
+                    raise ValueError(f"Lane set {lanes} must be two or more distinct {kind} groups")
+                if len({g in self._port_a for g in lanes}) != 1:
+                    raise ValueError(f"Lane set {lanes} must be on one port")
         self._port_a_data_registered = bool(port_a_data_registered)
         nb, rows = banks, depth // banks
         words = list(init) + [0] * (depth - len(init))
@@ -142,23 +159,35 @@ class BankedScratchpad(PortGroups):
             if any(self._data_registered(g) for g in self._reads if on_port(g)):
                 registered = [Signal(WORD, name=f"{port_name}{n}_data") for n in range(len(ports))]
                 m.d.sync += [reg.eq(out) for reg, out in zip(registered, outputs)]
-            reads = [self._read_request(m, g, registered if self._data_registered(g) else outputs)
-                     for g in self._reads if on_port(g)]
-            writes = [self._write_request(m, g) for g in self._writes if on_port(g)]
+            reads = {g: self._read_request(m, g, registered if self._data_registered(g) else outputs)
+                     for g in self._reads if on_port(g)}
+            writes = {g: self._write_request(m, g) for g in self._writes if on_port(g)}
+            # A lane set's rows: each bank takes one of the set's two rows by the low bit of its lane's.
+            requests = {"read": reads, "write": writes}
+            lane_rows = [self._lane_rows(m, clashes, [requests[kind][g][:2] for g in lanes], f"{port_name}_{kind}s{k}")
+                         for kind in ("read", "write") for k, lanes in enumerate(self._lane_sets[kind])
+                         if lanes[0] in requests[kind]]
+            in_sets = {(kind, g) for kind in ("read", "write") for lanes in self._lane_sets[kind] for g in lanes}
+            # A write set's data: each bank's word rotated there from its lane.
+            rotated = [lanes for lanes in self._lane_sets["write"] if lanes[0] in writes and self._rotates]
+            lane_data = [self._lane_data(m, clashes, lanes, [writes[g] for g in lanes], f"{port_name}_writes{k}")
+                         for k, lanes in enumerate(rotated)]
             for n, (rp, wp) in enumerate(ports):
-                read_hits = [(hits[n], row) for hits, row in reads]
-                write_hits = [(hits[n], row, data) for hits, row, data in writes]
+                read_hits = [(hits[n], row) for hits, row in reads.values()]
+                write_hits = [(hits[n], row, data) for hits, row, data in writes.values()]
                 row = Signal(len(rp.addr), name=f"{port_name}{n}_row")
                 hits = Cat(*(hit for hit, _ in read_hits), *(hit for hit, _, _ in write_hits))
                 clashes.append(sum(hits) > 1)
                 accesses[port_name, n] = (hits.any(), wp.en, row)
+                rows = ([(hits[n], r) for g, (hits, r) in reads.items() if ("read", g) not in in_sets] +
+                        [(hits[n], r) for g, (hits, r, _) in writes.items() if ("write", g) not in in_sets] +
+                        [lane_row(n) for lane_row in lane_rows])
                 m.d.comb += [
-                    row.eq(and_or([(hit, r) for hit, r in read_hits] + [(hit, r) for hit, r, _ in write_hits])),
+                    row.eq(and_or(rows)),
                     rp.addr.eq(row), wp.addr.eq(row),
                     rp.en.eq(Cat(*(hit for hit, _ in read_hits)).any()),
                     wp.en.eq(Cat(*(hit for hit, _, _ in write_hits)).any()),
-                    wp.data.eq(and_or([(hit, d) for hit, _, d in write_hits]) if len(write_hits) > 1
-                               else write_hits[0][2] if write_hits else 0),
+                    wp.data.eq(self._bank_data(n, writes, {g for lanes in rotated for g in lanes}, lane_data)),
                 ]
         # What the ports' users promise, watched for the simulators: `collided` is sticky and drives nothing, so
         # synthesis drops it.
@@ -170,6 +199,69 @@ class BankedScratchpad(PortGroups):
         if self._first:
             m.d.comb += self.first_banks_next.eq(or_all(self._announced))
         return m
+
+    @staticmethod
+    def _bank_data(n, writes, rotated, lane_data):
+        """Bank ``n``'s write data: an AND-OR of its write groups' (a lane set's as one, rotated there)."""
+        terms = ([(hits[n], data) for g, (hits, _, data) in writes.items() if g not in rotated] +
+                 [at_bank(n) for at_bank in lane_data])
+        return and_or(terms) if len(terms) > 1 else terms[0][1] if terms else 0
+
+    def _lane_data(self, m, clashes, lanes, requests, name):
+        """A write set's data as one requester per bank: a function of the bank ``n`` giving (whether a lane of
+        the set writes it, its word).
+
+        Lane ``j`` asks for word ``a + j`` (``a``, lane 0's address, whether lane 0 writes or not), which is on
+        bank ``(bank(a) + j + c) mod Nb`` with ``c`` one where ``a mod Nb + j`` passes ``Nb`` (the bank map's
+        step at each row, ``ga2_sw.banking``): so the words, a gap opened at that lane and rotated by
+        ``bank(a)``, are the banks' (two registers of lane 0's address, ``bank(a)`` and ``a mod Nb``, and
+        ``log2(Nb) + 1`` levels of two-way multiplexers in place of an AND-OR of every lane at every bank).
+        What it assumes, each lane's word ``a + j``, is watched (``collided``). Addresses wrap at
+        ``2**addr_width``: the banks of a run that wraps are still the rotation's when the rows are a multiple of
+        the banks (``_rotates``; else the set's data is an AND-OR of its lanes like any group's)."""
+        (requester,) = self.write_group(lanes[0])
+        b, nb = exact_log2(self._banks), self._banks
+        base, low = Signal(b, name=f"{name}_base_bank"), Signal(b, name=f"{name}_base_low")
+        m.d.sync += [base.eq(bank_index(requester.addr, nb)), low.eq(requester.addr[:b])]
+        words = [data for _, _, data in requests] + [Const(0, WORD)] * (nb - len(requests))
+        # Position k of the gap-opened run: lane k before the step, lane k - 1 after it (k = nb - low is none).
+        opened = [words[0]] + [Mux(low < nb - k, words[k], words[k - 1]) for k in range(1, nb)]
+        for level in range(b):                  # rotated by base: position k to bank (k + base) mod nb
+            step = 1 << level
+            opened = [Mux(base[level], opened[(k - step) % nb], opened[k]) for k in range(nb)]
+        at = [Signal(WORD, name=f"{name}_bank{k}_data") for k in range(nb)]
+        m.d.comb += [a.eq(w) for a, w in zip(at, opened)]
+        row0 = requests[0][1]
+        for j, (hits, row, _) in enumerate(requests):
+            past = low >= nb - j if j else Const(0, 1)
+            expected = (Cat(base, Const(0, 1)) + j + past)[:b]
+            clashes.append(hits.any() & ((hits != Const(1, nb) << expected) | (row != (row0 + past)[:len(row)])))
+
+        def at_bank(n):
+            return Cat(*(hits[n] for hits, _, _ in requests)).any(), at[n]
+        return at_bank
+
+    def _lane_rows(self, m, clashes, requests, name):
+        """The rows of a lane set (``requests``: each lane's registered (bank hits, row)) as one requester per
+        bank: a function of the bank ``n`` giving (whether a lane of the set is on it, its row).
+
+        The lanes of a set (the packed DMA's, the result writer's row of words) ask for consecutive words, so
+        their rows are at most two neighbours, one even and one odd: the set's even row and its odd row are
+        each an AND-OR over the lanes, once, and a bank takes the one the low bit of its lane's row names (an
+        AND-OR of one bit), in place of the AND-OR of every lane's row at every bank. What it assumes, two rows
+        of different parity at most, is watched (``collided``)."""
+        width = len(requests[0][1])
+        on = [hits.any() for hits, _ in requests]
+        even, odd = Signal(width, name=f"{name}_even_row"), Signal(width, name=f"{name}_odd_row")
+        m.d.comb += [even.eq(and_or([(o & ~row[0], row) for o, (_, row) in zip(on, requests)])),
+                     odd.eq(and_or([(o & row[0], row) for o, (_, row) in zip(on, requests)]))]
+        clashes += [o & (row != Mux(row[0], odd, even)) for o, (_, row) in zip(on, requests)]
+
+        def at_bank(n):
+            hit = Cat(*(hits[n] for hits, _ in requests)).any()
+            low = Cat(*(hits[n] & row[0] for hits, row in requests)).any()
+            return hit, Mux(low, odd, even)
+        return at_bank
 
     def _announce(self, m, group, en, addr, data=None):
         """A first group's request registered once more, its bank decoded one-hot for ``first_banks_next``:
