@@ -150,45 +150,7 @@ class BankedScratchpad(PortGroups):
         assert AXI_ST_DATA_DELAY == 1, "port A's data, where registered, is registered once, at the bank"
         self._announced = []                # the bank bits of the requests entering the announce registers
         for port_name in ("a", "b"):
-            on_port = (lambda g: g in self._port_a) if port_name == "a" else (lambda g: g not in self._port_a)
-            # One read-or-write port per bank: a read port and a write port on one address, which Yosys merges.
-            ports = [(bank.read_port(), bank.write_port()) for bank in self.banks]
-            # Each bank's read data, and its register at the bank for the registered groups (port B's).
-            outputs = [rp.data for rp, _ in ports]
-            registered = []
-            if any(self._data_registered(g) for g in self._reads if on_port(g)):
-                registered = [Signal(WORD, name=f"{port_name}{n}_data") for n in range(len(ports))]
-                m.d.sync += [reg.eq(out) for reg, out in zip(registered, outputs)]
-            reads = {g: self._read_request(m, g, registered if self._data_registered(g) else outputs)
-                     for g in self._reads if on_port(g)}
-            writes = {g: self._write_request(m, g) for g in self._writes if on_port(g)}
-            # A lane set's rows: each bank takes one of the set's two rows by the low bit of its lane's.
-            requests = {"read": reads, "write": writes}
-            lane_rows = [self._lane_rows(m, clashes, [requests[kind][g][:2] for g in lanes], f"{port_name}_{kind}s{k}")
-                         for kind in ("read", "write") for k, lanes in enumerate(self._lane_sets[kind])
-                         if lanes[0] in requests[kind]]
-            in_sets = {(kind, g) for kind in ("read", "write") for lanes in self._lane_sets[kind] for g in lanes}
-            # A write set's data: each bank's word rotated there from its lane.
-            rotated = [lanes for lanes in self._lane_sets["write"] if lanes[0] in writes and self._rotates]
-            lane_data = [self._lane_data(m, clashes, lanes, [writes[g] for g in lanes], f"{port_name}_writes{k}")
-                         for k, lanes in enumerate(rotated)]
-            for n, (rp, wp) in enumerate(ports):
-                read_hits = [(hits[n], row) for hits, row in reads.values()]
-                write_hits = [(hits[n], row, data) for hits, row, data in writes.values()]
-                row = Signal(len(rp.addr), name=f"{port_name}{n}_row")
-                hits = Cat(*(hit for hit, _ in read_hits), *(hit for hit, _, _ in write_hits))
-                clashes.append(sum(hits) > 1)
-                accesses[port_name, n] = (hits.any(), wp.en, row)
-                rows = ([(hits[n], r) for g, (hits, r) in reads.items() if ("read", g) not in in_sets] +
-                        [(hits[n], r) for g, (hits, r, _) in writes.items() if ("write", g) not in in_sets] +
-                        [lane_row(n) for lane_row in lane_rows])
-                m.d.comb += [
-                    row.eq(and_or(rows)),
-                    rp.addr.eq(row), wp.addr.eq(row),
-                    rp.en.eq(Cat(*(hit for hit, _ in read_hits)).any()),
-                    wp.en.eq(Cat(*(hit for hit, _, _ in write_hits)).any()),
-                    wp.data.eq(self._bank_data(n, writes, {g for lanes in rotated for g in lanes}, lane_data)),
-                ]
+            self._port(m, port_name, clashes, accesses)
         # What the ports' users promise, watched for the simulators: `collided` is sticky and drives nothing, so
         # synthesis drops it.
         for n in range(len(self.banks)):
@@ -199,6 +161,49 @@ class BankedScratchpad(PortGroups):
         if self._first:
             m.d.comb += self.first_banks_next.eq(or_all(self._announced))
         return m
+
+    def _port(self, m, port_name, clashes, accesses):
+        """Port ``port_name`` ("a": the groups of ``port_a``; "b": the others) of every bank: its groups' requests,
+        a lane set's as one, merged at each bank. Records each bank's (any access, write, row) in ``accesses``."""
+        on_port = (lambda g: g in self._port_a) if port_name == "a" else (lambda g: g not in self._port_a)
+        # One read-or-write port per bank: a read port and a write port on one address, which Yosys merges.
+        ports = [(bank.read_port(), bank.write_port()) for bank in self.banks]
+        # Each bank's read data, and its register at the bank for the registered groups (port B's).
+        outputs = [rp.data for rp, _ in ports]
+        registered = []
+        if any(self._data_registered(g) for g in self._reads if on_port(g)):
+            registered = [Signal(WORD, name=f"{port_name}{n}_data") for n in range(len(ports))]
+            m.d.sync += [reg.eq(out) for reg, out in zip(registered, outputs)]
+        reads = {g: self._read_request(m, g, registered if self._data_registered(g) else outputs)
+                 for g in self._reads if on_port(g)}
+        writes = {g: self._write_request(m, g) for g in self._writes if on_port(g)}
+        # A lane set's rows: each bank takes one of the set's two rows by the low bit of its lane's.
+        requests = {"read": reads, "write": writes}
+        lane_rows = [self._lane_rows(m, clashes, [requests[kind][g][:2] for g in lanes], f"{port_name}_{kind}s{k}")
+                     for kind in ("read", "write") for k, lanes in enumerate(self._lane_sets[kind])
+                     if lanes[0] in requests[kind]]
+        in_sets = {(kind, g) for kind in ("read", "write") for lanes in self._lane_sets[kind] for g in lanes}
+        # A write set's data: each bank's word rotated there from its lane.
+        rotated = [lanes for lanes in self._lane_sets["write"] if lanes[0] in writes and self._rotates]
+        lane_data = [self._lane_data(m, clashes, lanes, [writes[g] for g in lanes], f"{port_name}_writes{k}")
+                     for k, lanes in enumerate(rotated)]
+        for n, (rp, wp) in enumerate(ports):
+            read_hits = [(hits[n], row) for hits, row in reads.values()]
+            write_hits = [(hits[n], row, data) for hits, row, data in writes.values()]
+            row = Signal(len(rp.addr), name=f"{port_name}{n}_row")
+            hits = Cat(*(hit for hit, _ in read_hits), *(hit for hit, _, _ in write_hits))
+            clashes.append(sum(hits) > 1)
+            accesses[port_name, n] = (hits.any(), wp.en, row)
+            rows = ([(hits[n], r) for g, (hits, r) in reads.items() if ("read", g) not in in_sets] +
+                    [(hits[n], r) for g, (hits, r, _) in writes.items() if ("write", g) not in in_sets] +
+                    [lane_row(n) for lane_row in lane_rows])
+            m.d.comb += [
+                row.eq(and_or(rows)),
+                rp.addr.eq(row), wp.addr.eq(row),
+                rp.en.eq(Cat(*(hit for hit, _ in read_hits)).any()),
+                wp.en.eq(Cat(*(hit for hit, _, _ in write_hits)).any()),
+                wp.data.eq(self._bank_data(n, writes, {g for lanes in rotated for g in lanes}, lane_data)),
+            ]
 
     @staticmethod
     def _bank_data(n, writes, rotated, lane_data):
