@@ -268,3 +268,16 @@ def test_debug_reads_wait_for_the_last_write():
         out["result"] = bench.result(ctx)      # raises if the scratchpad saw a collision
     bench.simulate(testbench)
     assert out["result"].sp == Machine(config).run(program, sp=sp).sp
+
+
+@pytest.mark.parametrize("reads, writes, message", [
+    ([("dma",)], [], "two or more distinct read groups"),
+    ([("dma", "dma")], [], "two or more distinct read groups"),
+    ([], [("dma", "nowhere")], "two or more distinct write groups"),
+    ([("dma", "mm0")], [], "must be on one port"),
+])
+def test_a_lane_set_names_groups_of_one_port(reads, writes, message):
+    config = Config(mode="decoupled", sp_words=256)
+    with pytest.raises(ValueError, match=message):
+        BankedScratchpad(**scratchpad_parameters(config), reads={"dma": 1, "dma1": 1, "mm0": 1},
+                         writes={"dma": 1, "dma1": 1}, port_a=("dma", "dma1"), lane_reads=reads, lane_writes=writes)
