@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The decoupled chip's banked scratchpad (ga2_sw/banking.py, ga2_hdl/memory/banked_scratchpad.py): the RTL's bank map
 and requantiser skew equal the model's, the model's costs equal an independent cycle-by-cycle arbitration, the
 skew never lets a read and a write meet on a bank, and the scratchpad routes and flags accesses as documented."""
