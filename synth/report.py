@@ -50,7 +50,7 @@ def lut_sites_by_signal(netlist, top=20):
             if not sites:
                 continue
             total += sites
-            signal = re.sub(r"\d+", "#", re.sub(r"_(LUT4|CCU2C|TRELLIS_FF|TRELLIS_DPR16X4)(_.*)?$", "", name).split("$CCU2")[0])
+            signal = re.sub(r"\d+", "#", cell_signal(name))
             groups[signal] = groups.get(signal, 0) + sites
     return sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))[:top], total
 
@@ -95,12 +95,19 @@ def fmax_text(r):
     return "\n".join(lines)
 
 
-def path_signals(cells):
-    """The critical path's cells reduced to the RTL signal names they implement, consecutive repeats merged:
+def cell_signal(cell):
+    """The RTL signal an ECP5 cell implements, from the name Yosys gives it after the signal it drives:
     ``sequencer.$83_CCU2C_S1_4$CCU2_COMB0`` -> ``sequencer.$83`` (``$N`` names are in the generated Verilog)."""
+    return re.sub(r"(_CCU2C|\$CCU2|_LUT4|_MULT18X18D|_TRELLIS_FF|_TRELLIS_DPR16X4|_PFUMX|_L6MUX21|_DP16KD).*$", "",
+                  cell)
+
+
+def path_signals(cells):
+    """The critical path's cells reduced to the RTL signal names they implement (``cell_signal``), consecutive
+    repeats merged."""
     out = []
     for c in cells:
-        name = re.sub(r"(_CCU2C|\$CCU2|_LUT4|_MULT18X18D|_TRELLIS_FF|_PFUMX|_L6MUX21|_DP16KD).*$", "", c)
+        name = cell_signal(c)
         if not out or out[-1] != name:
             out.append(name)
     return out

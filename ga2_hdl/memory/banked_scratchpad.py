@@ -187,6 +187,7 @@ class BankedScratchpad(PortGroups):
         rotated = [lanes for lanes in self._lane_sets["write"] if lanes[0] in writes and self._rotates]
         lane_data = [self._lane_data(m, clashes, lanes, [writes[g] for g in lanes], f"{port_name}_writes{k}")
                      for k, lanes in enumerate(rotated)]
+        rotated_groups = {g for lanes in rotated for g in lanes}
         for n, (rp, wp) in enumerate(ports):
             read_hits = [(hits[n], row) for hits, row in reads.values()]
             write_hits = [(hits[n], row, data) for hits, row, data in writes.values()]
@@ -202,7 +203,7 @@ class BankedScratchpad(PortGroups):
                 rp.addr.eq(row), wp.addr.eq(row),
                 rp.en.eq(Cat(*(hit for hit, _ in read_hits)).any()),
                 wp.en.eq(Cat(*(hit for hit, _, _ in write_hits)).any()),
-                wp.data.eq(self._bank_data(n, writes, {g for lanes in rotated for g in lanes}, lane_data)),
+                wp.data.eq(self._bank_data(n, writes, rotated_groups, lane_data)),
             ]
 
     @staticmethod
