@@ -254,6 +254,31 @@ def test_the_step_of_one_sequence_on_the_llm_chip():
     assert (cost["cycles"], cost["chip"], cost["host"]) == (9_907_192, 9_571_216, 335_976)
 
 
+def test_each_phase_s_busy_units_and_bytes_add_up_to_the_step():
+    """A phase's DMA and vector lane are busy for its programs' instructions' busy times (``isa.OPS``; the DMA
+    also while it waits on the DRAM, the stall counter), times its repeats; its matrix unit takes its MMs' own
+    times less where they follow back to back and more where the vector lane takes their banks (the
+    attention); its bytes and chip cycles add up to the step's."""
+    from ga2_sw.cycles import busy_cycles, unit_of
+    cost = step_cost(LLM, [64, 200])
+    phases = cost["phases"]
+    for field in ("chip", "host", "cycles", "weights", "kv"):
+        assert sum(p[field] for p in phases.values()) == cost[field], field
+    for phase in step_phases(LLM, [64, 200]):
+        busy = {"mm": 0, "dma": 0, "vec": 0}
+        for i in phase.program:
+            if unit_of(i.op):
+                busy[unit_of(i.op)] += busy_cycles(i, LLM)
+        counters = program_counters(phase.program, LLM)[0]
+        assert (counters.dma - counters.stall, counters.vec) == (busy["dma"], busy["vec"]), phase.name
+        assert counters.stall > 0, phase.name           # the DRAM is slower than the ideal memory somewhere
+        assert (counters.mm > busy["mm"]) == (phase.name == "attention"), phase.name
+    qkv = program_counters(step_phases(LLM, [64, 200])[0].program, LLM)[0]
+    assert (phases["qkv"]["dram_wait"], phases["qkv"]["dma"]) == (30 * qkv.stall, 30 * qkv.dma)
+    assert phases["attention"]["vector"] > 0 and all(phases[n]["vector"] == 0 for n in ("qkv", "o", "head"))
+    assert all(max(p["matrix"], p["dma"], p["vector"]) <= p["chip"] for p in phases.values())
+
+
 def test_two_input_digits_need_a_chip_that_stores_sums():
     with pytest.raises(ValueError, match="st_words = 1"):
         step_phases(config_of("llm", st_words=0), [64], digits=2)
@@ -267,8 +292,12 @@ def run_ga2(*argv):
 def test_throughput_command_json(tmp_path):
     """A batch asked for that does not fit the chip (B = 16 on the llm chip) is named and left out."""
     out = tmp_path / "t.json"
-    r = run_ga2("llm", "throughput", "--batches", "2,16", "--contexts", "64", "--no-progress", "--json", str(out))
+    r = run_ga2("llm", "throughput", "--batches", "2,16", "--contexts", "64", "--no-progress", "--phases", "--json",
+                str(out))
     assert r.returncode == 0, r.stderr
+    assert "Where the cycles of B = 2 at 64 tokens go:" in r.stdout
+    assert [line.split()[0] for line in r.stdout.split("go:")[1].strip().splitlines()[2:]] == \
+        ["qkv", "attention", "o", "gate", "up", "down", "head", "rescore"]
     assert "(B = 16 left out: down (576 x 1536) for a batch of 16 does not fit" in r.stdout
     data = json.loads(out.read_text())
     assert data["chip"] == "llm" and data["memory"] == "ddr3-800"

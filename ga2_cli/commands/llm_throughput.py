@@ -8,7 +8,7 @@ from ga2_sw.llm.ga2_path import HEAD_CANDIDATES, PATH_KEY_DIGITS, WEIGHT_DIGITS
 from ga2_sw.numerics import KEY_DIGITS
 from ga2_sw.options import Int, IntList
 
-__all__ = ["add_throughput", "add_key_and_head_options", "head_candidates"]
+__all__ = ["add_throughput", "add_key_and_head_options", "head_candidates", "phase_table"]
 
 BATCHES = IntList(1, 16)
 DEFAULT_BATCHES = (1, 2, 4, 8)
@@ -72,6 +72,10 @@ def _run(args):
                   f"{r['host_cycles']:,}", f"{r['tokens_per_s']:,.2f}", f"{r['dram_bound_cycles']:,}",
                   f"{r['compute_bound_cycles']:,}", f"{r['fraction_of_bound']:.1%} ({r['bound']})"] for r in rows],
                 [">"] * 9))
+    if args.phases:
+        for r in rows:
+            print(f"\nWhere the cycles of B = {r['batch']} at {r['context']:,} tokens go:")
+            print(phase_table(r["phases"], memory_bytes_per_cycle(config)))
     out = {"chip": name, "config": config.to_dict(), "fmax_mhz": fmax, "clock_mhz": clock,
            "memory": config.memory, "memory_bytes_per_cycle": memory_bytes_per_cycle(config),
            "host": {"sync_cycles": args.host.sync_cycles, "load_bytes_per_cycle": args.host.load_bytes_per_cycle},
@@ -79,6 +83,20 @@ def _run(args):
            "left_out": [{"batch": B, "why": why} for B, why in args.left_out]}
     wide = ", ".join(w for w, n in (("wide weights", args.weight_digits), ("wide keys", args.key_digits)) if n == 2)
     return emit(args, out, lambda path: plot_throughput(path, rows, chip, clock, wide))
+
+
+def phase_table(phases, bytes_per_cycle):
+    """A step's phases (``whole_step.step_cost``) as a table: each phase's cycles, its round trips' share, its
+    units' busy cycles (the matrix unit's beside what its MMs take each alone, the DMA's with its waits on the
+    DRAM) and the cycles its weights and KV caches take at the memory's peak."""
+    body = []
+    for name, p in phases.items():
+        peak = round((p["weights"] + p["kv"]) / bytes_per_cycle)
+        body.append([name, f"{p['programs']:,}", f"{p['cycles']:,}", f"{p['host']:,}", f"{p['chip']:,}",
+                     f"{p['matrix']:,}", f"{p['mms_alone']:,}", f"{p['dma']:,}", f"{p['dram_wait']:,}",
+                     f"{p['vector']:,}", f"{peak:,}", f"{p['chip'] / peak:.2f}" if peak else "-"])
+    return table(["phase", "programs", "cycles", "host", "chip", "matrix busy", "its MMs alone", "DMA busy",
+                  "DRAM waits", "vector busy", "bytes at peak", "chip / peak"], body, ["<"] + [">"] * 11)
 
 
 def _wide(args):
@@ -165,6 +183,9 @@ def add_throughput(llm):
     p.add_argument("--sync-cycles", type=Int(0, 1_000_000), default=500,
                    help="cycles a host round trip takes besides its bytes and program, 0..1000000 (default "
                         "%(default)s: 5 us at 100 MHz)")
+    p.add_argument("--phases", action="store_true",
+                   help="also print where each row's cycles go: each phase's programs, round trips, units' busy "
+                        "cycles and the cycles its weights and caches take at the memory's peak")
     p.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
     p.add_argument("--plot", metavar="FILE.png", type=plot_option(),
                    help="draw tokens/s against batch with both bounds (.png, .pdf, .svg)")

@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..banking import operand_start, operand_stride
-from ..cycles import cycle_counts
+from ..cycles import busy_cycles, cycle_counts
 from ..dram import GRADES, peak_bytes_per_cycle
-from ..isa import INSTR_BITS, EncodingError, footprints, halt, mm, rows_moved, rq, st
+from ..isa import INSTR_BITS, EncodingError, Op, footprints, halt, mm, rows_moved, rq, st
 from ..packing import WORD_BYTES
 from ..online_program import Group, grouped_layout, grouped_program
 from ..schedule import reorder
@@ -47,7 +47,7 @@ __all__ = ["Product", "head_product", "rescore_product", "RESCORE", "MODEL", "Ho
            "linear_pieces", "attention_pieces", "step_phases", "step_cost", "bounds", "PRODUCT_MN",
            "memory_bytes_per_cycle", "throughput_rows", "phase_count", "block_products", "linear_image",
            "linear_outputs", "output_base", "attention_layout", "StepTimer", "weight_pitch", "GROUP_WORDS", "GROUPS",
-           "step_numerics", "output_window", "window_outputs", "program_counters"]
+           "step_numerics", "output_window", "window_outputs", "program_counters", "PHASE_FIELDS"]
 
 # SmolLM2-135M (docs/LLM.md): its attention's shape (``step_cycles.SMOLLM2``), the MLP's width and the
 # vocabulary of the tied LM head.
@@ -408,12 +408,23 @@ def step_phases(config, contexts, model=MODEL, digits=None, weight_digits=1, key
     return phases
 
 
+# What ``step_cost`` counts of each phase.
+PHASE_FIELDS = ("cycles", "chip", "host", "programs", "matrix", "mms_alone", "dma", "dram_wait", "vector",
+                "weights", "kv")
+
+
 @lru_cache(maxsize=4096)
 def program_counters(program, config):
     """The cycle model's ``(counters, error)`` of a step's program (a tuple of instructions): the same programs
     come back in every block and every step."""
     counters, err, _ = cycle_counts(list(program), config)
     return counters, err
+
+
+@lru_cache(maxsize=4096)
+def _mms_alone(program, config):
+    """The busy times (``isa.OPS``) of a program's MMs, each as if it ran alone."""
+    return sum(busy_cycles(i, config) for i in program if i.op == Op.MM)
 
 
 def _program_cycles(program, config):
@@ -425,19 +436,28 @@ def _program_cycles(program, config):
 
 def step_cost(config, contexts, model=MODEL, host=Host(), progress=None, digits=None, weight_digits=1,
               key_digits=1, head_candidates=0):
-    """``{"cycles", "chip", "host", "phases": {name: {"cycles", "chip", "host", "programs"}}, "weights", "kv",
-    "macs", "bytes"}`` of one decode step (``step_phases``' numerics): each phase's program on the cycle model
-    plus its round trip, times its repeats."""
+    """``{"cycles", "chip", "host", "phases": {name: {PHASE_FIELDS}}, "weights", "kv", "macs", "bytes"}`` of
+    one decode step (``step_phases``' numerics): each phase's program on the cycle model plus its round trip,
+    times its repeats; a phase's ``matrix``, ``dma`` and ``vector`` are its programs' busy counters (where its
+    chip cycles go): the matrix unit's beside ``mms_alone``, what its MMs would take each alone (``isa.OPS``:
+    more where its slices wait for banks the vector lane takes, ``cycles.mm_schedule``; less where MMs follow
+    each other back to back), the DMA's with ``dram_wait``, the cycles it waited on the DRAM (the stall
+    counter); its ``weights`` and ``kv`` are the bytes it must read."""
     out = {"cycles": 0, "chip": 0, "host": 0, "weights": 0, "kv": 0, "macs": 0, "bytes": 0, "phases": {}}
     for phase in step_phases(config, contexts, model, digits, weight_digits, key_digits, head_candidates):
-        chip = _program_cycles(phase.program, config).cycles
+        counters = _program_cycles(phase.program, config)
+        chip = counters.cycles
         trip = host.cycles(config, phase.program, phase.bytes_in, phase.bytes_out)
-        row = out["phases"].setdefault(phase.name, {"cycles": 0, "chip": 0, "host": 0, "programs": 0})
+        row = out["phases"].setdefault(phase.name, dict.fromkeys(PHASE_FIELDS, 0))
         for target in (row, out):
             target["cycles"] += phase.repeat * (chip + trip)
             target["chip"] += phase.repeat * chip
             target["host"] += phase.repeat * trip
         row["programs"] += phase.repeat
+        for field, value in (("matrix", counters.mm), ("mms_alone", _mms_alone(phase.program, config)),
+                             ("dma", counters.dma), ("dram_wait", counters.stall), ("vector", counters.vec),
+                             ("weights", phase.weights), ("kv", phase.kv)):
+            row[field] += phase.repeat * value
         out["weights"] += phase.repeat * phase.weights
         out["kv"] += phase.repeat * phase.kv
         out["macs"] += phase.repeat * phase.macs
