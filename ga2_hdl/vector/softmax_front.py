@@ -186,10 +186,14 @@ class SoftmaxFront(wiring.Component):
             chain.stage("arrive", arrive_max.eq(read_max), arrive_last.eq(read_last), arrive_has1.eq(has1[-1]))
             chain.stage("exp", max_valid.eq(arrive_max), exp_last.eq(arrive_last), exp_has1.eq(arrive_has1),
                         score.eq(self.sp_rd[0].data[:8].as_signed()), score1.eq(self.sp_rd[1].data[:8].as_signed()))
-            # The pair's larger score, then the running maximum (a pair's second score only where it has one).
-            pair_max = Mux(exp_has1 & (score1 > score), score1, score)
-            with m.If(max_valid & (pair_max > score_max)):
-                m.d.sync += score_max.eq(pair_max)
+            # The running maximum against both scores of the pair at once (the second only where it has one),
+            # and the pair's own order beside: one compare deep to the maximum's enable, not the pair's larger
+            # score selected first and then compared (14.9 ns on the fast chip).
+            above0 = score > score_max
+            above1 = exp_has1 & (score1 > score_max)
+            second = exp_has1 & (score1 > score)
+            with m.If(max_valid & (above0 | above1)):
+                m.d.sync += score_max.eq(Mux(above1 & (second | ~above0), score1, score))
             m.d.comb += [s.rom_rd.addr.eq(exp_index(score_max, score)), rom_rd1.addr.eq(exp_index(score_max, score1))]
             chain.stage("rom", rom_last.eq(exp_last), rom_has1.eq(exp_has1))
             m.d.comb += [self.o.payload.exp1.eq(rom_rd1.data), self.o.payload.has1.eq(rom_has1)]
