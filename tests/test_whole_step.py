@@ -293,10 +293,11 @@ def test_throughput_command_json(tmp_path):
     """A batch asked for that does not fit the chip (B = 16 on the llm chip) is named and left out."""
     out = tmp_path / "t.json"
     r = run_ga2("llm", "throughput", "--batches", "2,16", "--contexts", "64", "--no-progress", "--phases", "--json",
-                str(out))
+                str(out), "--phases-plot", str(tmp_path / "phases.png"))
     assert r.returncode == 0, r.stderr
+    assert (tmp_path / "phases.png").stat().st_size > 0
     assert "Where the cycles of B = 2 at 64 tokens go:" in r.stdout
-    assert [line.split()[0] for line in r.stdout.split("go:")[1].strip().splitlines()[2:]] == \
+    assert [line.split()[0] for line in r.stdout.split("go:")[1].strip().splitlines()[2:10]] == \
         ["qkv", "attention", "o", "gate", "up", "down", "head", "rescore"]
     assert "(B = 16 left out: down (576 x 1536) for a batch of 16 does not fit" in r.stdout
     data = json.loads(out.read_text())
@@ -319,6 +320,7 @@ def test_throughput_command_json(tmp_path):
     (["--head-candidates", "-1"], "--head-candidates"),
     (["--head-candidates", "1025"], "0..1024"),
     (["--chip", "chapter"], "online unit"),
+    (["--phases-plot", "phases.txt"], "--phases-plot"),
     (["--batches", "16", "--contexts", "4096"], "--batches 16"),
 ])
 def test_throughput_refuses_bad_input_in_one_line(argv, words):

@@ -8,7 +8,7 @@ from ga2_sw.llm.ga2_path import HEAD_CANDIDATES, PATH_KEY_DIGITS, WEIGHT_DIGITS
 from ga2_sw.numerics import KEY_DIGITS
 from ga2_sw.options import Int, IntList
 
-__all__ = ["add_throughput", "add_key_and_head_options", "head_candidates", "phase_table"]
+__all__ = ["add_throughput", "add_key_and_head_options", "head_candidates", "phase_table", "plot_phases"]
 
 BATCHES = IntList(1, 16)
 DEFAULT_BATCHES = (1, 2, 4, 8)
@@ -82,7 +82,10 @@ def _run(args):
            "input_digits": args.digits, **_wide(args), "int32_sums": bool(config.st_words), "rows": rows,
            "left_out": [{"batch": B, "why": why} for B, why in args.left_out]}
     wide = ", ".join(w for w, n in (("wide weights", args.weight_digits), ("wide keys", args.key_digits)) if n == 2)
-    return emit(args, out, lambda path: plot_throughput(path, rows, chip, clock, wide))
+    emit(args, out, lambda path: plot_throughput(path, rows, chip, clock, wide))
+    if args.phases_plot:
+        plot_phases(args.phases_plot, rows, chip)
+    return 0
 
 
 def phase_table(phases, bytes_per_cycle):
@@ -162,6 +165,36 @@ def plot_throughput(path, rows, chip, clock_mhz, numerics=""):
     finish_plot(fig, path)
 
 
+def plot_phases(path, rows, chip):
+    """Where each row's cycles go: a bar a row, its phases' chip cycles stacked and the host's round trips last,
+    beside a mark at the larger bound, so what stands between a step and its bound shows at a glance."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = list(rows[0]["phases"])
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig, ax = plt.subplots(figsize=(10, 1.6 + 0.45 * len(rows)))
+    labels = [f"B = {r['batch']}, {r['context']:,} tokens" for r in rows]
+    for y, r in enumerate(rows):
+        left = 0
+        for k, name in enumerate(names):
+            width = r["phases"][name]["chip"] / 1e6
+            ax.barh(y, width, left=left, color=colours[k % len(colours)], label=name if y == 0 else None)
+            left += width
+        host = r["host_cycles"] / 1e6
+        ax.barh(y, host, left=left, color="0.75", hatch="//", label="host round trips" if y == 0 else None)
+        bound = max(r["dram_bound_cycles"], r["compute_bound_cycles"]) / 1e6
+        ax.plot([bound, bound], [y - 0.45, y + 0.45], color="black", linewidth=2,
+                label="bound (max of DRAM, compute)" if y == 0 else None)
+    ax.set_yticks(range(len(rows)), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("cycles a step (millions)")
+    ax.set_title(f"SmolLM2-135M's decode step on the {chip} chip: where the cycles go")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    finish_plot(fig, path)
+
+
 def add_throughput(llm):
     from ga2_sw.cli import add_config_arguments
     p = llm.add_parser("throughput", help="SmolLM2-135M's whole decode step on a chip: cycles, tokens/s and the "
@@ -189,6 +222,9 @@ def add_throughput(llm):
     p.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
     p.add_argument("--plot", metavar="FILE.png", type=plot_option(),
                    help="draw tokens/s against batch with both bounds (.png, .pdf, .svg)")
+    p.add_argument("--phases-plot", metavar="FILE.png", type=plot_option(),
+                   help="draw where each row's cycles go: its phases' chip cycles and round trips beside its bound "
+                        "(.png, .pdf, .svg)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_config_arguments(p, chip="llm")
     p.set_defaults(func=_run, check=_check)
