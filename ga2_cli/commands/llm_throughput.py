@@ -171,14 +171,14 @@ def plot_phases(path, rows, chip):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    names = list(rows[0]["phases"])
+    names = list(dict.fromkeys(name for r in rows for name in r["phases"]))      # every row's, in step order
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     fig, ax = plt.subplots(figsize=(10, 1.6 + 0.45 * len(rows)))
     labels = [f"B = {r['batch']}, {r['context']:,} tokens" for r in rows]
     for y, r in enumerate(rows):
         left = 0
         for k, name in enumerate(names):
-            width = r["phases"][name]["chip"] / 1e6
+            width = r["phases"].get(name, {"chip": 0})["chip"] / 1e6
             ax.barh(y, width, left=left, color=colours[k % len(colours)], label=name if y == 0 else None)
             left += width
         host = r["host_cycles"] / 1e6
