@@ -30,13 +30,6 @@ BATCHES = IntList(1, 8)
 CONTEXTS = IntList(1, 1024)
 
 
-def _clear_caches():
-    """The step's programs and their counters are cached; a patch changes both."""
-    for cached in (whole_step._attention_pieces, whole_step.linear_pieces, whole_step.program_counters,
-                   whole_step._mms_alone):
-        cached.cache_clear()
-
-
 @contextmanager
 def patched(accesses=2):
     """The cycle model with an online unit of ``accesses`` scratchpad accesses a cycle (the module docstring),
@@ -63,13 +56,13 @@ def patched(accesses=2):
     for op, spec in specs.items():
         OPS[op] = dataclasses.replace(spec, busy=lambda i, config: requests(i, config)[-1][0])
     cycles.online_requests = requests
-    _clear_caches()
+    whole_step.clear_caches()      # the step's cached programs and counters are the patch's
     try:
         yield
     finally:
         OPS.update(specs)
         cycles.online_requests = built
-        _clear_caches()
+        whole_step.clear_caches()
 
 
 def rows(batches, contexts, accesses=2, config=None):

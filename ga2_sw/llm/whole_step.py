@@ -47,7 +47,7 @@ __all__ = ["Product", "head_product", "rescore_product", "RESCORE", "MODEL", "Ho
            "linear_pieces", "attention_pieces", "step_phases", "step_cost", "bounds", "PRODUCT_MN",
            "memory_bytes_per_cycle", "throughput_rows", "phase_count", "block_products", "linear_image",
            "linear_outputs", "output_base", "attention_layout", "StepTimer", "weight_pitch", "GROUP_WORDS", "GROUPS",
-           "step_numerics", "output_window", "window_outputs", "program_counters", "PHASE_FIELDS"]
+           "step_numerics", "output_window", "window_outputs", "program_counters", "PHASE_FIELDS", "clear_caches"]
 
 # SmolLM2-135M (docs/LLM.md): its attention's shape (``step_cycles.SMOLLM2``), the MLP's width and the
 # vocabulary of the tied LM head.
@@ -425,6 +425,13 @@ def program_counters(program, config):
 def _mms_alone(program, config):
     """The busy times (``isa.OPS``) of a program's MMs, each as if it ran alone."""
     return sum(busy_cycles(i, config) for i in program if i.op == Op.MM)
+
+
+def clear_caches():
+    """Forget the step's cached programs and counters (for a cycle model patched for a what-if,
+    ``sim.online_whatif``)."""
+    for cached in (_attention_pieces, linear_pieces, program_counters, _mms_alone):
+        cached.cache_clear()
 
 
 def _program_cycles(program, config):
