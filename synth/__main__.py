@@ -72,12 +72,19 @@ def _jobs(args):
     return args.jobs
 
 
+def _chip_device(args):
+    """The device the catalogue places ``--chip`` on (the default chip's without one)."""
+    from ga2_sw.chips import DEFAULT_CHIP, chip
+    return chip(args.chip or DEFAULT_CHIP).device
+
+
 def _fmax(args):
     from .nextpnr import fmax_seeds, DoesNotFit
     from .report import fmax_text
     seeds = _seeds(args)
     jobs = _jobs(args) or 1
     config = config_from_args(args)
+    args.device = args.device or _chip_device(args)
     try:
         r = fmax_seeds(config, args.device, seeds=seeds, freq=args.freq, cache_dir=args.cache_dir, jobs=jobs,
                        router=args.router, progress=True)
@@ -203,7 +210,8 @@ def build_parser():
 
     p = sub.add_parser("fmax", parents=[common], help="nextpnr-ecp5 place and route: Fmax, utilisation")
     p.add_argument("--target", choices=["ecp5"], default="ecp5")
-    p.add_argument("--device", choices=["25k", "45k", "85k"], default="25k")
+    p.add_argument("--device", choices=["25k", "45k", "85k"], default=None,
+                   help="the ECP5 to place on (default: the --chip's, as ga2 chips lists it)")
     _seed_arguments(p)
     p.add_argument("--jobs", type=Int(1, 1024), default=None, metavar="N",
                    help="run the seeds in a pool of N processes, 1..1024 (default 1: one after another)")

@@ -1,6 +1,7 @@
 """Synthesis flow (synth/): per-unit Yosys cell counts on a 2x2 chip, generic and ECP5, and the result cache."""
 
 import importlib.util
+import json
 import os
 import re
 import sys
@@ -133,6 +134,24 @@ def test_seed_and_seeds_parse():
         _seeds(ns(seed="0"))
     with pytest.raises(ValueError, match="not both"):
         _seeds(ns(seed="1", seeds="2"))
+
+
+@pytest.mark.parametrize("argv, device", [(["--chip", "fast"], "85k"), (["--chip", "chapter"], "25k"),
+                                           ([], "45k"), (["--chip", "fast", "--device", "45k"], "45k")])
+def test_fmax_places_the_chip_on_its_own_device(argv, device, monkeypatch, tmp_path):
+    """`synth fmax --chip NAME` places on the device the catalogue gives the chip (the default chip's without
+    --chip), as its datasheet does; --device overrides it."""
+    import synth.nextpnr
+    from synth.__main__ import main
+    placed = []
+
+    def fmax_seeds(config, device, **kwargs):
+        placed.append(device)
+        raise synth.nextpnr.DoesNotFit("not placed in this test")
+    monkeypatch.setattr(synth.nextpnr, "fmax_seeds", fmax_seeds)
+    out = tmp_path / "fmax.json"
+    assert main(["fmax", *argv, "--json", str(out)]) == 1
+    assert placed == [device] and json.loads(out.read_text())["device"] == device
 
 
 def _run(seed, mhz):
