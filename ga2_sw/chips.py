@@ -21,7 +21,7 @@ from pathlib import Path
 from .config import Config, WORKLOAD_FIELDS
 
 __all__ = ["Chip", "CATALOGUE", "CHIP_NAMES", "DEFAULT_CHIP", "DATASHEETS", "chip", "config_of", "name_of",
-           "load_datasheets", "measured_fmax"]
+           "load_datasheets", "measured_fmax", "configuration_changes"]
 
 # The recorded datasheets, written by ``python -m synth datasheet`` and read here and by ``ga2 chips``.
 DATASHEETS = Path(__file__).with_name("datasheets.json")
@@ -134,10 +134,18 @@ def load_datasheets(path=DATASHEETS):
     return records
 
 
+def configuration_changes(recorded, config):
+    """``{field: [recorded value, the catalogue's]}`` of the fields in which a record's configuration differs from
+    the catalogue's chip ``config``: a datasheet of an earlier chip. (A record holds the fields there were when it
+    was made: a field added since is at its default.)"""
+    then, now = Config.from_dict(recorded).to_dict(), config.to_dict()
+    return {k: [then[k], now[k]] for k in now if then[k] != now[k]}
+
+
 def measured_fmax(name, path=DATASHEETS):
     """The median Fmax (MHz) of chip ``name``'s recorded datasheet, or None: not measured, not today's chip
-    configuration, or a seed that did not route."""
+    configuration (``configuration_changes``), or a seed that did not route."""
     record = load_datasheets(path).get(name)
-    if record is None or record["config"] != chip(name).config.to_dict():
+    if record is None or configuration_changes(record["config"], chip(name).config):
         return None
     return record["datasheet"]["fmax_mhz"]

@@ -4,9 +4,10 @@ still describes today's RTL; ``--markdown`` writes docs/CHIPS.md from the record
 
 import sys
 
+from ga2_sw.chips import configuration_changes
 from ga2_sw.options import InputFile, OutputFile, atomic_write
 
-from .datasheet import RECORD, SEEDS, check_records, configuration_changes, load_records
+from .datasheet import RECORD, SEEDS, check_records, load_records
 
 __all__ = ["register", "catalogue_rows", "chips_markdown", "summary_markdown", "readme_with_table", "README_BEGIN",
            "README_END"]

@@ -12,7 +12,7 @@ the chip's Verilog and of its body. ``ga2 chips`` lists the records and writes d
 import json
 from pathlib import Path
 
-from ga2_sw.chips import DATASHEETS, load_datasheets
+from ga2_sw.chips import DATASHEETS, configuration_changes, load_datasheets
 
 __all__ = ["RECORD", "SEEDS", "DEFAULT_LIMIT", "chapter_workload", "measure", "load_records", "store_record",
            "check_records", "tokens_per_s"]
@@ -109,15 +109,6 @@ def store_record(record, path=RECORD):
     text = json.dumps({"chips": dict(sorted(records.items()))}, indent=1) + "\n"
     with atomic_write(path) as f:
         f.write(text)
-
-
-def configuration_changes(recorded, config):
-    """``{field: [recorded value, the catalogue's]}`` of the fields in which a record's configuration differs from
-    the catalogue's chip ``config``: a datasheet of an earlier chip. (A record holds the fields there were when it
-    was made: a field added since is at its default.)"""
-    from ga2_sw.config import Config
-    then, now = Config.from_dict(recorded).to_dict(), config.to_dict()
-    return {k: [then[k], now[k]] for k in now if then[k] != now[k]}
 
 
 def check_records(records, cache_dir=None):
