@@ -79,10 +79,12 @@ class _Formatter(argparse.HelpFormatter):
 
 class Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose usage errors are one line, ``PROG: error: MESSAGE``, exit status 2, and
-    whose help never splits an option's name across lines. Subparsers are of this class too."""
+    whose help never splits an option's name across lines, and which takes no option by a prefix of its name (a
+    misspelt or missing option is an error, never another one that starts alike). Subparsers are of this class
+    too."""
 
-    def __init__(self, *args, formatter_class=_Formatter, **kwargs):
-        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+    def __init__(self, *args, formatter_class=_Formatter, allow_abbrev=False, **kwargs):
+        super().__init__(*args, formatter_class=formatter_class, allow_abbrev=allow_abbrev, **kwargs)
 
     def error(self, message):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}\n")

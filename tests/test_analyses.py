@@ -274,7 +274,7 @@ def test_latency_measured_on_the_long_context_steps(tmp_path):
     """`ga2 latency --measured`: each point is the cycle model's count of the program the chip runs, never
     below the words it moves; the terms are the traffic formula's; the crossings follow from them."""
     from ga2_sw.analyses.traffic import sequence_words, weight_words
-    data = run_json(tmp_path, "latency", "--measured", "--chips", "2,4", "--modes", "inorder,decoupled",
+    data = run_json(tmp_path, "latency", "--measured", "--sizes", "2,4", "--modes", "inorder,decoupled",
                     "--contexts", "16,64,256", "--batch-context", "64", "--d", "32", "--d-model", "64",
                     "--no-progress")
     assert [(p["rows"], p["mode"]) for p in data["panels"]] == [(2, "inorder"), (2, "decoupled"), (4, "inorder"),

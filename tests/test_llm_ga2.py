@@ -636,7 +636,7 @@ def test_block_cycle_programs():
 
 def test_cycles_command_refuses_a_chip_without_a_batch(capsys):
     from ga2_cli import main
-    assert main(["llm", "cycles", "--chips", "3", "--batches", "4,8"]) == 2
+    assert main(["llm", "cycles", "--sizes", "3", "--batches", "4,8"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--batches" in err and "3x3" in err and len(err.splitlines()) == 1
 
@@ -645,13 +645,13 @@ def test_cycles_command_tokens_per_second_at_a_given_clock(tmp_path, capsys):
     """`ga2 llm cycles --clock-mhz F`: tokens/s = F MHz / cycles per token, in the table's header and the JSON."""
     from ga2_cli import main
     out = tmp_path / "cycles.json"
-    assert main(["llm", "cycles", "--chips", "4", "--batches", "2", "--contexts", "64", "--clock-mhz", "83",
+    assert main(["llm", "cycles", "--sizes", "4", "--batches", "2", "--contexts", "64", "--clock-mhz", "83",
                  "--json", str(out), "--no-progress"]) == 0
     r = json.loads(out.read_text())
     [row] = r["rows"]
     assert r["clock_mhz"] == 83 and row["tokens_per_second"] == round(83e6 / row["cycles_per_token"], 3)
     assert "tokens/s at 83 MHz" in capsys.readouterr().out
-    assert main(["llm", "cycles", "--chips", "4", "--batches", "2", "--contexts", "64", "--key-digits", "2",
+    assert main(["llm", "cycles", "--sizes", "4", "--batches", "2", "--contexts", "64", "--key-digits", "2",
                  "--json", str(out), "--no-progress"]) == 0
     wide = json.loads(out.read_text())
     assert wide["key_digits"] == 2 and wide["rows"][0]["cycles_per_token"] > row["cycles_per_token"]
@@ -663,7 +663,7 @@ def test_cycles_command_draws_the_plot(tmp_path, capsys):
     """`ga2 llm cycles --plot F.png` writes a PNG; a plot path in a missing folder is refused before any work."""
     from ga2_cli import main
     png = tmp_path / "cycles.png"
-    assert main(["llm", "cycles", "--chips", "4", "--batches", "1", "--contexts", "16,32", "--plot", str(png),
+    assert main(["llm", "cycles", "--sizes", "4", "--batches", "1", "--contexts", "16,32", "--plot", str(png),
                  "--no-progress"]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     capsys.readouterr()
@@ -677,7 +677,7 @@ def test_the_attention_table_quotes_no_fmax(tmp_path):
     tokens/s at the stated clock alone, that clock over the cycles per token."""
     from ga2_cli import main
     out = tmp_path / "cycles.json"
-    assert main(["llm", "cycles", "--chips", "4,8", "--batches", "4", "--contexts", "64", "--json", str(out),
+    assert main(["llm", "cycles", "--sizes", "4,8", "--batches", "4", "--contexts", "64", "--json", str(out),
                  "--no-progress", "--clock-mhz", "80"]) == 0
     data = json.loads(out.read_text())
     assert data["clock_mhz"] == 80

@@ -97,6 +97,16 @@ def test_the_parser_reports_one_line(capsys):
     assert one_line("a\n\n  b \nc") == "a | b | c"
 
 
+def test_an_option_is_never_taken_by_a_prefix(capsys):
+    """`ga2 llm cycles --chip llm` is refused as an option it does not have, not read as another option that
+    begins alike (its array sizes once were --chips)."""
+    from ga2_cli import main
+    assert main(["llm", "cycles", "--chip", "llm"]) == EXIT_USAGE
+    assert "unrecognized arguments: --chip llm" in capsys.readouterr().err
+    assert main(["llm", "cycles", "--size", "4", "--batches", "1", "--contexts", "16", "--no-progress"]) == EXIT_USAGE
+    assert "unrecognized arguments: --size 4" in capsys.readouterr().err
+
+
 # -- atomic outputs -------------------------------------------------------------------------------------------
 
 def test_atomic_write_leaves_the_whole_file_or_nothing(tmp_path):

@@ -411,7 +411,7 @@ def plot_measured(study, path):
 def _run_measured(args):
     from ga2_sw.analyses.common import progress_bar
     config = config_from_args(args)
-    chips, modes, contexts = args.chips, args.modes, args.contexts
+    chips, modes, contexts = args.sizes, args.modes, args.contexts
     total = sum(size + len(contexts) for size in chips) * len(modes)
     bar = progress_bar(total, args.no_progress, "step")
     study = measured_study(config, chips, modes, contexts, args.batch_context, progress=lambda: bar.update(1))
@@ -471,7 +471,7 @@ def register(sub):
                    help="instead of the two models: the cycle model's step times on each chip and mode, contexts up "
                         "to 4,096, batches up to rows, against max(compute, weights + KV), and where KV overtakes "
                         "the weights (use --d 64 --d-model 256 for a real head)")
-    m.add_argument("--chips", metavar="N,N", type=IntList(2, 16), default=list(MEASURED_CHIPS),
+    m.add_argument("--sizes", metavar="N,N", type=IntList(2, 16), default=list(MEASURED_CHIPS),
                    help="array sizes N (N x N; 2..16), default 4,8")
     m.add_argument("--modes", metavar="M,M", type=Names(lambda: MEASURED_MODES, many=True, what="mode"),
                    default=MEASURED_MODES,
@@ -508,6 +508,6 @@ def _check(args):
             get_backend(args.sim).require()
         if sorted(set(args.contexts)) != list(args.contexts):
             raise ValueError("--contexts: distinct lengths in increasing order")
-    elif (args.verilator or list(args.chips) != list(MEASURED_CHIPS) or list(args.contexts) != list(MEASURED_CONTEXTS)
+    elif (args.verilator or list(args.sizes) != list(MEASURED_CHIPS) or list(args.contexts) != list(MEASURED_CONTEXTS)
           or args.batch_context != MEASURED_BATCH_CONTEXT):
-        raise ValueError("--chips, --contexts, --batch-context and --verilator go with --measured")
+        raise ValueError("--sizes, --contexts, --batch-context and --verilator go with --measured")

@@ -397,9 +397,9 @@ def _steps(args):
 
 def _cycles(args):
     from ga2_sw.llm.step_cycles import SMOLLM2, table as cycle_table
-    bar = progress_bar(sum(len([b for b in args.batches if b <= size]) * len(args.contexts) for size in args.chips),
+    bar = progress_bar(sum(len([b for b in args.batches if b <= size]) * len(args.contexts) for size in args.sizes),
                        args.no_progress, "point")
-    rows = cycle_table(args.chips, args.batches, args.contexts, progress=lambda: bar.update(1),
+    rows = cycle_table(args.sizes, args.batches, args.contexts, progress=lambda: bar.update(1),
                        key_digits=args.key_digits)
     bar.close()
     print_cycles(rows, args.clock_mhz)
@@ -455,7 +455,7 @@ def plot_cycles(path, rows, clock_mhz):
 
 def _check_cycles(args):
     """Every chip gets at least one batch: a batch runs on a chip with at least as many array rows."""
-    for size in args.chips:
+    for size in args.sizes:
         if not any(b <= size for b in args.batches):
             raise ValueError(f"--batches: none of {', '.join(map(str, args.batches))} fits the {size}x{size} chip "
                              f"(a batch is at most the array's {size} rows)")
@@ -599,7 +599,8 @@ def _add_cycles(llm):
     """``ga2 llm cycles``: the attention blocks' cycles per token."""
     y = llm.add_parser("cycles", help="the attention blocks alone (q, k, v and the attention): cycles per token "
                                       "against batch and context; `ga2 llm throughput` has the whole step")
-    y.add_argument("--chips", metavar="N,N", type=IntList(2, 16), default=[4, 8], help="array sizes (default 4,8)")
+    y.add_argument("--sizes", metavar="N,N", type=IntList(2, 16), default=[4, 8],
+                   help="array sizes N (N x N; 2..16), default 4,8")
     y.add_argument("--batches", metavar="B,B", type=IntList(1, 16), default=[1, 2, 4, 8],
                    help="batch sizes, each at most the array's rows (default 1,2,4,8)")
     y.add_argument("--contexts", metavar="L,L", type=IntList(1, 4096), default=[64, 256, 1024],
