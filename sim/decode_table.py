@@ -12,28 +12,45 @@ from ga2_sw.workloads import decode_table_programs
 
 from .backends import DEFAULT_CYCLE_LIMIT, get_backend
 from .compare import compare_results
+from .jobs import as_job
 
-__all__ = ["decode_table", "CHAPTER_CYCLES"]
+__all__ = ["decode_table", "table_runs", "CHAPTER_CYCLES"]
 
 # The chapter's chip on the same five programs (its printed table), the floor GA-2 must beat.
 CHAPTER_CYCLES = {"B=1": 3827, "B=2": 5777, "B=3": 7727, "B=4": 9677, "ragged": 6452}
+
+
+def table_runs(config, lengths=None):
+    """The ``progress()`` calls ``decode_table`` makes: two per program (B = 1 .. rows and the ragged batch, or
+    the one batch of ``lengths``)."""
+    return 2 * (1 if lengths is not None else config.rows + 1)
 
 
 def _chapter_key(p):
     return "ragged" if "ragged" in p.name else f"B={p.batch}"
 
 
-def decode_table(config, sim="model", seed=4242, lengths=None, key_digits=1):
+def decode_table(config, sim="model", seed=4242, lengths=None, key_digits=1, progress=None):
     """Rows of the decode table, one per program, from simulator ``sim`` (a ``sim.backends`` name); every row
     is also checked against the reference machine (memories, counters, error and pc). ``lengths``: one batch
-    of those lengths instead of the five programs; ``key_digits`` 2: wide keys (the long-context steps)."""
+    of those lengths instead of the five programs; ``key_digits`` 2: wide keys (the long-context steps).
+    ``progress()`` is called once a program has run on the reference machine and once it has run on ``sim``:
+    ``2 x programs`` calls (``table_runs``), each program of a long context taking seconds."""
+    tick = progress or (lambda: None)
     programs = decode_table_programs(config, seed, lengths=lengths, key_digits=key_digits)
     machine = Machine(config)
-    refs = [machine.run(p.program, p.ext) for p in programs]
+    refs = []
+    for p in programs:
+        refs.append(machine.run(p.program, p.ext))
+        tick()
     # Long-context steps run for millions of cycles: the limit is the reference's count with a margin.
     limit = max([DEFAULT_CYCLE_LIMIT] + [r.counters.cycles + 10_000 for r in refs])
     t0 = time.perf_counter()
-    results = get_backend(sim).run_many(config, [(p.program, p.ext) for p in programs], cycle_limit=limit)
+    results = []
+    with get_backend(sim).open(config) as session:              # one build and session for every program
+        for p in programs:
+            results += session.run_many([as_job((p.program, p.ext), limit)])
+            tick()
     seconds = time.perf_counter() - t0
     rows = []
     for p, want, r in zip(programs, refs, results):

@@ -3,7 +3,7 @@ in order, decoupled, or both side by side against the memory bound (1 word per c
 
 import sys
 
-from ga2_sw.analyses.common import finish_plot, json_option, plot_option, table, write_json
+from ga2_sw.analyses.common import finish_plot, json_option, plot_option, progress_bar, table, write_json
 from ga2_sw.cycles import DecoupledTimer, InorderTimer, lane_of
 from ga2_sw.isa import LANES
 from ga2_sw.config import Config
@@ -12,7 +12,7 @@ from ga2_sw.dram import GRADES, peak_bytes_per_cycle
 from ga2_sw.numerics import KEY_DIGITS
 from ga2_sw.packing import beat_bytes, packed
 from ga2_sw.workloads import decode_table_programs
-from sim.decode_table import decode_table
+from sim.decode_table import decode_table, table_runs
 
 __all__ = ["register"]
 
@@ -148,7 +148,10 @@ def _run(args):
     by_mode, all_rows = {}, []
     for n, mode in enumerate(modes):
         cfg = config.replace(mode=mode)
-        rows, seconds = decode_table(cfg, sim, args.seed, args.lengths, args.key_digits)
+        bar = progress_bar(table_runs(cfg, args.lengths), args.no_progress, "run")
+        rows, seconds = decode_table(cfg, sim, args.seed, args.lengths, args.key_digits,
+                                     progress=lambda: bar.update(1))
+        bar.close()
         if n:
             print()
         _print(rows, cfg, sim, seconds)
@@ -174,6 +177,8 @@ def register(sub):
     p.add_argument("--json", metavar="FILE", type=json_option(), help="write the rows as JSON")
     p.add_argument("--plot", metavar="FILE.png", type=plot_option(),
                    help="draw both modes and the decoupled lanes into a PNG (or .pdf, .svg)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (the runs of a long context "
+                   "take seconds each)")
     p.add_argument("--no-fallback", action="store_true",
                    help="fail instead of falling back to pysim when Verilator cannot run")
     p.add_argument("--mode", choices=("inorder", "decoupled", "both"), default=None,
