@@ -423,8 +423,9 @@ class OutputFile(_Validator):
 
 
 class OutputDir(_Validator):
-    """A folder to write files into: an existing folder that takes new files, or a new one whose parent
-    exists and takes it (the command creates it)."""
+    """A folder to write files into: an existing folder that takes new files, or a new one, with any folders
+    above it that are missing, under the nearest existing folder, which must take them (the command creates
+    them, as ``mkdir -p`` does: ``build/soc-ulx3s`` in a fresh clone)."""
     kind = "output_dir"
 
     def __init__(self, needs=None):
@@ -443,6 +444,8 @@ class OutputDir(_Validator):
                 raise _bad(f"{path}: cannot be written into: {why}")
         else:
             parent = os.path.dirname(os.path.normpath(path)) or "."
+            while _stat(parent) is None:                    # the nearest folder above it that exists
+                parent = os.path.dirname(parent) or "."
             why = _probe_folder(parent)
             if why:
                 raise _bad(f"{path}: cannot be created: {parent}: {why}")

@@ -82,7 +82,10 @@ def test_output_paths_must_be_writable_files(tmp_path):
     d = OutputDir()
     assert d(str(tmp_path)) == str(tmp_path) and d(str(tmp_path / "new")) == str(tmp_path / "new")
     assert "not a folder" in refused(d, str(tmp_path / "file"))
-    assert "no such folder" in refused(d, str(tmp_path / "a" / "b"))
+    assert d(str(tmp_path / "a" / "b")) == str(tmp_path / "a" / "b")       # created with its parent, as mkdir -p
+    assert "not a folder" in refused(d, str(tmp_path / "file" / "a" / "b"))
+    assert "cannot create" in refused(d, "/proc/ga2-a/b")
+    assert sorted(tmp_path.iterdir()) == [tmp_path / "file"]                # nothing created while checking
 
 
 def test_the_parser_reports_one_line(capsys):
