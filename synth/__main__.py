@@ -87,7 +87,7 @@ def _fmax(args):
     args.device = args.device or _chip_device(args)
     try:
         r = fmax_seeds(config, args.device, seeds=seeds, freq=args.freq, cache_dir=args.cache_dir, jobs=jobs,
-                       router=args.router, progress=True)
+                       router=args.router, progress=True, limit=args.limit)
     except DoesNotFit as exc:
         print(f"ga2 {config.rows}x{config.cols}: {exc}", file=sys.stderr)
         _write(args.json, {"config": config.to_dict(), "device": args.device, "fmax_mhz": None,
@@ -216,6 +216,9 @@ def build_parser():
     p.add_argument("--jobs", type=Int(1, 1024), default=None, metavar="N",
                    help="run the seeds in a pool of N processes, 1..1024 (default 1: one after another)")
     p.add_argument("--freq", type=Float(1, 2000), default=100, help="target MHz, 1..2000 (default %(default)s)")
+    p.add_argument("--limit", type=Int(60, 86400), default=None, metavar="S",
+                   help="CPU seconds a seed may place and route, 60..86400, before it is reported unrouted "
+                        "(default: no limit; a datasheet's is 3600)")
     p.add_argument("--router", choices=ROUTERS, default=ROUTERS[0],
                    help="nextpnr's router (default %(default)s, every figure of docs/SYNTH.md unless it says "
                         "otherwise; router2 converges where router1 oscillates on a crowded netlist)")

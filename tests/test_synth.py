@@ -137,16 +137,18 @@ def test_seed_and_seeds_parse():
 
 
 @pytest.mark.parametrize("argv, device", [(["--chip", "fast"], "85k"), (["--chip", "chapter"], "25k"),
-                                           ([], "45k"), (["--chip", "fast", "--device", "45k"], "45k")])
+                                           ([], "45k"), (["--chip", "fast", "--device", "45k", "--limit", "120"],
+                                                         "45k")])
 def test_fmax_places_the_chip_on_its_own_device(argv, device, monkeypatch, tmp_path):
     """`synth fmax --chip NAME` places on the device the catalogue gives the chip (the default chip's without
-    --chip), as its datasheet does; --device overrides it."""
+    --chip), as its datasheet does; --device overrides it. --limit reaches the placements (none by default)."""
     import synth.nextpnr
     from synth.__main__ import main
     placed = []
 
     def fmax_seeds(config, device, **kwargs):
         placed.append(device)
+        assert kwargs["limit"] == (120 if "--limit" in argv else None)
         raise synth.nextpnr.DoesNotFit("not placed in this test")
     monkeypatch.setattr(synth.nextpnr, "fmax_seeds", fmax_seeds)
     out = tmp_path / "fmax.json"
