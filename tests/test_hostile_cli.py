@@ -102,7 +102,8 @@ MUST_REFUSE = {
     "input": set(CORE) | set(EXTRA) - {"empty file", "proc file"},
     "output": {"empty", "missing folder", "directory", "unwritable", "NUL byte", "path through a file",
                "trailing slash", "FIFO", "device", "proc file"},
-    "output_dir": {"empty", "missing folder", "binary file", "unwritable", "NUL byte", "path through a file",
+    # (a folder under a missing one is made with it, as mkdir -p makes it: a valid output folder)
+    "output_dir": {"empty", "binary file", "unwritable", "NUL byte", "path through a file",
                    "FIFO", "device", "proc file", "empty file"},
     "identifier": set(CORE) - {"non-numeric"} | set(EXTRA) - {"nan", "infinity"},
     "name": set(CORE) | set(EXTRA),
