@@ -61,7 +61,7 @@ def _run(args):
         print(f"(B = {B} left out: {why})")
     clock = fmax or config.clock_mhz
     chip = name or f"{args.chip} (changed)"
-    at = f"{fmax:g} MHz, its measured Fmax" if fmax else f"{config.clock_mhz} MHz (no measured Fmax: not placed)"
+    at = f"{fmax:g} MHz, its measured Fmax" if fmax else f"{config.clock_mhz} MHz (no measured Fmax: no datasheet of the chip with seeds 1, 2 and 3 routed)"
     print(f"SmolLM2-135M's decode step on the {chip} chip ({config.rows} x {config.cols}, {config.bus_bytes}-byte "
           f"port, {config.memory} at {memory_bytes_per_cycle(config):g} bytes a cycle): every product of 30 blocks "
           f"and the LM head, weights streamed once a step, {_numerics(args, config)}; host round trips "
