@@ -47,10 +47,12 @@ def _batch(config, name, lengths, seed, machine, key_digits=1):
     return TableProgram(name, len(lengths), lengths, dec.program(config, seqs, list(lengths), P, key_digits), ext)
 
 
-def decode_table_programs(config, seed=4242, batches=None, lengths=None, key_digits=1):
+def decode_table_programs(config, seed=4242, batches=None, lengths=None, key_digits=1, progress=None):
     """The decode-table programs for ``config``: B = 1..rows at token max_ctx, then the ragged batch; or, with
     ``lengths``, one batch of sequences at those lengths (each 1..max_ctx, at most rows of them); keys of
-    ``key_digits`` int8 digits (2: wide keys, long-context steps only)."""
+    ``key_digits`` int8 digits (2: wide keys, long-context steps only). ``progress()`` is called as each
+    program is built (seconds each at 4,096 tokens)."""
+    tick = progress or (lambda: None)
     machine = Machine(config)
     if lengths is not None:
         lengths = tuple(lengths)
@@ -59,10 +61,13 @@ def decode_table_programs(config, seed=4242, batches=None, lengths=None, key_dig
                              f"1..{config.max_ctx} (config field 'max_ctx')")
         name = f"B={len(lengths)} lengths {lengths}" if len(set(lengths)) > 1 else \
             f"B={len(lengths)} (all at token {lengths[0]})"
-        return [_batch(config, name, lengths, seed, machine, key_digits)]
-    L = config.max_ctx
-    out = [_batch(config, f"B={n} (all at token {L})", (L,) * n, seed, machine, key_digits)
-           for n in (batches or range(1, config.rows + 1))]
-    lengths = ragged_lengths(config)
-    out.append(_batch(config, f"B={len(lengths)} ragged {lengths}", lengths, seed + 101, machine, key_digits))
+        shapes = [(name, lengths, seed)]
+    else:
+        L, ragged = config.max_ctx, ragged_lengths(config)
+        shapes = [(f"B={n} (all at token {L})", (L,) * n, seed) for n in (batches or range(1, config.rows + 1))]
+        shapes.append((f"B={len(ragged)} ragged {ragged}", ragged, seed + 101))
+    out = []
+    for name, shape, shape_seed in shapes:
+        out.append(_batch(config, name, shape, shape_seed, machine, key_digits))
+        tick()
     return out

@@ -21,9 +21,9 @@ CHAPTER_CYCLES = {"B=1": 3827, "B=2": 5777, "B=3": 7727, "B=4": 9677, "ragged": 
 
 
 def table_runs(config, lengths=None):
-    """The ``progress()`` calls ``decode_table`` makes: two per program (B = 1 .. rows and the ragged batch, or
-    the one batch of ``lengths``)."""
-    return 2 * (1 if lengths is not None else config.rows + 1)
+    """The ``progress()`` calls ``decode_table`` makes: three per program (B = 1 .. rows and the ragged batch,
+    or the one batch of ``lengths``)."""
+    return 3 * (1 if lengths is not None else config.rows + 1)
 
 
 def _chapter_key(p):
@@ -34,10 +34,11 @@ def decode_table(config, sim="model", seed=4242, lengths=None, key_digits=1, pro
     """Rows of the decode table, one per program, from simulator ``sim`` (a ``sim.backends`` name); every row
     is also checked against the reference machine (memories, counters, error and pc). ``lengths``: one batch
     of those lengths instead of the five programs; ``key_digits`` 2: wide keys (the long-context steps).
-    ``progress()`` is called once a program has run on the reference machine and once it has run on ``sim``:
-    ``2 x programs`` calls (``table_runs``), each program of a long context taking seconds."""
+    ``progress()`` is called as each program is built, once it has run on the reference machine and once it
+    has run on ``sim``: ``3 x programs`` calls (``table_runs``), each program of a long context taking
+    seconds."""
     tick = progress or (lambda: None)
-    programs = decode_table_programs(config, seed, lengths=lengths, key_digits=key_digits)
+    programs = decode_table_programs(config, seed, lengths=lengths, key_digits=key_digits, progress=tick)
     machine = Machine(config)
     refs = []
     for p in programs:

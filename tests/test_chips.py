@@ -227,7 +227,7 @@ def test_every_chip_runs_the_chapter_s_decode_steps_on_the_model(name):
     config, ticks = chapter_workload(chip(name).config), []
     rows, _ = decode_table(config, "model", progress=lambda: ticks.append(1))
     assert len(rows) == chip(name).config.rows + 1 and all(r["matches_reference"] for r in rows)
-    assert len(ticks) == table_runs(config) == 2 * len(rows)         # the progress bar's length is its runs'
+    assert len(ticks) == table_runs(config) == 3 * len(rows)         # the progress bar's length is its runs'
 
 
 def test_a_datasheet_is_current_only_on_its_chip_s_verilog_and_device(tmp_path):

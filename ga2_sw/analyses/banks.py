@@ -7,7 +7,7 @@ the extra slice cycles each bank map would cost with the programs laid out as th
 
 from .. import banking
 from ..isa import Op
-from .common import emit, json_option, table
+from .common import emit, json_option, progress_bar, table
 
 __all__ = ["BANK_MAPS", "slice_addresses", "bank_conflicts", "register"]
 
@@ -28,10 +28,13 @@ def slice_addresses(mm):
         yield banking.slice_addresses(mm, k)
 
 
-def bank_conflicts(programs, bank_of):
-    """(slices, extra slice cycles, worst operands on one bank) over the MMs of ``programs``."""
+def bank_conflicts(programs, bank_of, progress=None):
+    """(slices, extra slice cycles, worst operands on one bank) over the MMs of ``programs``; ``progress()``
+    after each program."""
     slices = extra = worst = 0
     for program in programs:
+        if progress:
+            progress()
         for instr in program:
             if instr.op != Op.MM:
                 continue
@@ -45,11 +48,17 @@ def _run(args):
     from ..cli import config_from_args
     from ..workloads import decode_table_programs
     config = config_from_args(args).replace(mode="decoupled")
-    programs = [p.program for p in decode_table_programs(config)]
+    count = config.rows + 1                     # the decode table's programs: B = 1 .. rows, then the ragged batch
+    bar = progress_bar(count * (1 + len(BANK_MAPS)), args.no_progress, "program")
+
+    def tick():
+        bar.update(1)
+    programs = [p.program for p in decode_table_programs(config, progress=tick)]
     rows = []
     for name, (banks, bank_of) in BANK_MAPS.items():
-        slices, extra, worst = bank_conflicts(programs, bank_of)
+        slices, extra, worst = bank_conflicts(programs, bank_of, tick)
         rows.append({"map": name, "banks": banks, "slices": slices, "extra_cycles": extra, "worst_load": worst})
+    bar.close()
     print(f"Bank conflicts of the matrix unit's k-slices, decode-table programs of the decoupled "
           f"{config.rows}x{config.cols} chip as laid out today")
     print(table(["bank map", "banks", "k-slices", "extra slice cycles", "worst operands on a bank"],
@@ -63,4 +72,5 @@ def register(sub):
                        description=__doc__.split("\n\n")[0])
     add_config_arguments(p, mode=False)
     p.add_argument("--json", metavar="FILE", type=json_option(), help="write the results as JSON")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_run, plot=None)
