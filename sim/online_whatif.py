@@ -18,16 +18,12 @@ from contextlib import contextmanager
 
 from ga2_sw import cycles
 from ga2_sw.analyses.common import table
-from ga2_sw.chips import config_of
 from ga2_sw.isa import ONLINE_OPS, OPS
 from ga2_sw.llm import whole_step
-from ga2_sw.llm.ga2_path import HEAD_CANDIDATES, PATH_KEY_DIGITS
-from ga2_sw.options import IntList, Parser
+
+from .step_whatif import compare, parser
 
 __all__ = ["patched", "rows", "main"]
-
-BATCHES = IntList(1, 8)
-CONTEXTS = IntList(1, 1024)
 
 
 @contextmanager
@@ -66,23 +62,13 @@ def patched(accesses=2):
 
 
 def rows(batches, contexts, accesses=2, config=None):
-    """``ga2 llm throughput``'s rows (its default numerics) on ``config`` (the llm chip) as built and with the
-    online unit of ``accesses`` a cycle: ``[(as built, patched)]``."""
-    config = config or config_of("llm")
-    numerics = {"key_digits": PATH_KEY_DIGITS, "head_candidates": HEAD_CANDIDATES}
-    built = whole_step.throughput_rows(config, batches, contexts, **numerics)
-    with patched(accesses):
-        faster = whole_step.throughput_rows(config, batches, contexts, **numerics)
-    return list(zip(built, faster))
+    """``ga2 llm throughput``'s rows on ``config`` (the llm chip) as built and with the online unit of
+    ``accesses`` a cycle: ``[(as built, patched)]``."""
+    return compare(patched(accesses), batches, contexts, config)
 
 
 def main(argv=None):
-    p = Parser(prog="python -m sim.online_whatif", description=__doc__.split("\n\n")[0])
-    p.add_argument("--batches", metavar="B,B", type=BATCHES, default=[1, 2, 4, 8],
-                   help="sequences a step, each 1..8 (default 1,2,4,8)")
-    p.add_argument("--contexts", metavar="L,L", type=CONTEXTS, default=[64, 1024],
-                   help="tokens of context, each 1..1024 (default 64,1024)")
-    args = p.parse_args(argv)
+    args = parser("python -m sim.online_whatif", __doc__).parse_args(argv)
     print("SmolLM2-135M's decode step on the llm chip (ga2 llm throughput's numerics), its online unit as built (one "
           "scratchpad access a cycle) and with two (a what-if on the cycle model); the attention's chip cycles, and "
           "with two accesses its matrix unit's and vector lane's busy cycles")
