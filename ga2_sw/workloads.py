@@ -7,7 +7,7 @@ from . import decode as dec
 from .check import ragged_lengths
 from .machine import Machine
 
-__all__ = ["TableProgram", "decode_table_programs"]
+__all__ = ["TableProgram", "decode_table_count", "decode_table_programs"]
 
 
 @dataclass
@@ -45,6 +45,12 @@ def _batch(config, name, lengths, seed, machine, key_digits=1):
     else:
         ext = _prepared(config, w, P, lengths, machine)
     return TableProgram(name, len(lengths), lengths, dec.program(config, seqs, list(lengths), P, key_digits), ext)
+
+
+def decode_table_count(config, batches=None, lengths=None):
+    """How many programs ``decode_table_programs`` builds: one batch of ``lengths``, or each of ``batches``
+    (1..rows by default) and the ragged batch."""
+    return 1 if lengths is not None else len(batches or range(1, config.rows + 1)) + 1
 
 
 def decode_table_programs(config, seed=4242, batches=None, lengths=None, key_digits=1, progress=None):

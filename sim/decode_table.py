@@ -8,7 +8,7 @@ from ga2_sw.decode import beats_moved, traffic
 from ga2_sw.dram import GRADES, peak_bytes_per_cycle
 from ga2_sw.machine import Machine
 from ga2_sw.packing import beat_bytes, element_bytes
-from ga2_sw.workloads import decode_table_programs
+from ga2_sw.workloads import decode_table_count, decode_table_programs
 
 from .backends import DEFAULT_CYCLE_LIMIT, get_backend
 from .compare import compare_results
@@ -21,9 +21,9 @@ CHAPTER_CYCLES = {"B=1": 3827, "B=2": 5777, "B=3": 7727, "B=4": 9677, "ragged": 
 
 
 def table_runs(config, lengths=None):
-    """The ``progress()`` calls ``decode_table`` makes: three per program (B = 1 .. rows and the ragged batch,
-    or the one batch of ``lengths``)."""
-    return 3 * (1 if lengths is not None else config.rows + 1)
+    """The ``progress()`` calls ``decode_table`` makes: three per program (``decode_table_count``: B = 1 .. rows
+    and the ragged batch, or the one batch of ``lengths``)."""
+    return 3 * decode_table_count(config, lengths=lengths)
 
 
 def _chapter_key(p):

@@ -46,10 +46,9 @@ def bank_conflicts(programs, bank_of, progress=None):
 
 def _run(args):
     from ..cli import config_from_args
-    from ..workloads import decode_table_programs
+    from ..workloads import decode_table_count, decode_table_programs
     config = config_from_args(args).replace(mode="decoupled")
-    count = config.rows + 1                     # the decode table's programs: B = 1 .. rows, then the ragged batch
-    bar = progress_bar(count * (1 + len(BANK_MAPS)), args.no_progress, "program")
+    bar = progress_bar(decode_table_count(config) * (1 + len(BANK_MAPS)), args.no_progress, "program")
 
     def tick():
         bar.update(1)
