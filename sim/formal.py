@@ -20,7 +20,6 @@ Command line (``python -m sim.formal``)::
 See docs/VERIFICATION.md for what each check proves and what it does not.
 """
 
-import argparse
 import hashlib
 import json
 import os
@@ -48,6 +47,7 @@ from ga2_hdl.vector.requant_pipeline import (rounding_term, saturate, half_shift
 from ga2_hdl.generate import package_version
 from ga2_hdl.top import build_sequencer, build_unit
 from ga2_sw.isa import features_of, units_of
+from ga2_sw.options import Float, Int, OutputDir, Parser
 
 from .cache import cache_root
 
@@ -1216,14 +1216,20 @@ def run_check(name, *, depth=None, keep=None, timeout=900, cache=True):
                    depth=check.depth if depth is None else depth, keep=keep, timeout=timeout, cache=cache)
 
 
+# The deepest --depth the command takes: several times its deepest check's (70 cycles).
+MAX_DEPTH = 1000
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m sim.formal", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="python -m sim.formal", description=__doc__.split("\n\n")[0])
     parser.add_argument("checks", nargs="*", default=["all"],
                         help="check names, 'all' (every check), 'mutants' (every false twin), 'known' (checks "
                              "that fail on known RTL bugs) or 'list'")
-    parser.add_argument("--keep", metavar="DIR", help="keep the sby work directories under DIR")
-    parser.add_argument("--timeout", type=float, default=900, help="seconds per sby run (default 900)")
-    parser.add_argument("--depth", type=int, help="override the BMC depth of every check run")
+    parser.add_argument("--keep", metavar="DIR", type=OutputDir(), help="keep the sby work directories under DIR")
+    parser.add_argument("--timeout", type=Float(1, 86400), default=900,
+                        help="seconds per sby run, 1..86400 (default 900)")
+    parser.add_argument("--depth", type=Int(1, MAX_DEPTH),
+                        help=f"override the BMC depth of every check run, 1..{MAX_DEPTH}")
     parser.add_argument("--no-cache", action="store_true",
                         help="run sby on every check, even on a problem it has solved before (sim.cache's formal)")
     parser.add_argument("-v", "--verbose", action="store_true", help="print the sby log of a failing run")

@@ -111,6 +111,22 @@ def test_cli_list_and_unknown(capsys):
             formal.main(["nope"])
 
 
+@pytest.mark.parametrize("argv, says", [
+    (["--depth", "0", "requant-expr"], "--depth: must be a whole number in 1..1000"),
+    (["--depth", "-3", "requant-expr"], "--depth: must be a whole number in 1..1000"),
+    (["--timeout", "-1", "requant-expr"], "--timeout: must be a number with 1 <= x <= 86400"),
+    (["--keep", "/proc/ga2-formal", "requant-expr"], "--keep: /proc/ga2-formal: cannot be created"),
+    (["--dep", "3", "list"], "unrecognized arguments: --dep"),
+])
+def test_bad_options_are_one_line_before_any_run(argv, says, capsys):
+    """A BMC of depth 0 or less would prove nothing and print PASS: the command refuses it, and every bad option,
+    in one line with exit status 2, before sby runs."""
+    with pytest.raises(SystemExit) as info:
+        formal.main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and len(err.strip().splitlines()) == 1 and says in err
+
+
 @needs_tools
 def test_module_entry_point():
     """``python -m sim.formal CHECK`` prints PASS and the time, and exits 0."""
