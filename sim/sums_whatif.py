@@ -12,6 +12,7 @@ Command line: ``python -m sim.sums_whatif [--batches 1,2,4,8] [--contexts 64,102
 step's cycles, the host's share and the fraction of its bound, as built and with the sums combined."""
 
 import dataclasses
+import inspect
 import sys
 from contextlib import contextmanager
 
@@ -33,24 +34,33 @@ def combined(cols, digits):
     return digits == 2 and cols <= K_MAX
 
 
+def _arguments(function, *args, **kwargs):
+    """The arguments of a call of ``function``, by name, its defaults filled in."""
+    bound = inspect.signature(function).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound.arguments
+
+
 @contextmanager
-def patched(model=whole_step.MODEL):
+def patched():
     """The step's builders with the sums combined (the module docstring), restored on exit."""
     built_program, built_phases = whole_step.linear_program, whole_step.step_phases
-    cols = {p.name: p.cols for p in whole_step.block_products(model)}
-    cols.update({"head": model["d_model"], whole_step.RESCORE: model["d_model"]})
 
-    def linear_program(config, batch, product, *args, **kwargs):
-        program = built_program(config, batch, product, *args, **kwargs)
-        digits = kwargs.get("digits", args[3] if len(args) > 3 else 1)
-        if not combined(product.cols, digits):
+    def linear_program(*args, **kwargs):
+        program = built_program(*args, **kwargs)
+        call = _arguments(built_program, *args, **kwargs)
+        if not combined(call["product"].cols, call["digits"]):
             return program
         return [dataclasses.replace(i, len=i.len // 2) if i.op == Op.ST and i.wd else i for i in program]
 
-    def step_phases(config, contexts, *args, **kwargs):
-        digits = whole_step.step_numerics(config, kwargs.get("digits", args[1] if len(args) > 1 else None))[0]
+    def step_phases(*args, **kwargs):
+        call = _arguments(built_phases, *args, **kwargs)
+        digits, _ = whole_step.step_numerics(call["config"], call["digits"])
+        model = call["model"]
+        cols = {p.name: p.cols for p in whole_step.block_products(model, call["weight_digits"])}
+        cols.update({"head": model["d_model"], whole_step.RESCORE: model["d_model"]})
         return [dataclasses.replace(p, bytes_out=p.bytes_out // 2) if p.name in cols and combined(cols[p.name], digits)
-                else p for p in built_phases(config, contexts, *args, **kwargs)]
+                else p for p in built_phases(*args, **kwargs)]
 
     whole_step.linear_program, whole_step.step_phases = linear_program, step_phases
     whole_step.clear_caches()      # the step's cached programs and counters are the patch's
